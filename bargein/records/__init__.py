@@ -1,0 +1,30 @@
+"""Typed, immutable records that flow through bargein (see DESIGN.md)."""
+
+from bargein.records.audio import Augmentation, RenderedDialogue, Segment, Voice, WordTiming
+from bargein.records.base import Record
+from bargein.records.conversation import (
+    ChatMessage, Conversation, EvalItem, Interruption, Message, Rubric, Verdict,
+    VerifiedConversation,
+)
+from bargein.records.derived import (
+    PERTURBATION_TYPES, Edit, MaskedItem, MaskSpan, PerturbationPair,
+)
+from bargein.records.release import (
+    Aggregate, Failure, FileEntry, ItemScore, ReleaseManifest, ScoreReport,
+)
+from bargein.records.scenario import (
+    INTERRUPTION_TYPES, Correction, Domain, Goal, InterruptionType, KnowledgeBase, Scenario,
+    Transition, UserFact, UserIntent, Workflow, WorkflowStage,
+)
+
+ALL_RECORDS: tuple[type[Record], ...] = (
+    Domain, WorkflowStage, Transition, Workflow, Goal, UserFact, KnowledgeBase, Correction,
+    UserIntent, Scenario, Interruption, Message, Rubric, Conversation, Verdict,
+    VerifiedConversation, ChatMessage, EvalItem, WordTiming, Voice, Segment, Augmentation,
+    RenderedDialogue, MaskSpan, MaskedItem, Edit, PerturbationPair, FileEntry, ReleaseManifest,
+    Failure, ItemScore, Aggregate, ScoreReport,
+)
+
+__all__ = [c.__name__ for c in ALL_RECORDS] + [
+    "Record", "ALL_RECORDS", "INTERRUPTION_TYPES", "PERTURBATION_TYPES", "InterruptionType",
+]

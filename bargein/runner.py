@@ -1,0 +1,361 @@
+"""The pipeline runner: content-addressed, resumable, deterministic, concurrent.
+
+A :class:`Stage` is a plain function ``fn(item, ctx) -> Record | list[Record]`` plus what its
+output depends on. :func:`run_stage` applies it to every input item:
+
+* each item's output is stored under a key hashed from (stage name, version, config, prompt
+  file hashes, backend ids, seed, input record) in ``workdir/cache/<stage>/``, written
+  atomically, so a run killed at any point (``kill -9`` included) resumes without redoing
+  finished items, and a finished run re-runs from cache;
+* a failing item becomes a :class:`Failure` (stage, reason, evidence) in
+  ``workdir/<stage>.failures.jsonl`` and the batch goes on; failures are retried on the next run;
+* outputs are written to ``workdir/<stage>.jsonl`` in input order, atomically;
+* ``kind="io"`` stages are ``async def`` and run concurrently under a bound;
+  ``kind="cpu"`` stages run in worker processes; ``kind="inline"`` runs in the caller.
+
+Every item gets its own RNG seeded from (seed, stage, item id) through SHA-256.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import os
+import random
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from bargein.errors import BargeinError, BudgetExceeded
+from bargein.records.base import Record
+from bargein.records.release import Failure
+from bargein.seeding import _plain, canonical_json, item_seed, stable_hash
+from bargein.store import atomic_write_text, write_jsonl
+
+log = logging.getLogger("bargein.runner")
+
+StageKind = Literal["inline", "io", "cpu"]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the pipeline. ``fn`` must be a module-level function for ``kind="cpu"``."""
+
+    name: str
+    fn: Callable[..., Any]
+    output: type[Record]
+    config: Any = None
+    version: str = "1"
+    prompts: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()
+    kind: StageKind = "inline"
+    concurrency: int = 8
+
+    def fingerprint(self) -> str:
+        """Hash of everything but the input that the stage's output depends on."""
+        from bargein.prompts import prompt_hash
+
+        return stable_hash(
+            "stage", self.name, self.version, _plain(self.config),
+            {p: prompt_hash(p) for p in self.prompts}, list(self.backends),
+            self.output.__name__,
+        )
+
+
+@dataclass
+class StageContext:
+    """What a stage function gets besides its input item."""
+
+    stage: str
+    item_id: str
+    seed: int
+    workdir: Path
+    config: Any = None
+    resources: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def item_seed(self) -> int:
+        return item_seed(self.seed, self.stage, self.item_id)
+
+    @property
+    def rng(self) -> random.Random:
+        return random.Random(self.item_seed)
+
+    @property
+    def np_rng(self) -> np.random.Generator:
+        return np.random.default_rng(self.item_seed)
+
+    @property
+    def artifacts(self) -> Path:
+        """A folder for files this stage writes (audio); name them by content, write atomically."""
+        p = self.workdir / "artifacts" / self.stage
+        p.mkdir(parents=True, exist_ok=True)
+        return p
+
+
+@dataclass
+class StageResult:
+    stage: str
+    outputs: list[Record]
+    failures: list[Failure]
+    computed: int = 0
+    cached: int = 0
+    skipped: int = 0
+    budget_stopped: bool = False
+    wall_s: float = 0.0
+
+    def summary(self) -> str:
+        s = (f"{self.stage}: {len(self.outputs)} outputs from {self.computed + self.cached} items "
+             f"({self.cached} cached, {self.computed} computed), {len(self.failures)} failed")
+        if self.budget_stopped:
+            s += f"; budget reached, {self.skipped} items not started"
+        return s
+
+
+def _item_id(item: Any) -> str:
+    if isinstance(item, Record):
+        return item.id
+    raise BargeinError(f"runner inputs must be records with an id, got {type(item).__name__}")
+
+
+def item_key(stage: Stage, fingerprint: str, seed: int, item: Record) -> str:
+    return stable_hash("item", fingerprint, seed, item.model_dump(mode="json"))
+
+
+def _cache_path(workdir: Path, stage: Stage, key: str) -> Path:
+    return workdir / "cache" / stage.name / key[:2] / f"{key}.json"
+
+
+def _to_list(result: Any) -> list[Record]:
+    if result is None:
+        return []
+    if isinstance(result, Record):
+        return [result]
+    return list(result)
+
+
+def _failure(stage: Stage, item_id: str, exc: BaseException) -> Failure:
+    evidence = getattr(exc, "evidence", None)
+    if evidence is None:
+        evidence = {"traceback": traceback.format_exception(exc)[-3:]}
+    try:
+        evidence = json.loads(canonical_json(evidence))
+    except (TypeError, ValueError):
+        evidence = repr(evidence)
+    return Failure(stage=stage.name, item_id=item_id, reason=str(exc) or type(exc).__name__,
+                   error_type=type(exc).__name__, evidence=evidence)
+
+
+def _encode(outputs: list[Record]) -> str:
+    return json.dumps({"outputs": [json.loads(o.model_dump_json()) for o in outputs]},
+                      sort_keys=True, ensure_ascii=False)
+
+
+def _decode(stage: Stage, text: str) -> list[Record]:
+    return [stage.output.model_validate(o) for o in json.loads(text)["outputs"]]
+
+
+class _Progress:
+    """tqdm on a TTY, quiet otherwise; shows spend when a ledger is in the resources."""
+
+    def __init__(self, name: str, total: int, resources: dict[str, Any], enabled: bool | None):
+        self.resources = resources
+        if enabled is None:
+            enabled = sys.stderr.isatty() and os.environ.get("BARGEIN_PROGRESS", "1") != "0"
+        self.bar = None
+        if enabled and total:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=name, unit="item", dynamic_ncols=True, leave=True)
+
+    def update(self, n: int = 1) -> None:
+        if self.bar is None:
+            return
+        ledger = self.resources.get("ledger")
+        if ledger is not None:
+            self.bar.set_postfix_str(ledger.spend_str(), refresh=False)
+        self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# ---- worker-process plumbing (kind="cpu") -----------------------------------------------
+_WORKER_RESOURCES: dict[str, Any] = {}
+
+
+def _worker_init(factory: Callable[[], dict[str, Any]] | None) -> None:
+    global _WORKER_RESOURCES
+    _WORKER_RESOURCES = factory() if factory else {}
+
+
+def _worker_call(stage: Stage, item: Record, seed: int, workdir: str) -> tuple[str, str]:
+    ctx = StageContext(stage=stage.name, item_id=item.id, seed=seed, workdir=Path(workdir),
+                       config=stage.config, resources=_WORKER_RESOURCES)
+    try:
+        return "ok", _encode(_to_list(stage.fn(item, ctx)))
+    except Exception as exc:  # noqa: BLE001 - every item failure is recorded, the batch goes on
+        return "fail", _failure(stage, item.id, exc).model_dump_json()
+
+
+def run_stage(
+    stage: Stage,
+    items: Sequence[Record] | Iterable[Record],
+    *,
+    workdir: str | os.PathLike,
+    seed: int,
+    resources: dict[str, Any] | None = None,
+    resources_factory: Callable[[], dict[str, Any]] | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    write_outputs: bool = True,
+) -> StageResult:
+    """Apply ``stage`` to ``items``; see the module docstring."""
+    t0 = time.perf_counter()
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    items = list(items)
+    ids = [_item_id(i) for i in items]
+    dupes = {i for i in ids if ids.count(i) > 1} if len(set(ids)) != len(ids) else set()
+    if dupes:
+        raise BargeinError(f"stage {stage.name!r}: duplicate input ids {sorted(dupes)[:5]}")
+    resources = dict(resources or {})
+    if resources_factory is not None and stage.kind != "cpu":
+        resources.update(resources_factory())
+    fp = stage.fingerprint()
+    keys = [item_key(stage, fp, seed, it) for it in items]
+    results: dict[int, list[Record]] = {}
+    failures: dict[int, Failure] = {}
+    todo: list[int] = []
+    for n, key in enumerate(keys):
+        path = _cache_path(workdir, stage, key)
+        if path.exists():
+            try:
+                results[n] = _decode(stage, path.read_text(encoding="utf-8"))
+                continue
+            except (ValueError, KeyError):
+                log.warning("stage %s: unreadable cache entry %s, recomputing", stage.name, path)
+        todo.append(n)
+    result = StageResult(stage=stage.name, outputs=[], failures=[], cached=len(results))
+    bar = _Progress(stage.name, len(todo), resources, progress)
+
+    def done(n: int, outputs: list[Record] | None, failure: Failure | None) -> None:
+        if failure is not None:
+            failures[n] = failure
+        else:
+            atomic_write_text(_cache_path(workdir, stage, keys[n]), _encode(outputs or []))
+            results[n] = outputs or []
+            result.computed += 1
+        bar.update()
+
+    def ctx_for(n: int) -> StageContext:
+        return StageContext(stage=stage.name, item_id=ids[n], seed=seed, workdir=workdir,
+                            config=stage.config, resources=resources)
+
+    try:
+        if stage.kind == "io" or inspect.iscoroutinefunction(stage.fn):
+            result.budget_stopped = asyncio.run(_run_async(stage, items, todo, ctx_for, done))
+        elif stage.kind == "cpu" and (workers or 0) != 1 and len(todo) > 1:
+            _run_processes(stage, items, todo, seed, workdir, resources_factory, workers, done)
+        else:
+            if stage.kind == "cpu" and resources_factory is not None:
+                resources.update(resources_factory())
+            for n in todo:
+                try:
+                    done(n, _to_list(stage.fn(items[n], ctx_for(n))), None)
+                except BudgetExceeded:
+                    result.budget_stopped = True
+                    break
+                except Exception as exc:  # noqa: BLE001
+                    done(n, None, _failure(stage, ids[n], exc))
+    finally:
+        bar.close()
+    result.skipped = len(items) - len(results) - len(failures)
+    result.outputs = [o for n in range(len(items)) for o in results.get(n, [])]
+    result.failures = [failures[n] for n in sorted(failures)]
+    if write_outputs:
+        write_jsonl(workdir / f"{stage.name}.jsonl", result.outputs)
+        write_jsonl(workdir / f"{stage.name}.failures.jsonl", result.failures)
+    result.wall_s = time.perf_counter() - t0
+    log.info(result.summary())
+    return result
+
+
+async def _run_async(stage, items, todo, ctx_for, done) -> bool:
+    sem = asyncio.Semaphore(max(1, stage.concurrency))
+    stopped = False
+
+    async def one(n: int) -> None:
+        nonlocal stopped
+        async with sem:
+            if stopped:
+                return
+            try:
+                out = stage.fn(items[n], ctx_for(n))
+                if inspect.isawaitable(out):
+                    out = await out
+                done(n, _to_list(out), None)
+            except BudgetExceeded:
+                stopped = True
+            except Exception as exc:  # noqa: BLE001
+                done(n, None, _failure(stage, items[n].id, exc))
+
+    await asyncio.gather(*(one(n) for n in todo))
+    return stopped
+
+
+def _run_processes(stage, items, todo, seed, workdir, factory, workers, done) -> None:
+    import multiprocessing as mp
+
+    workers = workers or max(1, min(len(todo), os.cpu_count() or 1))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                             initializer=_worker_init, initargs=(factory,)) as pool:
+        pending = {}
+        queue = list(todo)
+        while queue or pending:
+            while queue and len(pending) < workers * 2:
+                n = queue.pop(0)
+                pending[pool.submit(_worker_call, stage, items[n], seed, str(workdir))] = n
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                n = pending.pop(fut)
+                try:
+                    status, payload = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a crashed worker fails its item
+                    done(n, None, _failure(stage, items[n].id, exc))
+                    continue
+                if status == "ok":
+                    done(n, _decode(stage, payload), None)
+                else:
+                    done(n, None, Failure.model_validate_json(payload))
+
+
+def run(
+    stages: Sequence[Stage],
+    items: Sequence[Record],
+    *,
+    workdir: str | os.PathLike,
+    seed: int,
+    resources: dict[str, Any] | None = None,
+    progress: bool | None = None,
+) -> list[StageResult]:
+    """Compose stages: the outputs of each feed the next."""
+    out = []
+    for stage in stages:
+        res = run_stage(stage, items, workdir=workdir, seed=seed, resources=resources,
+                        progress=progress)
+        out.append(res)
+        items = res.outputs
+        if res.budget_stopped:
+            break
+    return out

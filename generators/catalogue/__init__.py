@@ -1,0 +1,1 @@
+"""Curated offline domain catalogue (YAML data files)."""

@@ -1,0 +1,1 @@
+"""bargein.perturb"""
