@@ -6,12 +6,13 @@ so there is no import cycle.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from bargein.errors import ConfigError
+from bargein.errors import ConfigError, NotBuiltYet
 
 
 @dataclass
@@ -48,3 +49,48 @@ def require_file(path: str | Path, what: str, hint: str) -> Path:
     if not p.exists():
         raise ConfigError(f"{what} {str(p)!r} does not exist. Fix: {hint}")
     return p
+
+
+def _not_built(name: str, target: str, err: Exception) -> click.Command:
+    @click.command(name=name, context_settings={"ignore_unknown_options": True},
+                   help="(not built yet)")
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def cmd(args):
+        raise NotBuiltYet(f"'bargein {name}' is not built yet ({target} is missing: {err}).")
+
+    return cmd
+
+
+class LazyGroup(click.Group):
+    def __init__(self, *args, lazy: dict[str, tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx, name):
+        if name in self.commands:
+            return self.commands[name]
+        if name not in self.lazy:
+            return None
+        target, _ = self.lazy[name]
+        module, attr = target.split(":")
+        try:
+            cmd = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as e:
+            if isinstance(e, ImportError) and e.name and not module.startswith(e.name):
+                raise  # a real missing dependency inside the module: show it
+            cmd = _not_built(name, target, e)
+        return cmd
+
+    def format_commands(self, ctx, formatter):
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.lazy:
+                rows.append((name, self.lazy[name][1]))
+            else:
+                cmd = self.commands[name]
+                rows.append((name, cmd.get_short_help_str(60)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
