@@ -1,0 +1,93 @@
+"""Records: immutable, deterministic ids, JSON round-trip, schemas; seeds stable across processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from pydantic import ValidationError
+
+from bargein.records import (
+    ALL_RECORDS, ChatMessage, Interruption, Message, Rubric, Segment, UserIntent, WordTiming,
+)
+from bargein.seeding import item_rng, item_seed, stable_hash
+
+
+def test_every_record_has_a_json_schema(tmp_path):
+    from bargein.cli import main
+
+    main(["schema", "--out", str(tmp_path)])
+    files = sorted(p.name for p in tmp_path.glob("*.schema.json"))
+    assert len(files) == len(ALL_RECORDS)
+    schema = json.loads((tmp_path / "Segment.schema.json").read_text())
+    assert set(schema["properties"]) >= {"message_index", "channel", "start_s", "end_s", "words"}
+
+
+def test_round_trip_and_immutability():
+    w = WordTiming(word="claim", start_s=0.12, end_s=0.48, char_start=5)
+    seg = Segment(message_index=3, channel=1, start_s=0.0, end_s=2.5, text="a claim", words=(w,))
+    again = Segment.from_json(seg.to_json())
+    assert again == seg and again.id == seg.id
+    with pytest.raises(ValidationError):
+        seg.start_s = 1.0  # frozen
+    moved = seg.with_(start_s=0.5)
+    assert moved.start_s == 0.5 and seg.start_s == 0.0 and moved.id == seg.id
+
+
+def test_ids_are_content_addressed():
+    a = ChatMessage(role="user", content="hello")
+    b = ChatMessage(role="user", content="hello")
+    c = ChatMessage(role="user", content="hello!")
+    assert a.id == b.id != c.id
+    assert a.id.startswith("chat-") and len(a.id) == len("chat-") + 16
+    assert ChatMessage(role="user", content="x", id="given").id == "given"
+
+
+def test_extra_fields_rejected_with_the_key_named():
+    with pytest.raises(ValidationError, match="colour"):
+        WordTiming(word="a", start_s=0, end_s=1, colour="red")
+
+
+def test_interruption_must_agree_with_message():
+    text = "Your claim needs three documents and a photo of the damage"
+    intr = Interruption(type="filler", cut_word_index=4, cut_char_offset=22,
+                        heard_text="Your claim needs three", overlap_ms=200, interjection="mm-hm")
+    Message(index=1, role="assistant", text=text, heard_text=intr.heard_text, interruption=intr)
+    with pytest.raises(ValidationError, match="prefix"):
+        bad = intr.with_(heard_text="Your claim wants three")
+        Message(index=1, role="assistant", text=text, heard_text=bad.heard_text, interruption=bad)
+
+
+def test_rubric_needs_two_to_four_rq_criteria():
+    with pytest.raises(ValidationError):
+        Rubric(message_index=2, type="filler", tf_criterion="continue", rq_criteria=("only one",))
+    Rubric(message_index=2, type="filler", tf_criterion="continue", rq_criteria=("a", "b"))
+
+
+def test_intent_probabilities_validated():
+    probs = dict(normal=0.2, impatient=0.2, correction=0.1, topic_switch=0.1, filler=0.1, pushback=0.3)
+    UserIntent(profile="rushed", interruption_probs=probs)
+    with pytest.raises(ValidationError, match="sum to 1"):
+        UserIntent(profile="rushed", interruption_probs={**probs, "normal": 0.5})
+    with pytest.raises(ValidationError, match="lacks types"):
+        UserIntent(profile="rushed", interruption_probs={"normal": 1.0})
+
+
+def test_seeds_and_ids_stable_across_processes():
+    code = (
+        "from bargein.seeding import item_seed, stable_hash;"
+        "from bargein.records import ChatMessage;"
+        "print(item_seed(7, 'render', 'conv-1'), stable_hash({'b': 1, 'a': [1, 2]}),"
+        " ChatMessage(role='user', content='hello').id)"
+    )
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={"PYTHONHASHSEED": str(s), "PATH": ""}, check=True).stdout
+            for s in (1, 2, 3)}
+    assert len(outs) == 1
+    here = f"{item_seed(7, 'render', 'conv-1')} {stable_hash({'a': [1, 2], 'b': 1})} " \
+           f"{ChatMessage(role='user', content='hello').id}\n"
+    assert outs == {here}
+    assert item_rng(7, "render", "conv-1").random() == item_rng(7, "render", "conv-1").random()
+    assert item_seed(7, "render", "conv-1") != item_seed(8, "render", "conv-1")
