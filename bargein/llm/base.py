@@ -8,18 +8,32 @@ Contract used by every agent in bargein::
     text = (await llm.complete(messages, agent="baseline")).text
 
 ``"offline"`` is not a provider: callers use their rule-based agent instead (``is_offline(spec)``).
+
+A provider implements one verb, ``complete``, and declares capability flags. It raises
+:class:`TransientError` for what is worth retrying (429, 5xx, timeouts, dropped connections,
+malformed bodies) and :class:`ProviderRequestError` for what is not (a bad request);
+retries, limits, caching and accounting are the client's job (:mod:`bargein.llm.client`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+# capability flags a provider may declare
+JSON_SCHEMA = "json_schema"      # native structured output from a JSON Schema
+JSON_MODE = "json_mode"          # "some JSON object" mode; the schema goes in the prompt
+SEED = "seed"                    # honours a sampling seed
 
 
 @dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
 
 
 @dataclass(frozen=True)
@@ -28,9 +42,13 @@ class Completion:
     usage: Usage
     model: str
     provider: str
-    finish_reason: str = "stop"
+    finish_reason: str = "stop"          # normalised: "stop" | "length" | provider-specific
     cached: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
 
 
 @runtime_checkable
@@ -50,6 +68,46 @@ class Provider(Protocol):
         json_schema: dict[str, Any] | None = None,
         seed: int | None = None,
     ) -> Completion: ...
+
+
+class TransientError(Exception):
+    """A failure worth retrying. ``retry_after_s`` carries the server's Retry-After, if any."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after_s: float | None = None,
+                 kind: str = "transient"):
+        super().__init__(message)
+        self.status = status
+        self.retry_after_s = retry_after_s
+        self.kind = kind
+
+
+class ProviderRequestError(Exception):
+    """The provider rejected the request itself (4xx other than 408/409/429); not retried."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+def normalize_messages(messages: Iterable[Any]) -> list[dict[str, str]]:
+    """Chat messages as plain ``{"role", "content"}`` dicts; accepts dicts and ``ChatMessage``."""
+    out = []
+    for n, m in enumerate(messages):
+        if isinstance(m, dict):
+            role, content = m.get("role"), m.get("content")
+        else:
+            role, content = getattr(m, "role", None), getattr(m, "content", None)
+        if role not in ("system", "user", "assistant") or not isinstance(content, str):
+            from bargein.errors import ConfigError
+
+            raise ConfigError(f"message {n} must have role system|user|assistant and text content, "
+                              f"got {type(m).__name__} role={role!r}")
+        out.append({"role": role, "content": content})
+    if not out:
+        from bargein.errors import ConfigError
+
+        raise ConfigError("an LLM call needs at least one message")
+    return out
 
 
 def is_offline(spec: str | None) -> bool:

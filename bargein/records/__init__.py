@@ -14,12 +14,12 @@ from bargein.records.release import (
 )
 from bargein.records.scenario import (
     INTERRUPTION_TYPES, Correction, Domain, Goal, InterruptionType, KnowledgeBase, Scenario,
-    Transition, UserFact, UserIntent, Workflow, WorkflowStage,
+    ScenarioSpec, Transition, UserFact, UserIntent, Workflow, WorkflowStage,
 )
 
 ALL_RECORDS: tuple[type[Record], ...] = (
     Domain, WorkflowStage, Transition, Workflow, Goal, UserFact, KnowledgeBase, Correction,
-    UserIntent, Scenario, Interruption, Message, Rubric, Conversation, Verdict,
+    UserIntent, ScenarioSpec, Scenario, Interruption, Message, Rubric, Conversation, Verdict,
     VerifiedConversation, ChatMessage, EvalItem, WordTiming, Voice, Segment, Augmentation,
     RenderedDialogue, MaskSpan, MaskedItem, Edit, PerturbationPair, FileEntry, ReleaseManifest,
     Failure, ItemScore, Aggregate, ScoreReport,

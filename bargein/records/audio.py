@@ -52,6 +52,7 @@ class Segment(Record):
     voice_id: str = ""
     clip_path: str | None = None                # mono clip of this message (relative path)
     kind: Literal["message", "backchannel"] = "message"
+    cut_resolution: Literal["as_planned", "onset_moved", "text_updated"] | None = None
 
 
 class Augmentation(Record):
@@ -60,6 +61,7 @@ class Augmentation(Record):
     snr_db: float | None = None
     telephony: bool = False                     # 8 kHz mu-law round trip
     seed: int = 0
+    babble_voices: tuple[str, ...] = ()         # voices the babble was synthesized with
 
 
 class RenderedDialogue(Record):
@@ -73,3 +75,4 @@ class RenderedDialogue(Record):
     augmentation: Augmentation = Field(default_factory=Augmentation)
     frame_labels_path: str | None = None        # .npz with VAP and Talking-Turns labels
     engines: tuple[str, ...] = ()               # engine ids and versions used
+    clean_audio_path: str | None = None         # the un-augmented stereo FLAC, when augmented

@@ -42,6 +42,9 @@ class WorkflowStage(Record):
     skip_conditions: tuple[str, ...] = ()
     failure_handling: tuple[str, ...] = ()
     termination_conditions: tuple[str, ...] = ()
+    # what the assistant explains or asks here (filled from user facts; 20-45 words each)
+    talking_points: tuple[str, ...] = ()
+    produces: tuple[str, ...] = ()              # info keys this stage establishes for later ones
 
 
 class Transition(Record):
@@ -129,6 +132,16 @@ class UserIntent(Record):
         if any(p < 0 for p in v.values()) or abs(total - 1.0) > 1e-6:
             raise ValueError(f"interruption_probs must be >= 0 and sum to 1 (sum is {total:.6f})")
         return {k: v[k] for k in INTERRUPTION_TYPES}
+
+
+class ScenarioSpec(Record):
+    """One sampled (domain, goal, intent) configuration: the input of the scenarios stage."""
+
+    id_prefix = "spec"
+    index: int                                  # position in the sampled batch
+    domain: str
+    goal: str
+    intent_index: int = Field(0, ge=0)
 
 
 class Scenario(Record):

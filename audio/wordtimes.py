@@ -1,0 +1,137 @@
+"""Words of a text and their times: the shared helpers behind every TTS engine and aligner.
+
+A *word* is a whitespace-separated token that contains at least one letter or digit; its
+``char_start`` is its offset in the text, so ``text[:words[k].char_start]`` is everything said
+before word ``k``. Punctuation stays attached (``"documents:"``)::
+
+    text   "Your claim needs three documents: a photo"
+    words   Your|claim|needs|three|documents:|a|photo
+    start   0    5     11    17    23         34 36       (char_start)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from bargein.errors import AudioError
+from bargein.records.audio import WordTiming
+
+_TOKEN = re.compile(r"\S+")
+SILENCE_DB = -40.0          # relative to the clip's peak frame energy
+FRAME_MS = 5.0
+
+
+def split_words(text: str) -> list[tuple[str, int]]:
+    """``(word, char_start)`` for every pronounceable whitespace token of ``text``."""
+    return [(m.group(), m.start()) for m in _TOKEN.finditer(text)
+            if any(ch.isalnum() for ch in m.group())]
+
+
+def check_text(text: str, engine: str) -> list[tuple[str, int]]:
+    """The words of ``text``; empty or unpronounceable text raises :class:`AudioError`."""
+    if not isinstance(text, str) or not text.strip():
+        raise AudioError(f"{engine}: cannot synthesise empty text {text!r}. "
+                         "Fix: drop the empty message or give it words.")
+    words = split_words(text)
+    if not words:
+        raise AudioError(f"{engine}: text {text!r} has nothing pronounceable (no letters or digits). "
+                         "Fix: give the message words.")
+    return words
+
+
+def frame_energy(samples: np.ndarray, sample_rate: int, frame_ms: float = FRAME_MS) -> tuple[np.ndarray, int]:
+    """RMS per frame and the hop in samples."""
+    x = np.asarray(samples, dtype=np.float64)
+    hop = max(1, int(round(sample_rate * frame_ms / 1000.0)))
+    n = len(x) // hop
+    if n == 0:
+        return np.zeros(0), hop
+    frames = x[: n * hop].reshape(n, hop)
+    return np.sqrt(np.mean(frames * frames, axis=1)), hop
+
+
+def speech_bounds(samples: np.ndarray, sample_rate: int, floor_db: float = SILENCE_DB) -> tuple[int, int]:
+    """First and last sample of audible speech (``(0, 0)`` if the clip is silent)."""
+    e, hop = frame_energy(samples, sample_rate)
+    if e.size == 0 or e.max() <= 0:
+        return 0, 0
+    loud = np.flatnonzero(e > e.max() * 10 ** (floor_db / 20.0))
+    return int(loud[0] * hop), int(min(len(samples), (loud[-1] + 1) * hop))
+
+
+def check_audio(samples: np.ndarray, engine: str, text: str) -> None:
+    """Silent, empty or non-finite synthesis output raises :class:`AudioError`."""
+    x = np.asarray(samples)
+    if x.size == 0 or not np.all(np.isfinite(x)) or float(np.max(np.abs(x))) < 1e-4:
+        raise AudioError(f"{engine}: synthesis of {text[:60]!r} produced no audible audio. "
+                         "Fix: check the text is pronounceable in this voice's language.")
+
+
+def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequence[int],
+                        samples: np.ndarray, sample_rate: int) -> tuple[WordTiming, ...]:
+    """Word timings from exact start samples.
+
+    A word ends where the next one starts, pulled back over any silence before it (a pause at a
+    comma is not part of the word); the last word ends at the end of audible speech::
+
+        |--Hello,--|....|--world--|...
+        ^start0    ^end0^start1   ^end1 (trailing silence trimmed)
+    """
+    if len(words) != len(starts_samples):
+        raise ValueError("one start per word")
+    e, hop = frame_energy(samples, sample_rate)
+    thresh = (e.max() if e.size else 0.0) * 10 ** (SILENCE_DB / 20.0)
+    _, speech_end = speech_bounds(samples, sample_rate)
+    starts = [int(s) for s in starts_samples]
+    for i in range(1, len(starts)):             # monotone, even if an engine reports otherwise
+        starts[i] = max(starts[i], starts[i - 1])
+    out = []
+    for i, ((word, cs), s) in enumerate(zip(words, starts)):
+        nxt = starts[i + 1] if i + 1 < len(starts) else max(speech_end, s)
+        end = _trim_back(e, hop, thresh, s, nxt)
+        out.append(WordTiming(word=word, start_s=round(s / sample_rate, 6),
+                              end_s=round(end / sample_rate, 6), char_start=cs))
+    return tuple(out)
+
+
+def _trim_back(e: np.ndarray, hop: int, thresh: float, start: int, end: int) -> int:
+    """Move ``end`` back over silent frames, never before ``start`` + one frame."""
+    if end <= start:
+        return end
+    f_lo, f = start // hop + 1, min(len(e), end // hop)
+    while f > f_lo and e[f - 1] <= thresh:
+        f -= 1
+    return max(min(end, f * hop), min(end, start + hop))
+
+
+def fill_missing(starts: list[int | None], words: Sequence[tuple[str, int]], total: int) -> list[int]:
+    """Interpolate missing word starts by character position between known neighbours."""
+    known = [i for i, s in enumerate(starts) if s is not None]
+    if not known:
+        raise AudioError("no word times to interpolate from")
+    out: list[int] = []
+    for i, s in enumerate(starts):
+        if s is not None:
+            out.append(int(s))
+            continue
+        prev = max((k for k in known if k < i), default=None)
+        nxt = min((k for k in known if k > i), default=None)
+        c0, t0 = (words[prev][1], starts[prev]) if prev is not None else (0, 0)
+        c1, t1 = (words[nxt][1], starts[nxt]) if nxt is not None else (
+            words[-1][1] + len(words[-1][0]), total)
+        frac = (words[i][1] - c0) / max(1, c1 - c0)
+        out.append(int(round(t0 + frac * (t1 - t0))))
+    return out
+
+
+def check_timings(words: Sequence[WordTiming], duration_s: float) -> None:
+    """Assert timings are monotone and inside the clip (engine bugs surface here)."""
+    prev = 0.0
+    for w in words:
+        if not (prev - 1e-6 <= w.start_s <= w.end_s <= duration_s + 1e-3):
+            raise AudioError(f"non-monotone word timing {w.word!r} {w.start_s:.3f}-{w.end_s:.3f}s "
+                             f"(previous start {prev:.3f}s, clip {duration_s:.3f}s)")
+        prev = w.start_s

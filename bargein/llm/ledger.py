@@ -1,0 +1,224 @@
+"""The cost ledger: raw token usage per (provider, model, agent), priced from a versioned table.
+
+An unknown model is *unpriced*: its tokens are kept, its cost is ``"unpriced"``, never 0. The
+ledger is written to ``<workdir>/llm_ledger.json`` and accumulates across runs of a workdir;
+``spend_str()`` and the budget cap look at this run (this client) only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bargein.errors import BudgetExceeded, ConfigError
+from bargein.llm.base import Usage
+from bargein.store import atomic_write_text
+
+_SNAPSHOT = re.compile(r"^(?P<base>.+?)(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")
+UNPRICED = "unpriced"
+
+
+@dataclass(frozen=True)
+class Price:
+    input_per_m: float
+    output_per_m: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_per_m + output_tokens * self.output_per_m) / 1e6
+
+
+class PriceTable:
+    """USD per 1M tokens by provider and model, with a version and a date."""
+
+    def __init__(self, prices: dict[str, dict[str, Price]], version: str, date: str):
+        self.prices, self.version, self.date = prices, str(version), str(date)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> PriceTable:
+        if path is None:
+            text = (resources.files("bargein") / "pricing" / "prices.yaml").read_text(encoding="utf-8")
+            where = "bargein/pricing/prices.yaml"
+        else:
+            text, where = Path(path).read_text(encoding="utf-8"), str(path)
+        try:
+            data = yaml.safe_load(text)
+            prices = {prov: {m: Price(float(p["input"]), float(p["output"])) for m, p in models.items()}
+                      for prov, models in data["providers"].items()}
+            return cls(prices, data["version"], data["date"])
+        except (KeyError, TypeError, ValueError, yaml.YAMLError) as e:
+            raise ConfigError(f"{where}: not a valid price table ({e}). Each entry needs "
+                              "'MODEL: {input: USD_PER_1M, output: USD_PER_1M}' under providers.PROVIDER, "
+                              "plus 'version' and 'date'.") from e
+
+    def with_overrides(self, overrides: dict[str, Any] | None, provider: str) -> PriceTable:
+        """A copy with ``{model: {"input": x, "output": y}}`` prices added for ``provider``."""
+        if not overrides:
+            return self
+        prices = {p: dict(m) for p, m in self.prices.items()}
+        for model, p in overrides.items():
+            try:
+                prices.setdefault(provider, {})[model] = Price(float(p["input"]), float(p["output"]))
+            except (KeyError, TypeError, ValueError) as e:
+                raise ConfigError(f"prices[{model!r}] = {p!r}: expected {{'input': USD_PER_1M, "
+                                  f"'output': USD_PER_1M}}") from e
+        return PriceTable(prices, f"{self.version}+overrides", self.date)
+
+    def lookup(self, provider: str, model: str) -> Price | None:
+        table = self.prices.get(provider, {})
+        if model in table:
+            return table[model]
+        m = _SNAPSHOT.match(model)
+        if m and m.group("base") in table:
+            return table[m.group("base")]
+        return table.get("*")
+
+
+@dataclass
+class _Entry:
+    calls: int = 0
+    cached_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class CostLedger:
+    """Token usage and spend; thread-safe; saved atomically (throttled, and on ``save()``)."""
+
+    def __init__(self, prices: PriceTable, path: str | Path | None = None,
+                 budget_usd: float | None = None, save_every_s: float = 1.0):
+        self.prices = prices
+        self.path = Path(path) if path is not None else None
+        self.budget_usd = budget_usd
+        self.save_every_s = save_every_s
+        self._lock = threading.Lock()
+        self._session: dict[tuple[str, str, str], _Entry] = {}
+        self._previous: dict[tuple[str, str, str], _Entry] = {}
+        self._spent = 0.0
+        self._unpriced_calls = 0
+        self._last_save = 0.0
+        self._dirty = False
+        if self.path is not None and self.path.exists():
+            self._load_previous()
+
+    def _load_previous(self) -> None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            for e in data.get("entries", []):
+                self._previous[(e["provider"], e["model"], e["agent"])] = _Entry(
+                    e["calls"], e["cached_calls"], e["input_tokens"], e["output_tokens"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ConfigError(f"{self.path}: unreadable LLM ledger ({e}). Fix: move it aside; "
+                              "a new one is started on the next call.") from e
+
+    # ---- recording ------------------------------------------------------------------------
+    def check_budget(self) -> None:
+        """Raise :class:`BudgetExceeded` when this run's priced spend has reached the cap."""
+        if self.budget_usd is not None and self._spent >= self.budget_usd:
+            raise BudgetExceeded(
+                f"LLM budget of ${self.budget_usd:.4f} reached: ${self._spent:.4f} spent in this run "
+                f"({self.calls} calls). No new calls are started; cached answers stay free. "
+                "Fix: raise the budget and re-run to continue from where it stopped.",
+                evidence=self.summary())
+
+    def record(self, provider: str, model: str, agent: str, usage: Usage, *, cached: bool) -> None:
+        with self._lock:
+            e = self._session.setdefault((provider, model, agent), _Entry())
+            if cached:
+                e.cached_calls += 1
+            else:
+                e.calls += 1
+                e.input_tokens += usage.input_tokens
+                e.output_tokens += usage.output_tokens
+                price = self.prices.lookup(provider, model)
+                if price is None:
+                    self._unpriced_calls += 1
+                else:
+                    self._spent += price.cost(usage.input_tokens, usage.output_tokens)
+            self._dirty = True
+            due = time.monotonic() - self._last_save >= self.save_every_s
+        if due:
+            self.save()
+
+    # ---- reporting ------------------------------------------------------------------------
+    @property
+    def spent_usd(self) -> float:
+        """This run's priced spend (unpriced calls are not in it; see ``unpriced_calls``)."""
+        return self._spent
+
+    @property
+    def unpriced_calls(self) -> int:
+        return self._unpriced_calls
+
+    @property
+    def calls(self) -> int:
+        return sum(e.calls for e in self._session.values())
+
+    @property
+    def cached_calls(self) -> int:
+        return sum(e.cached_calls for e in self._session.values())
+
+    def spend_str(self) -> str:
+        s = f"${self._spent:.4f}"
+        if self.budget_usd is not None:
+            s += f"/${self.budget_usd:.2f}"
+        s += f" {self.calls} calls"
+        if self.cached_calls:
+            s += f" +{self.cached_calls} cached"
+        if self._unpriced_calls:
+            s += f" ({self._unpriced_calls} unpriced)"
+        return s
+
+    def _rows(self, entries: dict[tuple[str, str, str], _Entry]) -> list[dict[str, Any]]:
+        rows = []
+        for (prov, model, agent), e in sorted(entries.items()):
+            price = self.prices.lookup(prov, model)
+            rows.append({"provider": prov, "model": model, "agent": agent, "calls": e.calls,
+                         "cached_calls": e.cached_calls, "input_tokens": e.input_tokens,
+                         "output_tokens": e.output_tokens,
+                         "cost_usd": UNPRICED if price is None else round(price.cost(e.input_tokens, e.output_tokens), 8)})
+        return rows
+
+    @staticmethod
+    def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        priced = [r for r in rows if r["cost_usd"] != UNPRICED]
+        return {"calls": sum(r["calls"] for r in rows),
+                "cached_calls": sum(r["cached_calls"] for r in rows),
+                "input_tokens": sum(r["input_tokens"] for r in rows),
+                "output_tokens": sum(r["output_tokens"] for r in rows),
+                "cost_usd": round(sum(r["cost_usd"] for r in priced), 8),
+                "unpriced_calls": sum(r["calls"] for r in rows if r["cost_usd"] == UNPRICED)}
+
+    def summary(self) -> dict[str, Any]:
+        """Cumulative entries (earlier runs of the workdir + this one) and this run's totals."""
+        with self._lock:
+            merged: dict[tuple[str, str, str], _Entry] = {k: _Entry(**vars(v)) for k, v in self._previous.items()}
+            for k, v in self._session.items():
+                m = merged.setdefault(k, _Entry())
+                m.calls += v.calls
+                m.cached_calls += v.cached_calls
+                m.input_tokens += v.input_tokens
+                m.output_tokens += v.output_tokens
+            rows, session_rows = self._rows(merged), self._rows(self._session)
+        return {"price_table": {"version": self.prices.version, "date": self.prices.date},
+                "budget_usd": self.budget_usd, "entries": rows, "total": self._totals(rows),
+                "this_run": self._totals(session_rows)}
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        with self._lock:
+            self._dirty = False
+            self._last_save = time.monotonic()
+        atomic_write_text(self.path, json.dumps(self.summary(), indent=2, sort_keys=True) + "\n")
+
+    def flush(self) -> None:
+        if self._dirty:
+            self.save()

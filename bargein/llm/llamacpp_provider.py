@@ -1,0 +1,83 @@
+"""``llamacpp:/path/model.gguf`` — a GGUF model in-process through llama-cpp-python.
+
+Optional: ``pip install 'bargein[llamacpp]'``. Structured output is grammar-constrained
+(``response_format={"type": "json_object", "schema": ...}``). One call at a time (a llama
+context is not thread-safe); calls run in a worker thread so the event loop stays free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from bargein.errors import ConfigError, missing_extra
+from bargein.llm.base import JSON_SCHEMA, SEED, Completion, ProviderRequestError, Usage
+
+
+class LlamaCppProvider:
+    name = "llamacpp"
+
+    def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None,
+                 structured: str = "auto", **_ignored: Any):
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError:
+            raise missing_extra("llama_cpp", "llamacpp", "the llamacpp LLM provider") from None
+        path = Path(model).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"llamacpp:{model}: no GGUF file at {str(path)!r}. "
+                              "Fix: give the path of a .gguf model, e.g. llamacpp:/models/qwen.gguf")
+        self.model = str(path)
+        self.model_id = path.name          # what the cache and the ledger key on
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
+        self.capabilities = frozenset({SEED} if structured == "prompt" else {JSON_SCHEMA, SEED})
+        self._llm: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LlamaCppProvider(model={self.model!r})"
+
+    def _load(self) -> Any:
+        if self._llm is None:
+            import llama_cpp
+
+            self._llm = llama_cpp.Llama(model_path=self.model, n_ctx=self.n_ctx,
+                                        n_threads=self.n_threads, verbose=False)
+        return self._llm
+
+    def _complete_sync(self, messages: list[dict[str, str]], kwargs: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            try:
+                return self._load().create_chat_completion(messages=messages, **kwargs)
+            except ValueError as e:        # e.g. the prompt exceeds n_ctx
+                raise ProviderRequestError(f"llamacpp: {e}") from None
+
+    async def complete(self, messages: list[dict[str, str]], *, temperature: float | None,
+                       max_tokens: int, json_schema: dict[str, Any] | None = None,
+                       seed: int | None = None) -> Completion:
+        kwargs: dict[str, Any] = {"max_tokens": max_tokens}
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if seed is not None:
+            kwargs["seed"] = seed
+        if json_schema is not None and JSON_SCHEMA in self.capabilities:
+            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+        data = await asyncio.to_thread(self._complete_sync, messages, kwargs)
+        choice = data["choices"][0]
+        usage = data.get("usage") or {}
+        return Completion(text=choice["message"].get("content") or "",
+                          usage=Usage(int(usage.get("prompt_tokens") or 0),
+                                      int(usage.get("completion_tokens") or 0)),
+                          model=self.model_id, provider=self.name,
+                          finish_reason=choice.get("finish_reason") or "stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def create(model: str, **kwargs: Any) -> LlamaCppProvider:
+    return LlamaCppProvider(model, **kwargs)

@@ -1,0 +1,145 @@
+"""What the SDK-backed providers share: per-loop client pools, error mapping, Retry-After.
+
+SDK clients (and their httpx2 connection pools) belong to the event loop they were used on,
+and the runner starts one loop per stage, so each loop gets its own clients. They are closed
+when the loop's ``asyncio.run`` finishes (a sentinel task closes them on cancellation).
+
+The pool is sharded: a connection pool's bookkeeping is linear in its size, so many small
+pools (``shard_size`` connections each, the least busy one chosen per call) cost less CPU per
+request than one large pool at high concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import math
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from bargein.errors import ConfigError
+from bargein.llm.base import ProviderRequestError, TransientError
+
+RETRYABLE_STATUS = (408, 409, 425, 429)
+
+
+@dataclass
+class _LoopClients:
+    clients: list[Any]
+    busy: list[int]
+    sentinel: asyncio.Task | None = None
+    closed: bool = False
+    _stop: asyncio.Future | None = field(default=None, repr=False)
+
+
+class ClientPool:
+    """``make(http_client)`` → one SDK client per shard, per running event loop."""
+
+    def __init__(self, make: Callable[[Any], Any], *, max_connections: int, timeout_s: float,
+                 shard_size: int = 8):
+        self.make = make
+        self.max_connections = max(1, max_connections)
+        self.timeout_s = timeout_s
+        self.shard_size = max(1, shard_size)
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = \
+            weakref.WeakKeyDictionary()
+
+    def _new(self, loop: asyncio.AbstractEventLoop) -> _LoopClients:
+        import httpx2
+
+        shards = math.ceil(self.max_connections / self.shard_size)
+        per = math.ceil(self.max_connections / shards)
+        timeout = httpx2.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s))
+        clients = [self.make(httpx2.AsyncClient(
+            timeout=timeout, limits=httpx2.Limits(max_connections=per, max_keepalive_connections=per)))
+            for _ in range(shards)]
+        state = _LoopClients(clients=clients, busy=[0] * shards)
+        state._stop = loop.create_future()
+        state.sentinel = loop.create_task(self._close_at_end(state), name="bargein-llm-pool-closer")
+        return state
+
+    @staticmethod
+    async def _close_at_end(state: _LoopClients) -> None:
+        try:
+            await state._stop
+        except asyncio.CancelledError:
+            pass
+        finally:
+            state.closed = True
+            for c in state.clients:
+                with contextlib.suppress(Exception):
+                    await c.close()
+
+    def _state(self) -> _LoopClients:
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(loop)
+        if state is None or state.closed:
+            state = self._loops[loop] = self._new(loop)
+        return state
+
+    @contextlib.contextmanager
+    def client(self) -> Iterator[Any]:
+        """The least busy SDK client of this loop, for one request."""
+        state = self._state()
+        i = min(range(len(state.busy)), key=state.busy.__getitem__)
+        state.busy[i] += 1
+        try:
+            yield state.clients[i]
+        finally:
+            state.busy[i] -= 1
+
+    async def aclose(self) -> None:
+        """Close this loop's clients now (they are also closed when ``asyncio.run`` ends)."""
+        state = self._loops.pop(asyncio.get_running_loop(), None)
+        if state is not None and state._stop is not None and not state._stop.done():
+            state._stop.set_result(None)
+            await state.sentinel
+
+
+def retry_after_s(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(ms) / 1000.0)
+    ra = headers.get("retry-after")
+    if not ra:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except ValueError:
+        pass
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(ra)
+        return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def map_sdk_error(exc: BaseException, sdk: Any, *, provider: str, key_env: str) -> Exception:
+    """Translate an exception of the openai/anthropic SDK into bargein's retry classes."""
+    if isinstance(exc, sdk.APITimeoutError):
+        return TransientError(f"{provider}: request timed out", kind="timeout")
+    if isinstance(exc, sdk.APIConnectionError):
+        return TransientError(f"{provider}: connection error ({type(exc.__cause__ or exc).__name__})",
+                              kind="connection")
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        detail = str(getattr(exc, "message", "") or exc)[:300]
+        if status in (401, 403):
+            return ConfigError(f"{provider}: the server refused the credentials (HTTP {status}). "
+                               f"Fix: set a valid key in the environment variable {key_env}.")
+        if status in RETRYABLE_STATUS or status >= 500:
+            return TransientError(f"{provider}: HTTP {status}: {detail}", status=status,
+                                  retry_after_s=retry_after_s(exc.response.headers),
+                                  kind="rate_limit" if status == 429 else "server")
+        return ProviderRequestError(f"{provider}: HTTP {status}: {detail}", status=status)
+    if isinstance(exc, (ValueError, KeyError, TypeError, IndexError)):
+        return TransientError(f"{provider}: malformed response body ({type(exc).__name__}: "
+                              f"{str(exc)[:120]})", kind="malformed")
+    return exc if isinstance(exc, Exception) else RuntimeError(str(exc))

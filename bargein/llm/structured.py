@@ -1,0 +1,87 @@
+"""Structured output: a pydantic schema in, a validated object out (or the reasons it failed).
+
+    answer text ──► strip fences / find the JSON object ──► json.loads ──► schema.model_validate
+                       │ fails                                    │ fails
+                       └──────────── errors ──► re-ask message ◄──┘
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from bargein.llm.base import Completion
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class StructuredError(Exception):
+    """An answer that is not a valid instance; ``errors`` are short human-readable lines."""
+
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+def schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    return schema.model_json_schema()
+
+
+def instruction(schema: type[BaseModel], json_schema: dict[str, Any]) -> str:
+    return ("Answer with exactly one JSON object and nothing else (no prose, no code fences). "
+            f"It must validate against this JSON Schema for {schema.__name__}:\n"
+            + json.dumps(json_schema, sort_keys=True, separators=(",", ":")))
+
+
+def with_instruction(messages: list[dict[str, str]], text: str) -> list[dict[str, str]]:
+    """Append ``text`` to the system message (or add one) — for providers without native schemas."""
+    if messages and messages[0]["role"] == "system":
+        return [{"role": "system", "content": messages[0]["content"].rstrip() + "\n\n" + text},
+                *messages[1:]]
+    return [{"role": "system", "content": text}, *messages]
+
+
+def _json_text(text: str) -> Any:
+    s = text.strip()
+    if s.startswith("```"):
+        s = s.split("\n", 1)[1] if "\n" in s else ""
+        s = s.rsplit("```", 1)[0]
+    try:
+        return json.loads(s)
+    except ValueError:
+        pass
+    start = s.find("{")
+    if start >= 0:
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(s[start:])
+            return obj
+        except ValueError:
+            pass
+    return json.loads(s)      # raises with the parser's message
+
+
+def parse(completion: Completion, schema: type[M], max_tokens: int | None = None) -> M:
+    """The validated object in ``completion``, or :class:`StructuredError` saying what is wrong."""
+    try:
+        data = _json_text(completion.text)
+    except ValueError as e:
+        errors = [f"not valid JSON: {e}"]
+        if completion.truncated:
+            errors.insert(0, f"the answer was cut off at the token limit (max_tokens={max_tokens}); "
+                             "answer more briefly")
+        raise StructuredError(errors) from None
+    try:
+        return schema.model_validate(data)
+    except ValidationError as e:
+        errors = []
+        for err in e.errors(include_url=False)[:20]:
+            loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+            errors.append(f"{loc}: {err['msg']}")
+        raise StructuredError(errors) from None
+
+
+def reask(errors: list[str]) -> str:
+    return ("Your previous answer could not be used:\n" + "\n".join(f"- {e}" for e in errors)
+            + "\nReply again with only the corrected JSON object.")

@@ -1,0 +1,223 @@
+"""Assistant simulator: two fully separate branches, rule-based and LLM forms of each.
+
+* **normal** drives the state machine: it initiates when the history is empty, acknowledges the
+  caller's last answer, and delivers the planned unit (a talking point or a question);
+* **interruption** produces the gold recovery for the type the caller cut in with::
+
+    filler       "...a photo of" | "the damage and the receipt."   -> continue from the cut word
+    impatient    skip the rest, go straight to the next question, no re-explaining
+    correction   accept, integrate the corrected value, continue
+    topic_switch address it briefly, steer back, do not blend
+    normal       address the detail, resume with a fresh start of the cut sentence
+    pushback     de-escalate, engage with what was said, offer an alternative
+
+A turn is ``acknowledgement`` + ``content``; the content is the stage material, so a cut can be
+placed inside it (never inside the acknowledgement of the previous turn).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+from pydantic import BaseModel, ConfigDict
+
+from bargein.generators import phrases as P
+from bargein.generators.facts import find_placeholders
+from bargein.generators.planner import EDGE_WORDS, RoundPlan
+from bargein.records import Scenario
+from bargein.verify.text import contains_phrase, normalise
+
+_GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching)|hello|hi there|welcome)\b", re.I)
+_LOWERABLE = frozenset("the your it this that we so before one if now right let there our for to "
+                       "and once just you it's that's there's we'll we're let's a an my since "
+                       "most please".split())
+_NO_READBACK = frozenset({"code", "phone", "account", "card", "pin"})
+
+
+class AssistantTurn(BaseModel):
+    """What the assistant says: an acknowledgement, then the stage content (LLM schema too)."""
+
+    model_config = ConfigDict(extra="forbid")
+    acknowledgement: str = ""
+    content: str
+
+    @property
+    def text(self) -> str:
+        return P.join(self.acknowledgement, self.content)
+
+    @property
+    def content_start(self) -> int:
+        return len(self.acknowledgement.strip()) + 1 if self.acknowledgement.strip() else 0
+
+
+def brand(scenario: Scenario) -> str:
+    m = re.search(r"voice assistant for (.+?), in the ", scenario.system_prompt)
+    return m.group(1) if m else scenario.domain.title
+
+
+def lower_first(text: str) -> str:
+    first = text.split(" ", 1)[0].lower().strip(",.")
+    return text[:1].lower() + text[1:] if first in _LOWERABLE else text
+
+
+def _resume(rng: random.Random, content: str) -> tuple[str, str]:
+    """A resume lead and the content fitted to it ('So, as I was saying, your ...')."""
+    leads = P.bank("assistant", "resume_fresh")
+    low = lower_first(content)
+    options = [lead for lead in leads if lead.endswith(",") == (low != content)] or list(leads)
+    lead = rng.choice(options)
+    return lead, (low if lead.endswith(",") else content)
+
+
+# ---- rule-based -----------------------------------------------------------------------------
+class RuleAssistant:
+    """The offline assistant: phrase banks + the plan + the scenario's facts."""
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        self.kinds = {f.key: f.kind for f in scenario.kb.user_facts}
+
+    def respond(self, plan: RoundPlan, rng: random.Random) -> AssistantTurn:
+        if plan.assistant_mode == "recovery":
+            return self.recover(plan, rng)
+        return self.normal(plan, rng)
+
+    # -- normal branch (no interruption awareness) --------------------------------------------
+    def normal(self, plan: RoundPlan, rng: random.Random) -> AssistantTurn:
+        unit = plan.unit
+        assert unit is not None
+        ack: list[str] = []
+        if plan.assistant_action == "open":
+            if not _GREETING.search(unit.text):
+                ack.append(P.pick(rng, "assistant", "opening", domain=brand(self.scenario)))
+        else:
+            ack.append(self._ack(plan.ack, rng))
+            if plan.stage_lead and rng.random() < 0.5:
+                ack.append(P.pick(rng, "assistant", "stage_lead"))
+        return AssistantTurn(acknowledgement=P.join(*ack), content=self.content(plan, rng))
+
+    def _ack(self, info: dict[str, str], rng: random.Random) -> str:
+        kind = info.get("kind")
+        if kind == "fact":
+            key, value = info.get("key", ""), info.get("value", "")
+            sensitive = (self.kinds.get(key) in _NO_READBACK
+                         or any(w in key for w in _NO_READBACK))
+            if value and not sensitive and P.n_words(value) <= 6:
+                return P.pick(rng, "assistant", "ack_fact", value=value)
+            return P.pick(rng, "assistant", "ack_plain")
+        if kind == "unknown":
+            return P.pick(rng, "assistant", "ack_unknown")
+        if kind == "accept":
+            return P.pick(rng, "assistant", "ack_accept")
+        if kind == "plain" and rng.random() < 0.6:
+            return P.pick(rng, "assistant", "ack_plain")
+        return ""
+
+    def content(self, plan: RoundPlan, rng: random.Random, lead: bool = True) -> str:
+        unit = plan.unit
+        assert unit is not None
+        if unit.text:
+            return unit.text
+        if unit.kind == "ask":
+            labels = " and ".join(P.label(k) for k in unit.keys) or "details"
+            q = P.pick(rng, "assistant", "ask", label=labels)
+            return P.join(P.pick(rng, "assistant", "ask_lead"), q) if lead else q
+        if unit.kind == "close":
+            return P.pick(rng, "assistant", "closing_offer")
+        if unit.kind == "outcome":
+            bank = "outcome_escalated" if "fail" in unit.keys else "outcome_terminated"
+            return P.pick(rng, "assistant", bank)
+        if unit.kind == "farewell":
+            return P.pick(rng, "assistant", "closing_final")
+        return P.sentence(self.scenario.kb.workflow.stage(unit.stage).description) if unit.stage else ""
+
+    # -- interruption-handling branch ---------------------------------------------------------
+    def recover(self, plan: RoundPlan, rng: random.Random) -> AssistantTurn:
+        rec = plan.recovery
+        assert rec is not None and plan.unit is not None
+        d, t = rec.detail, rec.type
+        if t == "filler":
+            return AssistantTurn(acknowledgement="", content=rec.remainder)
+        if t == "impatient":
+            return AssistantTurn(acknowledgement=P.pick(rng, "assistant", "recover_impatient"),
+                                 content=self.content(plan, rng, lead=False))
+        if t == "pushback":
+            anchor = d.get("anchor") or d.get("label", "")
+            parts = [P.pick(rng, "assistant", "recover_pushback_empathy")]
+            if anchor:
+                parts.append(P.pick(rng, "assistant", "recover_pushback_grounded", anchor=anchor))
+            alternative = rng.choice(P.bank("assistant", "alternatives"))
+            parts.append(P.pick(rng, "assistant", "recover_pushback_offer", alternative=alternative))
+            return AssistantTurn(acknowledgement="", content=P.join(*parts))
+        if t == "normal":
+            variant = d.get("variant")
+            if variant == "volunteer":
+                address = P.pick(rng, "assistant", "recover_volunteer", value=d["value"], label=d["label"])
+            elif variant == "constraint":
+                address = P.bank("pairs", "normal_constraint")[int(d["pair"])]["assistant"]
+            else:
+                address = P.pick(rng, "assistant", "recover_clarify", anchor=d.get("anchor", "that"))
+        elif t == "correction":
+            address = P.pick(rng, "assistant", "recover_correction", label=d["label"],
+                             old=d["old"], new=d["new"])
+        else:  # topic_switch
+            address = P.join(P.bank("pairs", "topic_switch")[int(d["pair"])]["assistant"],
+                             P.pick(rng, "assistant", "recover_topic_back"))
+        lead, content = _resume(rng, self.content(plan, rng))
+        return AssistantTurn(acknowledgement=P.join(address, lead), content=content)
+
+
+# ---- plan checks (both forms) ---------------------------------------------------------------
+def check_turn(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
+    """Ways an assistant turn breaks its plan (empty = fine)."""
+    errs = []
+    if not turn.content.strip():
+        errs.append("content is empty")
+    found = find_placeholders(turn.text)
+    if found:
+        errs.append(f"placeholders in the turn: {found[:3]}")
+    if plan.interrupt and P.n_words(turn.content) < 2 * EDGE_WORDS + 1:
+        errs.append(f"the plan interrupts this turn but its content has {P.n_words(turn.content)} "
+                    f"words; it needs at least {2 * EDGE_WORDS + 1} so the cut falls inside it")
+    rec = plan.recovery
+    if rec is None:
+        return errs
+    if rec.type == "filler" and (turn.acknowledgement.strip()
+                                 or normalise(turn.content) != normalise(rec.remainder)):
+        errs.append(f"after a filler the turn must be exactly the unsaid remainder "
+                    f"{rec.remainder!r}, with no acknowledgement or repetition")
+    if rec.type == "correction" and not contains_phrase(turn.text, rec.detail.get("new", "")):
+        errs.append(f"the corrected value {rec.detail.get('new')!r} is not used")
+    heard_tail = " ".join(rec.heard_text[rec.content_start:].split()[:8])
+    if rec.type == "impatient" and P.n_words(heard_tail) >= 5 and contains_phrase(turn.text, heard_tail):
+        errs.append("after an impatient cut-in the turn re-delivers what the caller already heard")
+    return errs
+
+
+# ---- LLM form -------------------------------------------------------------------------------
+def history_view(messages) -> list[dict[str, str]]:
+    """Messages as they were actually spoken; a cut one is marked with what went unsaid."""
+    out = []
+    for m in messages:
+        item = {"index": m.index, "role": m.role, "text": m.spoken_text}
+        if m.interruption is not None:
+            item["cut_off"] = f"(interrupted; unsaid: {m.text[len(m.heard_text or ''):].strip()!r})"
+        out.append(item)
+    return out
+
+
+def llm_messages(plan: RoundPlan, scenario: Scenario, messages) -> tuple[str, list[dict[str, str]]]:
+    """(agent name, chat messages) for the branch the plan calls for."""
+    from bargein.prompts import render
+
+    branch = "interruption" if plan.assistant_mode == "recovery" else "normal"
+    name = f"assistant_simulator.{branch}"
+    view = plan.model_dump(mode="json", exclude={"user_style", "user_profile", "user_facts",
+                                                 "user_goal", "message_index", "cut_word_index"})
+    prompt = render(name, system_prompt=scenario.system_prompt, brand=brand(scenario),
+                    history=history_view(messages), plan=json.dumps(view, indent=1),
+                    recovery=plan.recovery.model_dump() if plan.recovery else {},
+                    min_words=2 * EDGE_WORDS + 1 if plan.interrupt else 1)
+    return name, [{"role": "user", "content": prompt}]

@@ -1,0 +1,292 @@
+"""The simulate stage: Scenario -> Conversation, round by round.
+
+    plan round ──► assistant (normal | interruption branch) ──► user (normal | interrupting)
+        ▲                                                              │
+        └──────────── state: stage, facts stated, pending recovery ◄───┘
+
+Offline every agent is rule-based and seeded from ``ctx.rng``. With an LLM each agent renders
+its prompt and asks for a schema-checked object; an answer that breaks the plan is re-asked with
+the errors, then the round is re-planned, then the conversation fails with all the evidence
+(the runner writes it to ``simulate.failures.jsonl``; nothing half-written is kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import random
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from bargein.errors import BackendUnavailable, GenerationFailed
+from bargein.generators import phrases as P
+from bargein.generators.assistant_sim import AssistantTurn, RuleAssistant, check_turn
+from bargein.generators.assistant_sim import llm_messages as assistant_messages
+from bargein.generators.planner import ConversationState, Recovery, RoundPlan, RulePlanner
+from bargein.generators.user_sim import (
+    Interjected, PlanBroken, RuleUser, UserInterjection, UserReply, check_interjection,
+    check_reply, user_plan,
+)
+from bargein.generators.user_sim import llm_messages as user_messages
+from bargein.records import Conversation, Interruption, Message, Scenario
+from bargein.runner import Stage, StageContext
+from bargein.seeding import stable_hash
+
+ASK_ATTEMPTS = 3        # one answer + two re-asks with the errors
+REPLANS = 2             # then the round is planned again, at most this often
+SIMULATE_VERSION = "1"
+PROMPTS = ("round_planner", "assistant_simulator.normal", "assistant_simulator.interruption",
+           "user_simulator.normal", "user_simulator.interrupting")
+
+
+class PlannerOut(BaseModel):
+    """LLM round planner output: the round's content, consistent with the sampled decisions."""
+
+    model_config = ConfigDict(extra="forbid")
+    assistant_goal: str
+    user_goal: str
+    interrupt: bool
+    type: str | None = None
+    cut_after: str = ""
+    rationale: str = ""
+
+
+def conversation_id(scenario: Scenario, agents: str) -> str:
+    return f"conv-{stable_hash('conversation', scenario.id, agents)[:16]}"
+
+
+def _clone(st: ConversationState) -> ConversationState:
+    return dataclasses.replace(
+        st, units=deque(st.units), visits=dict(st.visits), stated=dict(st.stated),
+        corrected=set(st.corrected), used_pairs={k: set(v) for k, v in st.used_pairs.items()},
+        last_user=dict(st.last_user))
+
+
+async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseModel], *,
+                    agent: str, check: Callable[[Any], list[str]], sample: int = 0) -> Any:
+    """Ask for ``schema``; re-ask with the plan errors; raise :class:`PlanBroken` with evidence."""
+    attempts: list[dict[str, Any]] = []
+    msgs = list(messages)
+    for n in range(ASK_ATTEMPTS):
+        obj = await llm.structured(msgs, schema, agent=agent, sample=sample * ASK_ATTEMPTS + n)
+        errs = check(obj)
+        if not errs:
+            return obj
+        answer = obj.model_dump_json()
+        attempts.append({"attempt": n, "answer": json.loads(answer), "errors": errs})
+        msgs = msgs + [{"role": "assistant", "content": answer},
+                       {"role": "user", "content": "Your answer breaks the plan:\n- " + "\n- ".join(errs)
+                        + "\nAnswer again with the whole JSON object, fixed."}]
+    raise PlanBroken(f"{agent}: {len(attempts)} answers broke the plan; last: {attempts[-1]['errors']}",
+                     evidence={"agent": agent, "attempts": attempts})
+
+
+# ---- agents ---------------------------------------------------------------------------------
+class RuleAgents:
+    """Offline: deterministic given the RNG."""
+
+    name = "offline"
+
+    def __init__(self, scenario: Scenario):
+        self.assistant = RuleAssistant(scenario)
+        self.user = RuleUser()
+
+    async def refine_plan(self, plan, st, messages, rng, sample) -> RoundPlan:
+        return plan
+
+    async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
+        turn = self.assistant.respond(plan, rng)
+        errs = check_turn(plan, turn)
+        if errs:
+            raise PlanBroken(f"rule-based assistant broke its plan: {errs}",
+                             evidence={"plan": plan.model_dump(mode="json"), "turn": turn.model_dump()})
+        return turn
+
+    async def user_reply(self, plan, heard, rng, sample) -> str:
+        return self.user.reply(user_plan(plan), rng)
+
+    async def user_interject(self, plan, message, content_start, context, heard, rng, sample) -> Interjected:
+        return self.user.interject(user_plan(plan), message, content_start, context, rng)
+
+
+class LLMAgents:
+    """Every agent through ``llm.structured`` with its own prompt; answers checked against the plan."""
+
+    def __init__(self, scenario: Scenario, llm: Any, spec: str):
+        self.scenario, self.llm, self.name = scenario, llm, spec
+
+    async def refine_plan(self, plan: RoundPlan, st: ConversationState, messages, rng, sample) -> RoundPlan:
+        from bargein.generators.assistant_sim import history_view
+        from bargein.prompts import render
+
+        sc = self.scenario
+        stage = sc.kb.workflow.stage(plan.stage) if plan.stage in sc.kb.workflow.stage_names else None
+        prompt = render("round_planner", domain=sc.domain.title, goal=sc.goal.description,
+                        profile=sc.intent.profile, stage=stage.model_dump() if stage else {},
+                        history=history_view(messages), decisions=json.dumps({
+                            "assistant_action": plan.assistant_action,
+                            "content": plan.unit.text if plan.unit else "",
+                            "asks_for": list(plan.unit.keys) if plan.unit else [],
+                            "user_action": plan.user_action, "user_facts": plan.user_facts,
+                            "interrupt": plan.interrupt, "type": plan.type, "detail": plan.detail,
+                            "recovering_from": plan.recovery.type if plan.recovery else None},
+                            indent=1))
+
+        def check(out: PlannerOut) -> list[str]:
+            errs = []
+            if out.interrupt != plan.interrupt:
+                errs.append(f"interrupt must be {plan.interrupt} in this round")
+            if plan.interrupt and out.type != plan.type:
+                errs.append(f"the interruption type must be {plan.type!r}, not {out.type!r}")
+            if not out.assistant_goal.strip():
+                errs.append("assistant_goal is empty")
+            return errs
+
+        out = await ask_valid(self.llm, [{"role": "user", "content": prompt}], PlannerOut,
+                              agent="round_planner", check=check, sample=sample)
+        return plan.model_copy(update={"assistant_goal": out.assistant_goal,
+                                       "user_goal": out.user_goal,
+                                       "rationale": out.rationale or plan.rationale})
+
+    async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
+        agent, msgs = assistant_messages(plan, self.scenario, messages)
+        return await ask_valid(self.llm, msgs, AssistantTurn, agent=agent,
+                               check=lambda t: check_turn(plan, t), sample=sample)
+
+    async def user_reply(self, plan, heard, rng, sample) -> str:
+        up = user_plan(plan)
+        agent, msgs = user_messages(up, heard)
+        out = await ask_valid(self.llm, msgs, UserReply, agent=agent,
+                              check=lambda r: check_reply(up, r.utterance), sample=sample)
+        return out.utterance.strip()
+
+    async def user_interject(self, plan, message, content_start, context, heard, rng, sample) -> Interjected:
+        up = user_plan(plan)
+        agent, msgs = user_messages(up, heard, message, content_start)
+        out = await ask_valid(
+            self.llm, msgs, UserInterjection, agent=agent, sample=sample,
+            check=lambda o: check_interjection(up, message, content_start, o.heard_prefix,
+                                               o.interjection, context))
+        heard_text = out.heard_prefix.rstrip()
+        k = P.word_index_of_prefix(message, heard_text)
+        assert k is not None
+        return Interjected(heard=heard_text, cut_word_index=k, interjection=out.interjection.strip(),
+                           overlap_ms=plan.overlap_ms or 300, detail=dict(plan.detail))
+
+
+# ---- the loop -------------------------------------------------------------------------------
+def _heard_view(messages: list[Message]) -> list[dict[str, str]]:
+    return [{"role": m.role, "text": m.spoken_text} for m in messages]
+
+
+async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | LLMAgents) -> Conversation:
+    """One conversation; raises :class:`GenerationFailed` with evidence when a round cannot be made."""
+    planner = RulePlanner(scenario)
+    st = planner.new_state(rng)
+    messages: list[Message] = []
+    plans: list[dict] = []
+    gold: dict[int, str] = {}
+    while True:
+        evidence: list[Any] = []
+        for replan in range(REPLANS + 1):
+            snapshot = _clone(st)
+            plan = planner.plan(st, rng)
+            try:
+                plan = await agents.refine_plan(plan, st, messages, rng, replan)
+                turn = await agents.assistant_turn(plan, messages, rng, replan)
+                text, inter, reply = turn.text, None, None
+                if plan.interrupt:
+                    context = tuple(m.spoken_text for m in messages)
+                    inter = await agents.user_interject(plan, text, turn.content_start, context,
+                                                        _heard_view(messages), rng, replan)
+                elif plan.assistant_action != "farewell":
+                    reply = await agents.user_reply(plan, _heard_view(messages), rng, replan)
+                break
+            except PlanBroken as e:
+                evidence.append({"round": plan.round, "replan": replan, "reason": str(e),
+                                 "evidence": e.evidence})
+                st = snapshot
+        else:
+            raise GenerationFailed(
+                f"scenario {scenario.id}: round {st.round} broke its plan {REPLANS + 1} times "
+                f"({agents.name} agents)", evidence={"scenario": scenario.id, "rounds": evidence})
+        i = len(messages)
+        if plan.recovery is not None:
+            gold[plan.recovery.message_index] = text
+        if inter is None:
+            messages.append(Message(index=i, role="assistant", text=text, stage=plan.stage))
+            plans.append(plan.model_copy(update={"message_index": i}).model_dump(mode="json"))
+            if reply is not None:
+                messages.append(Message(index=i + 1, role="user", text=reply, stage=plan.stage))
+            planner.apply(st, plan, turn.content, None)
+        else:
+            itr = Interruption(type=plan.type, cut_word_index=inter.cut_word_index,
+                               cut_char_offset=len(inter.heard), heard_text=inter.heard,
+                               overlap_ms=inter.overlap_ms, interjection=inter.interjection)
+            messages.append(Message(index=i, role="assistant", text=text, heard_text=inter.heard,
+                                    stage=plan.stage, interruption=itr))
+            messages.append(Message(index=i + 1, role="user", text=inter.interjection, stage=plan.stage))
+            plans.append(plan.model_copy(update={"message_index": i, "cut_word_index": inter.cut_word_index,
+                                                 "detail": inter.detail}).model_dump(mode="json"))
+            rec = Recovery(type=plan.type, message_index=i + 1, planned_text=text, heard_text=inter.heard,
+                           remainder=P.remainder_after(text, inter.cut_word_index),
+                           interjection=inter.interjection, content_start=turn.content_start,
+                           detail=inter.detail)
+            planner.apply(st, plan, turn.content, rec)
+        if plan.assistant_action == "farewell":
+            break
+    return Conversation(id=conversation_id(scenario, agents.name), scenario=scenario,
+                        messages=tuple(messages), gold_recoveries=gold, plan=tuple(plans),
+                        agents=agents.name, outcome=st.outcome)
+
+
+# ---- runner stages --------------------------------------------------------------------------
+def _simulate_offline(scenario: Scenario, ctx: StageContext) -> Conversation:
+    return _run_sync(simulate(scenario, ctx.rng, RuleAgents(scenario)))
+
+
+def _run_sync(coro: Awaitable[Conversation]) -> Conversation:
+    """Drive a coroutine that never awaits I/O (the rule-based agents) without an event loop."""
+    try:
+        coro.send(None)  # type: ignore[attr-defined]
+    except StopIteration as stop:
+        return stop.value
+    coro.close()  # type: ignore[attr-defined]
+    raise RuntimeError("offline simulation tried to await I/O")
+
+
+def llm_for(ctx: StageContext, spec: str) -> Any:
+    """The stage's LLM client: ``ctx.resources['llm']`` or ``get_llm(spec)``."""
+    llm = ctx.resources.get("llm")
+    if llm is None:
+        try:
+            from bargein.llm import get_llm
+        except ImportError as e:
+            raise BackendUnavailable(f"--llm {spec}: bargein.llm.get_llm is not available ({e}). "
+                                     "Fix: use --llm offline") from e
+        llm = ctx.resources["llm"] = get_llm(spec, workdir=ctx.workdir)
+    return llm
+
+
+async def _simulate_llm(scenario: Scenario, ctx: StageContext) -> Conversation:
+    spec = ctx.config["llm"]
+    return await simulate(scenario, ctx.rng, LLMAgents(scenario, llm_for(ctx, spec), spec))
+
+
+def simulate_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
+    from bargein.llm.base import is_offline
+
+    if is_offline(llm):
+        return Stage(name="simulate", fn=_simulate_offline, output=Conversation,
+                     config={"llm": "offline"}, version=SIMULATE_VERSION)
+    return Stage(name="simulate", fn=_simulate_llm, output=Conversation, config={"llm": llm},
+                 version=SIMULATE_VERSION, prompts=PROMPTS, backends=(llm,), kind="io",
+                 concurrency=concurrency)
+
+
+def run_async(coro: Awaitable[Any]) -> Any:
+    return asyncio.run(coro)  # type: ignore[arg-type]

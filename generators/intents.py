@@ -1,0 +1,117 @@
+"""User intents: a behaviour profile, interruption-type probabilities, hidden and corrected facts.
+
+Profiles come from ``catalogue/_profiles.yaml``; intent ``i`` of a goal uses the ``i``-th
+profile of a permutation fixed per (domain, goal), so ten intents of one goal are ten different
+people. Type probabilities are the profile's weights with a seeded log-normal jitter; across
+profiles they favour challenging types (pushback, impatient) over correction, as IHBench did.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Mapping
+
+from bargein.errors import ConfigError, GenerationFailed
+from bargein.generators.catalogue_loader import SLOT, Catalogue, GoalEntry
+from bargein.generators.facts import FactMaker, FactSpec, find_placeholders
+from bargein.records import INTERRUPTION_TYPES, Correction, UserFact, UserIntent
+from bargein.seeding import stable_int
+
+# facts whose first mention is a slip the user fixes (the record holds the true value);
+# for other kinds the user changes their mind to a new value ("use my work email instead")
+_SLIP_KINDS = frozenset({"code", "phone"})
+
+
+def fill_slots(template: str, values: Mapping[str, str], where: str = "template") -> str:
+    """Replace every ``{key}`` with ``values[key]``; an unknown key raises naming it."""
+    def sub(m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key not in values:
+            raise GenerationFailed(f"{where}: slot {{{key}}} has no value; known: "
+                                   f"{', '.join(sorted(values))}")
+        return values[key]
+
+    return SLOT.sub(sub, template)
+
+
+def fact_values(facts: list[UserFact], extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Slot values: each fact's value plus ``<key>_last4`` (its last four digits, if any)."""
+    values = dict(extra or {})
+    for f in facts:
+        values[f.key] = f.value
+        digits = re.sub(r"\D", "", f.value)
+        if len(digits) >= 4:
+            values[f"{f.key}_last4"] = digits[-4:]
+    return values
+
+
+def profile_for(cat: Catalogue, domain: str, goal: str, intent_index: int) -> dict:
+    """The profile of intent ``intent_index`` of a goal (a fixed per-goal permutation)."""
+    order = list(range(len(cat.profiles)))
+    random.Random(stable_int("profiles", domain, goal)).shuffle(order)
+    return cat.profiles[order[intent_index % len(order)]]
+
+
+def interruption_probs(weights: Mapping[str, float], rng: random.Random,
+                       jitter: float = 0.25) -> dict[str, float]:
+    """Jittered, normalised probabilities rounded to 3 decimals that sum to exactly 1."""
+    missing = set(INTERRUPTION_TYPES) - set(weights)
+    if missing:
+        raise ConfigError(f"profile weights lack interruption types {sorted(missing)}")
+    raw = {t: max(1e-3, float(weights[t])) * math.exp(rng.gauss(0.0, jitter))
+           for t in INTERRUPTION_TYPES}
+    total = sum(raw.values())
+    probs = {t: round(raw[t] / total, 3) for t in INTERRUPTION_TYPES}
+    top = max(probs, key=lambda t: probs[t])
+    probs[top] = round(1.0 - sum(p for t, p in probs.items() if t != top), 3)
+    return probs
+
+
+def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list[UserFact],
+                maker: FactMaker, slots: Mapping[str, str]) -> UserIntent:
+    """The ``intent_index``-th user intent of a goal for one scenario's facts."""
+    rng = maker.rng
+    prof = profile_for(cat, entry.domain, entry.name, intent_index)
+    probs = interruption_probs(prof["weights"], rng)
+    lo, hi = prof.get("rate", [0.35, 0.55])
+    rate = round(rng.uniform(float(lo), float(hi)), 2)
+
+    by_key = {f.key: f for f in facts}
+    values = fact_values(facts, slots)
+    hidden = []
+    n_hidden = min(len(entry.hidden), 1 + (rng.random() < 0.5))
+    for h in rng.sample(list(entry.hidden), n_hidden):
+        own = {k: maker.make(k, spec).value for k, spec in h.facts.items()}
+        value = fill_slots(h.value, {**values, **own}, f"hidden fact {h.key!r}")
+        hidden.append(UserFact(key=h.key, value=value, kind="text"))
+
+    keys = list(by_key)
+    n_vol = round(float(prof.get("volunteers", 0.3)) * len(keys))
+    chosen = set(rng.sample(keys, min(n_vol, len(keys))))
+    provides = tuple(k for k in keys if k in chosen)
+
+    corrections = []
+    candidates = [k for k in entry.correctable if k in by_key]
+    n_corr = min(int(prof.get("corrections", 0)), len(candidates))
+    if n_corr:
+        n_corr = rng.randint(1, n_corr)
+    for key in sorted(rng.sample(candidates, n_corr), key=keys.index):
+        corrections.append(_correction(by_key[key], entry.facts[key], maker))
+    intent = UserIntent(profile=prof["profile"], interruption_probs=probs, interruption_rate=rate,
+                        hidden_facts=tuple(hidden), provides=provides,
+                        corrections=tuple(corrections))
+    return intent
+
+
+def _correction(fact: UserFact, spec: FactSpec, maker: FactMaker) -> Correction:
+    alt = maker.alternative(fact, spec)
+    if spec.kind in _SLIP_KINDS:
+        first, corrected = alt.value, fact.value      # misremembered, then the true value
+    else:
+        first, corrected = fact.value, alt.value      # changes their mind to a new value
+    for v in (first, corrected):
+        if find_placeholders(v):
+            raise GenerationFailed(f"correction of {fact.key!r} produced placeholder {v!r}")
+    return Correction(key=fact.key, first_value=first, corrected_value=corrected)

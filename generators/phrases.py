@@ -1,0 +1,179 @@
+"""Phrase banks (YAML package data) and the word-level text helpers the simulators share.
+
+Banks live in ``generators/catalogue/phrases_{user,assistant,pairs}.yaml``; ``bank("user",
+"filler")`` returns the alternatives, ``pick(rng, "user", "filler")`` draws one, ``fill`` fills
+``{slots}`` strictly (a missing slot raises :class:`ConfigError` naming bank and slot).
+
+Words are whitespace tokens. The heard prefix of a message is the char-exact prefix ending at the
+end of word ``k``::
+
+    text  "Your claim needs three documents: a photo of the damage"
+    k=6   "Your claim needs three documents: a"   cut_char_offset = 35
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from bargein.errors import ConfigError
+
+BANK_FILES = ("user", "assistant", "pairs")
+_SLOT = re.compile(r"\{(\w+)\}")
+_WORD = re.compile(r"\S+")
+
+# Switchboard-style backchannels (REFERENCE.md) plus "mm-hm"; compared after normalisation.
+BACKCHANNELS = frozenset({
+    "yeah", "um-hum", "uh-huh", "right", "oh", "oh yeah", "yeah yeah", "right right", "oh really",
+    "mm", "mhm", "hmm", "okay", "sure", "yep", "exactly", "wow", "i see", "mm-hm", "uh huh",
+})
+
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further had
+has have having he her here hers him his how i if in into is it its itself just me more most my
+no nor not now of off on once only or other our ours out over own same she should so some such
+than that the their theirs them then there these they this those through to too under until up
+very was we were what when where which while who whom why will with would you your yours
+yeah okay oh sorry wait well please thanks thank sure right just like really actually hold hang
+going get got let lets one thing that's it's i'm i'd i've you're we'll we're don't can't there's
+what's that'll gonna want need know think tell said say go
+""".split())
+
+
+@lru_cache(maxsize=None)
+def _load(name: str) -> dict[str, Any]:
+    if name not in BANK_FILES:
+        raise ConfigError(f"unknown phrase bank file {name!r}; valid: {', '.join(BANK_FILES)}")
+    path = resources.files("bargein.generators.catalogue") / f"phrases_{name}.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ConfigError(f"phrase bank {path} must be a YAML mapping of lists")
+    for key, items in data.items():
+        if not isinstance(items, list) or not items:
+            raise ConfigError(f"phrase bank phrases_{name}.yaml: {key!r} must be a non-empty list")
+    return data
+
+
+def bank(file: str, key: str) -> tuple[Any, ...]:
+    """All alternatives of one phrase bank entry (strings, or dicts for ``pairs``)."""
+    data = _load(file)
+    if key not in data:
+        raise ConfigError(f"phrase bank phrases_{file}.yaml has no entry {key!r}; "
+                          f"entries: {', '.join(sorted(data))}")
+    return tuple(data[key])
+
+
+def pick(rng: random.Random, file: str, key: str, **slots: str) -> str:
+    """Draw one alternative and fill its slots."""
+    return fill(rng.choice(bank(file, key)), where=f"{file}.{key}", **slots)
+
+
+def pick_filled(rng: random.Random, file: str, key: str, **slots: str) -> str:
+    """Draw among the alternatives whose slots are all given (falls back to any)."""
+    options = [t for t in bank(file, key) if set(_SLOT.findall(t)) <= set(slots)]
+    return fill(rng.choice(options or list(bank(file, key))), where=f"{file}.{key}", **slots)
+
+
+def fill(template: str, *, where: str = "phrase", **slots: str) -> str:
+    missing = [s for s in _SLOT.findall(template) if s not in slots]
+    if missing:
+        raise ConfigError(f"{where}: template {template!r} needs slots {missing}")
+    return sentence(template.format(**slots))
+
+
+def sentence(text: str) -> str:
+    """Collapse whitespace and capitalise the first letter."""
+    text = " ".join(text.split())
+    return text[:1].upper() + text[1:] if text else text
+
+
+def join(*parts: str) -> str:
+    return " ".join(p.strip() for p in parts if p and p.strip())
+
+
+def label(key: str) -> str:
+    """``account_number`` -> ``account number``."""
+    return key.replace("_", " ").strip()
+
+
+# --- words -----------------------------------------------------------------------------------
+def word_spans(text: str) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def n_words(text: str) -> int:
+    return len(word_spans(text))
+
+
+def prefix_words(text: str, k: int) -> str:
+    """The char-exact prefix of ``text`` that ends with its ``k``-th word."""
+    spans = word_spans(text)
+    if not 1 <= k <= len(spans):
+        raise ValueError(f"word index {k} outside 1..{len(spans)}")
+    return text[: spans[k - 1][1]]
+
+
+def remainder_after(text: str, k: int) -> str:
+    """What was not heard: the words after the ``k``-th, without leading space."""
+    spans = word_spans(text)
+    return text[spans[k][0]:] if k < len(spans) else ""
+
+
+def word_index_of_prefix(text: str, prefix: str) -> int | None:
+    """``k`` when ``prefix`` is exactly the first ``k`` words of ``text`` (word boundary), else None."""
+    p = prefix.rstrip()
+    if not p or not text.startswith(p):
+        return None
+    for k, (_, end) in enumerate(word_spans(text), 1):
+        if end == len(p):
+            return k
+        if end > len(p):
+            return None
+    return None
+
+
+def norm(token: str) -> str:
+    return token.lower().strip(string.punctuation + "\u2014\u2013\u2019\u201c\u201d")
+
+
+def tokens(text: str) -> list[str]:
+    return [t for t in (norm(w) for w in text.split()) if t]
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-case words that carry content (not stopwords, at least 3 letters)."""
+    out = set()
+    for t in tokens(text):
+        for part in re.split(r"[-/]", t):
+            if len(part) >= 3 and part not in STOPWORDS and not part.isdigit():
+                out.add(part)
+    return out
+
+
+def unheard_words(utterance: str, heard: str, remainder: str, context: tuple[str, ...] = ()) -> list[str]:
+    """Content words of ``utterance`` that occur only in the unheard remainder.
+
+    A word counts as leaked when it is in the remainder but neither in the heard prefix nor in
+    any ``context`` text (earlier messages, the user's own facts).
+    """
+    known = content_words(heard)
+    for c in context:
+        known |= content_words(c)
+    return sorted((content_words(utterance) & content_words(remainder)) - known)
+
+
+def is_backchannel(text: str) -> bool:
+    t = " ".join(tokens(text.replace(",", " ")))
+    return t in BACKCHANNELS or t.replace(" ", "-") in BACKCHANNELS
+
+
+def has_placeholder(text: str) -> bool:
+    """Template slots or bracketed placeholders left in generated text."""
+    return bool(re.search(r"\{\w+\}|\[[A-Z_ ]{3,}\]|<[a-z_]+>|\bXXX+\b|\bTBD\b", text))

@@ -1,0 +1,294 @@
+"""User simulator: a normal branch and an interrupting branch, rule-based and LLM forms.
+
+The user simulator gets a :class:`UserPlan` (what the round planner decided for the user, with
+the persona already folded in) and the conversation as the user heard it; it never receives the
+:class:`~bargein.records.UserIntent` (no interruption probabilities, no hidden-fact list).
+
+The interrupting branch sees the full assistant message and returns the heard prefix (exactly
+the first ``k`` words, char-exact) and an interjection that reacts only to the heard part::
+
+    message  "I'm setting the change to take effect on June 3. Your next bill will show"
+    heard    "I'm setting the change to take effect"              k = 7
+    pushback "Wait, the change? That's not what I was told before."   (anchor from the heard part)
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+from bargein.errors import GenerationFailed
+from bargein.generators import phrases as P
+from bargein.generators.facts import find_placeholders
+from bargein.generators.planner import EDGE_WORDS, RoundPlan, place_cut
+from bargein.records import InterruptionType
+from bargein.verify.text import STOPWORDS as V_STOP
+from bargein.verify.text import contains_phrase, content_words, is_backchannel
+
+_DETS = {"the", "a", "an", "your", "this", "that", "our", "any", "my", "its", "their", "every"}
+_SWAP = {"your": "my", "our": "your", "yours": "mine", "my": "your"}
+_WEAK = frozenset("""confirm check looking speaking calling apply applies printed usually
+mention mentioned sounds sound first also still help helps quick quickly moment ahead
+hear heard start started starts going okay fine just want wants""".split())
+
+
+class UserPlan(BaseModel):
+    """The user's part of a round plan: everything the user simulator may see."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    action: str
+    facts: dict[str, str] = {}
+    style: str = "neutral"
+    persona: str = ""
+    interrupt: bool = False
+    type: InterruptionType | None = None
+    detail: dict[str, str] = {}
+    cut_fraction: float | None = None
+    overlap_ms: int | None = None
+    goal: str = ""
+
+
+def user_plan(plan: RoundPlan) -> UserPlan:
+    return UserPlan(action=plan.user_action, facts=plan.user_facts, style=plan.user_style,
+                    persona=plan.user_profile, interrupt=plan.interrupt, type=plan.type,
+                    detail=plan.detail, cut_fraction=plan.cut_fraction,
+                    overlap_ms=plan.overlap_ms, goal=plan.user_goal)
+
+
+class UserReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    utterance: str
+
+
+class UserInterjection(BaseModel):
+    """LLM output of the interrupting branch."""
+
+    model_config = ConfigDict(extra="forbid")
+    heard_prefix: str
+    interjection: str
+
+
+@dataclass(frozen=True)
+class Interjected:
+    heard: str
+    cut_word_index: int
+    interjection: str
+    overlap_ms: int
+    detail: dict[str, str]
+
+
+class PlanBroken(GenerationFailed):
+    """An agent's answer breaks the round plan (evidence: attempts and errors)."""
+
+
+# ---- anchors: short phrases the user heard and can react to -----------------------------
+def anchors(heard_content: str) -> list[str]:
+    """Noun-phrase-like spans of the heard content, latest last ('the account number')."""
+    raw = heard_content.split()
+    toks = [P.norm(w) for w in raw]
+    out = []
+    for i, t in enumerate(toks):
+        if t in _DETS and i + 1 < len(toks):
+            words = [t]
+            for j in range(i + 1, min(i + 4, len(toks))):
+                w = toks[j]
+                if not w.isalpha() or w in V_STOP or w in _DETS:
+                    break
+                words.append(w)
+                if raw[j][-1] in ".,;:!?":
+                    break
+            if len(words) >= 2 and len(words[-1]) >= 4 and words[-1] not in _WEAK:
+                out.append((i, " ".join(_SWAP.get(w, w) for w in words)))
+        elif t.isdigit() and i + 1 < len(toks) and toks[i + 1].isalpha() and toks[i + 1] not in V_STOP:
+            out.append((i, f"{raw[i].strip('.,;:')} {toks[i + 1]}"))
+    if not out:
+        for i, t in enumerate(toks):
+            if t.isalpha() and len(t) >= 6 and t not in V_STOP and t not in _WEAK and not t.endswith("ly"):
+                out.append((i, t))
+    return [a for _, a in sorted(out)]
+
+
+def _slots(up: UserPlan) -> dict[str, str]:
+    return {k: v for k, v in up.detail.items() if isinstance(v, str)}
+
+
+# ---- rule-based -----------------------------------------------------------------------------
+class RuleUser:
+    """The offline user: phrase banks, the plan's facts, the heard words."""
+
+    def reply(self, up: UserPlan, rng: random.Random) -> str:
+        style = up.style
+        if up.action in ("answer", "confirm") and up.facts:
+            if up.action == "confirm":
+                return rng.choice(["Yes, that's correct.", "Yes, that's right.", "Yep, that's still right.",
+                                   "That's correct, yes.", "Yes, nothing's changed."])
+            parts = []
+            for n, (key, value) in enumerate(up.facts.items()):
+                bank = {"terse": "answer_fact_terse", "polite": "answer_fact_polite"}.get(style, "answer_fact")
+                if n:
+                    parts.append(f"And my {P.label(key)} is {value}.")
+                else:
+                    parts.append(P.pick_filled(rng, "user", bank, value=value, label=P.label(key)))
+            return P.join(*parts)
+        if up.action == "unknown":
+            key = next(iter(up.facts), "details")
+            return P.pick(rng, "user", "answer_unknown", label=P.label(key))
+        if up.action == "choose" and up.facts.get("option"):
+            opt = up.facts["option"]
+            return P.sentence(rng.choice([f"{opt}, I'd say.", f"Probably {opt}.",
+                                          f"Mostly {opt}, I think.", f"{opt} matters most to me."]))
+        if up.action == "volunteer" and up.facts:
+            key, value = next(iter(up.facts.items()))
+            return P.join(P.pick(rng, "user", "ack_info"),
+                          P.pick(rng, "user", "volunteer", label=P.label(key), value=value))
+        if up.action == "accept":
+            return P.pick(rng, "user", "accept_alternative")
+        if up.action == "close":
+            return P.pick(rng, "user", "closing_user")
+        bank = {"terse": "ack_info_terse", "polite": "ack_info_polite",
+                "skeptical": "ack_info_skeptical"}.get(style, "ack_info")
+        return P.pick(rng, "user", bank if rng.random() < 0.5 else "ack_info")
+
+    def interject(self, up: UserPlan, message: str, content_start: int, context: tuple[str, ...],
+                  rng: random.Random, attempts: int = 8) -> Interjected:
+        """Cut ``message`` and react to the heard part only; raises :class:`PlanBroken`."""
+        errors: list[dict] = []
+        fraction = up.cut_fraction if up.cut_fraction is not None else 0.5
+        for attempt in range(attempts):
+            min_word = 0
+            label = up.detail.get("label", "")
+            variant = up.detail.get("variant", "")
+            if up.type == "pushback" and variant == "sensitive":
+                end = _phrase_end_word(message, content_start, label)
+                if end is None:
+                    variant = "suspicion"
+                else:
+                    min_word = end
+            k = place_cut(message, content_start, fraction, rng, min_word=min_word)
+            if k is None:
+                errors.append({"attempt": attempt, "error": "no cut point inside the content"})
+                break
+            heard = P.prefix_words(message, k)
+            detail = dict(_slots(up))
+            text = self._say(up, variant, heard[content_start:], detail, rng)
+            errs = check_interjection(up, message, content_start, heard, text, context)
+            if not errs:
+                if variant:
+                    detail["variant"] = variant
+                return Interjected(heard=heard, cut_word_index=k, interjection=text,
+                                   overlap_ms=up.overlap_ms or 300, detail=detail)
+            errors.append({"attempt": attempt, "heard": heard, "interjection": text, "errors": errs})
+            fraction = rng.uniform(0.15, 0.85)
+        raise PlanBroken(f"user simulator could not interrupt with {up.type} inside the heard part",
+                         evidence={"attempts": errors, "message": message})
+
+    def _say(self, up: UserPlan, variant: str, heard_content: str, detail: dict[str, str],
+             rng: random.Random) -> str:
+        t, d = up.type, up.detail
+        if t == "filler":
+            return rng.choice(P.bank("user", "filler"))
+        if t == "impatient":
+            return P.pick(rng, "user", "impatient")
+        if t == "correction":
+            return P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"])
+        if t == "topic_switch":
+            return P.bank("pairs", "topic_switch")[int(d["pair"])]["user"]
+        if t == "normal" and variant == "volunteer":
+            return P.pick(rng, "user", "normal_volunteer", label=d["label"], value=d["value"])
+        if t == "normal" and variant == "constraint":
+            return P.bank("pairs", "normal_constraint")[int(d["pair"])]["user"]
+        if t == "pushback" and variant == "sensitive":
+            return P.pick(rng, "user", "pushback_sensitive", label=d["label"])
+        found = anchors(heard_content)
+        anchor = rng.choice(found[-3:]) if found else "that"
+        detail["anchor"] = anchor
+        if t == "normal":
+            return P.pick(rng, "user", "normal_clarify", anchor=anchor)
+        return P.pick(rng, "user", f"pushback_{variant or 'suspicion'}", anchor=anchor)
+
+
+def _phrase_end_word(message: str, content_start: int, label: str) -> int | None:
+    """The 1-based index of the last word of ``label`` in the content, if it is said there."""
+    if not label:
+        return None
+    m = re.search(rf"\b{re.escape(label)}\b", message[content_start:], re.I)
+    if not m:
+        return None
+    end = content_start + m.end()
+    return sum(1 for s, _ in P.word_spans(message) if s < end)
+
+
+# ---- plan checks (both forms) ---------------------------------------------------------------
+def check_interjection(up: UserPlan, message: str, content_start: int, heard: str,
+                       interjection: str, context: tuple[str, ...]) -> list[str]:
+    """Ways an interruption breaks its plan: the cut, the heard words, the type (empty = fine)."""
+    errs = []
+    k = P.word_index_of_prefix(message, heard)
+    n = P.n_words(message)
+    first = P.n_words(message[:content_start])
+    if k is None:
+        errs.append("heard_prefix is not exactly the first words of the assistant message")
+    elif not (max(first + EDGE_WORDS, EDGE_WORDS) <= k <= n - EDGE_WORDS):
+        errs.append(f"the cut after word {k} is outside words {first + EDGE_WORDS}..{n - EDGE_WORDS} "
+                    f"(inside the stage content, >= {EDGE_WORDS} words from either end)")
+    if not interjection.strip():
+        errs.append("the interjection is empty")
+    if find_placeholders(interjection):
+        errs.append(f"placeholders in the interjection: {find_placeholders(interjection)[:3]}")
+    if k is not None:
+        rest = message[len(heard):]
+        known = content_words(heard) | content_words(" ".join(context))
+        known |= content_words(" ".join(up.facts.values()) + " " + " ".join(_slots(up).values()))
+        leaked = sorted((content_words(interjection) & content_words(rest)) - known)
+        if leaked:
+            errs.append(f"the interjection uses {leaked}, which the user never heard")
+    if up.type == "filler" and not is_backchannel(interjection):
+        errs.append("a filler interjection must be a short backchannel like 'mm-hm' or 'yeah'")
+    if up.type != "filler" and is_backchannel(interjection):
+        errs.append(f"a {up.type} interjection must say more than a backchannel")
+    if up.type == "correction" and not contains_phrase(interjection, up.detail.get("new", "")):
+        errs.append(f"the correction must give the corrected value {up.detail.get('new')!r}")
+    if up.type == "pushback" and k is not None:
+        heard_words = content_words(heard[content_start:])
+        label = up.detail.get("label", "")
+        if not (content_words(interjection) & heard_words) and not (
+                label and contains_phrase(heard, label) and contains_phrase(interjection, label)):
+            errs.append("pushback must refer to something the assistant said in the heard part")
+    return errs
+
+
+def check_reply(up: UserPlan, utterance: str) -> list[str]:
+    errs = []
+    if not utterance.strip():
+        errs.append("the reply is empty")
+    if find_placeholders(utterance):
+        errs.append(f"placeholders in the reply: {find_placeholders(utterance)[:3]}")
+    if up.action == "answer":
+        missing = [v for v in up.facts.values() if v and not contains_phrase(utterance, v)]
+        if missing:
+            errs.append(f"the plan says the user gives {missing}, which the reply lacks")
+    return errs
+
+
+# ---- LLM form -------------------------------------------------------------------------------
+def llm_messages(up: UserPlan, heard_history: list[dict], message: str | None = None,
+                 content_start: int = 0) -> tuple[str, list[dict[str, str]]]:
+    from bargein.prompts import render
+
+    if up.interrupt:
+        n = P.n_words(message or "")
+        first = P.n_words((message or "")[:content_start])
+        name = "user_simulator.interrupting"
+        prompt = render(name, plan=json.dumps(up.model_dump(mode="json"), indent=1),
+                        history=heard_history, assistant_message=message,
+                        min_cut=max(first + EDGE_WORDS, EDGE_WORDS), max_cut=n - EDGE_WORDS,
+                        type=up.type, detail=up.detail)
+    else:
+        name = "user_simulator.normal"
+        prompt = render(name, plan=json.dumps(up.model_dump(mode="json"), indent=1),
+                        history=heard_history)
+    return name, [{"role": "user", "content": prompt}]

@@ -1,0 +1,271 @@
+"""The five TurnNat timing perturbations: where each can happen, and how it is applied.
+
+A = the speaker before the event, B = the other (responder / listener). Times in seconds.
+
+::
+
+    late_response          A ====|  B |====          ->  A ====|      d       B |====
+    early_entry            A ========|  B |====      ->  A ========|  B |==== (e earlier)
+    hold_instead_of_shift  A ==|  B |======|  A |==  ->  A ==|  g  |==        (B's turn removed)
+    shift_instead_of_hold  A ==| h |==               ->  A ==| B |=====| |==  (B turn inserted)
+    excessive_backchannel  A ==============          ->  A ==============
+                           B                             B   |bc|    |bc|  |bc|  (>= 0.8 s apart)
+
+Parameters (REFERENCE.md): d 1.2-2.0 s (both turns >= 1 s, overlap <= 200 ms); e 1.2-2.5 s
+into the other's speech; removed turn 1.2-8.0 s at a clean shift, gap closed to 0.5-1.5 s;
+inserted turn 1-4 s into a 0.3-1.0 s hold; 2-3 distinct backchannels >= 0.8 s apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from random import Random
+from typing import Any
+
+import numpy as np
+
+from bargein.audio.events import Backchannel, _active, shift_hold_regions
+from bargein.errors import GenerationFailed
+from bargein.perturb import edits as E
+from bargein.records.derived import Edit
+
+Span = tuple[float, float]
+SPEC: dict[str, tuple[float, float]] = {
+    "late_response": (1.2, 2.0),            # delay of the response
+    "early_entry": (1.2, 2.5),              # advance of the response
+    "hold_instead_of_shift": (0.5, 1.5),    # closed gap; removed turn 1.2-8.0 s
+    "shift_instead_of_hold": (1.0, 4.0),    # inserted turn; hold gap 0.3-1.0 s
+    "excessive_backchannel": (2, 3),        # inserted count; >= 0.8 s apart
+}
+TURN_MIN_S = 1.0            # late response: both turns at least this long
+MAX_OVERLAP_S = 0.2         # late response: original overlap at most this
+RESPONSE_MAX_GAP_S = 1.0    # a "response" starts within this of the previous turn's end
+REMOVED_TURN_S = (1.2, 8.0)
+HOLD_GAP_S = (0.3, 1.0)
+BC_SPACING_S = 0.8
+BC_CLEAR_S = 0.3            # inserted backchannels stay this far from the listener's speech
+BC_WINDOW_S = (3.0, 12.0)
+
+
+def _edit(**kw: Any) -> Edit:
+    """An Edit with times rounded to the microsecond (stable JSON)."""
+    for k in ("at_s", "duration_s", "source_start_s"):
+        if kw.get(k) is not None:
+            kw[k] = round(float(kw[k]), 6)
+    return Edit(**kw)
+
+
+def _next_start(segs: Sequence[Span], t: float) -> float:
+    return next((a for a, _ in segs if a >= t), float("inf"))
+
+
+def _prev_end(segs: Sequence[Span], t: float) -> float:
+    ends = [b for _, b in segs if b <= t]
+    return max(ends) if ends else float("-inf")
+
+
+def _turn_end(segs_b: Sequence[Span], b0: float, until: float) -> float:
+    return max(b for a, b in segs_b if b0 <= a < until)
+
+
+def _responses(segs: Sequence[Sequence[Span]]):
+    """(A, B, A segment, B response) where B starts within [a1 - 0.2, a1 + 1.0]."""
+    for ca in (0, 1):
+        cb = 1 - ca
+        for a0, a1 in segs[ca]:
+            b0 = _next_start(segs[cb], a1 - MAX_OVERLAP_S)
+            if b0 <= a0 or b0 > a1 + RESPONSE_MAX_GAP_S or _active(segs[cb], a0, b0 - 1e-6):
+                continue
+            if _next_start(segs[ca], a1 + 1e-6) <= b0:
+                continue
+            b1 = next(b for a, b in segs[cb] if a == b0)
+            yield ca, cb, (a0, a1), (b0, b1)
+
+
+def find_candidates(segs: Sequence[Sequence[Span]], duration_s: float,
+                    backchannels: Sequence[Backchannel]) -> dict[str, list[dict[str, Any]]]:
+    """Every place each perturbation could be applied; ``need`` must lie inside the crop."""
+    out: dict[str, list[dict[str, Any]]] = {t: [] for t in SPEC}
+    for ca, cb, (a0, a1), (b0, b1) in _responses(segs):
+        if a1 - a0 >= TURN_MIN_S and b1 - b0 >= TURN_MIN_S:
+            out["late_response"].append(dict(a=ca, b=cb, a0=a0, a1=a1, b0=b0, b1=b1,
+                                             need=(a1 - 1.0, b0 + 1.0)))
+        until = _next_start(segs[ca], b0 + 1e-6)
+        bt1 = _turn_end(segs[cb], b0, until)
+        e_lo = max(SPEC["early_entry"][0], (b0 - a1) + 0.2)
+        e_hi = min(SPEC["early_entry"][1], b0 - a0 - 0.3, b0 - _prev_end(segs[cb], b0) - 0.2)
+        if e_lo <= e_hi:
+            out["early_entry"].append(dict(a=ca, b=cb, a0=a0, a1=a1, b0=b0, bt1=bt1,
+                                           e_lo=e_lo, e_hi=e_hi, need=(b0 - e_hi - 1.0, bt1)))
+    shifts, holds = shift_hold_regions(segs, duration_s)
+    for r in shifts:
+        ca, cb = r.speaker_before, r.speaker_after
+        t_a = _next_start(segs[ca], r.end_s)
+        if not np.isfinite(t_a):
+            continue
+        bt1 = _turn_end(segs[cb], r.end_s, t_a)
+        if REMOVED_TURN_S[0] <= bt1 - r.end_s <= REMOVED_TURN_S[1]:
+            out["hold_instead_of_shift"].append(dict(a=ca, b=cb, s=r.start_s, e=r.end_s, t_a=t_a,
+                                                     bt1=bt1, need=(r.start_s - 1.0, t_a + 1.0)))
+    for r in holds:
+        if HOLD_GAP_S[0] <= r.duration_s <= HOLD_GAP_S[1]:
+            ca = r.speaker_before
+            out["shift_instead_of_hold"].append(dict(a=ca, b=1 - ca, s=r.start_s, e=r.end_s,
+                                                     need=(r.start_s - 1.0, r.end_s + 1.0)))
+    for cb in (0, 1):
+        ca = 1 - cb
+        if len({(b.start_s, b.end_s) for b in backchannels if b.channel == cb}) < 2:
+            continue
+        for w0, w1 in _stretches(segs[ca]):
+            w1 = min(w1, w0 + BC_WINDOW_S[1])
+            free = [f for f in E.complement(segs[cb], w0, w1, BC_CLEAR_S) if f[1] - f[0] > 0.3]
+            if w1 - w0 >= BC_WINDOW_S[0] and sum(b - a for a, b in free) >= 2.0:
+                out["excessive_backchannel"].append(dict(a=ca, b=cb, w0=w0, w1=w1,
+                                                         need=(w0, w1)))
+    return out
+
+
+def _stretches(segs: Sequence[Span], join_s: float = 0.6) -> list[Span]:
+    out: list[list[float]] = []
+    for a, b in segs:
+        if out and a - out[-1][1] < join_s:
+            out[-1][1] = b
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+@dataclass
+class Clip:
+    """A natural crop being edited: stereo samples, crop-time segments, fade length."""
+
+    audio: np.ndarray
+    sr: int
+    segs: list[list[Span]]
+    n_fade: int
+
+    def n(self, t_s: float) -> int:
+        return int(round(t_s * self.sr))
+
+    def tone(self, ch: int, near_s: float, n_samples: int) -> np.ndarray:
+        return E.room_tone(self.audio[:, ch], self.sr, self.segs[ch], near_s, n_samples, self.n_fade)
+
+
+def _stack(a: np.ndarray, b: np.ndarray, ca: int) -> np.ndarray:
+    n = min(len(a), len(b))
+    if len(a) != len(b):
+        raise GenerationFailed(f"internal: channel lengths differ ({len(a)} vs {len(b)})")
+    out = np.zeros((n, 2), dtype=np.float32)
+    out[:, ca], out[:, 1 - ca] = a, b
+    return out
+
+
+def late_response(clip: Clip, c: dict, rng: Random) -> tuple[np.ndarray, list[Edit], dict]:
+    d = rng.uniform(*SPEC["late_response"])
+    dn = clip.n(d)
+    x = clip.audio
+    ya = E.insert(x[:, c["a"]], clip.n(c["a1"]), clip.tone(c["a"], c["a1"], dn + 2 * clip.n_fade), clip.n_fade)
+    yb = E.insert(x[:, c["b"]], clip.n(c["b0"]), clip.tone(c["b"], c["b0"], dn + 2 * clip.n_fade), clip.n_fade)
+    d = dn / clip.sr
+    edits = [_edit(op="insert_silence", channel=c["a"], at_s=c["a1"], duration_s=d, note="after the turn"),
+             _edit(op="insert_silence", channel=c["b"], at_s=c["b0"], duration_s=d,
+                  note=f"response delayed by {d:.3f} s")]
+    return _stack(ya, yb, c["a"]), edits, {"delay_s": d}
+
+
+def early_entry(clip: Clip, c: dict, rng: Random) -> tuple[np.ndarray, list[Edit], dict]:
+    e = rng.uniform(c["e_lo"], c["e_hi"])
+    en = clip.n(e)
+    x = clip.audio
+    p0, p1 = clip.n(c["b0"]), clip.n(c["bt1"])
+    turn = x[p0:p1, c["b"]]
+    fill = E._xfade(turn, clip.tone(c["b"], c["bt1"], en + clip.n_fade), clip.n_fade)
+    yb = E.overwrite(x[:, c["b"]], p0 - en, fill, clip.n_fade)
+    e = en / clip.sr
+    edits = [_edit(op="shift", channel=c["b"], at_s=c["b0"] - e, duration_s=e, source_start_s=c["b0"],
+                  note=f"response turn ({p1 / clip.sr - c['b0']:.3f} s) advanced by {e:.3f} s")]
+    return _stack(x[:, c["a"]].copy(), yb, c["a"]), edits, {"advance_s": e}
+
+
+def hold_instead_of_shift(clip: Clip, c: dict, rng: Random) -> tuple[np.ndarray, list[Edit], dict]:
+    g = rng.uniform(*SPEC["hold_instead_of_shift"])
+    x = clip.audio
+    e0, e1 = clip.n(c["e"]), clip.n(c["bt1"])
+    yb = E.overwrite(x[:, c["b"]], e0, clip.tone(c["b"], c["e"], e1 - e0), clip.n_fade)
+    ya = x[:, c["a"]]
+    cut0 = clip.n(c["s"] + g / 2)
+    cut1 = cut0 + clip.n(c["t_a"] - c["s"] - g)
+    ya, yb = E.remove(ya, cut0, cut1, clip.n_fade), E.remove(yb, cut0, cut1, clip.n_fade)
+    removed = (cut1 - cut0) / clip.sr
+    g = c["t_a"] - c["s"] - removed
+    at = cut0 / clip.sr
+    edits = [_edit(op="remove", channel=c["b"], at_s=at, duration_s=c["bt1"] - c["e"],
+                  source_start_s=c["e"], note="responding turn removed"),
+             _edit(op="remove_silence", channel=-1, at_s=at, duration_s=removed,
+                  source_start_s=at, note=f"gap closed to {g:.3f} s (both channels)")]
+    return _stack(ya, yb, c["a"]), edits, {"gap_s": g, "removed_turn_s": c["bt1"] - c["e"]}
+
+
+def shift_instead_of_hold(clip: Clip, c: dict, rng: Random, source: np.ndarray, sr: int,
+                          turns: Sequence[Span], crop: Span) -> tuple[np.ndarray, list[Edit], dict]:
+    if not turns:
+        raise GenerationFailed("no 1-4 s turn of the other speaker (with the first speaker "
+                               "silent) to insert in this dialogue")
+    outside = [t for t in turns if t[1] <= crop[0] or t[0] >= crop[1]]
+    src = rng.choice(outside or list(turns))
+    audio = source[int(round(src[0] * sr)): int(round(src[1] * sr)), c["b"]]
+    p = clip.n(0.5 * (c["s"] + c["e"]))
+    nf = clip.n_fade
+    fill_b = np.concatenate([clip.tone(c["b"], c["s"], nf), audio, clip.tone(c["b"], c["e"], nf)])
+    yb = E.insert(clip.audio[:, c["b"]], p, fill_b, nf)
+    ya = E.insert(clip.audio[:, c["a"]], p, clip.tone(c["a"], c["s"], len(audio) + 2 * nf), nf)
+    t = len(audio) / clip.sr
+    edits = [_edit(op="insert", channel=c["b"], at_s=p / clip.sr, duration_s=t, source_start_s=src[0],
+                  note="turn of the other speaker inserted into a hold"),
+             _edit(op="insert_silence", channel=c["a"], at_s=p / clip.sr, duration_s=t)]
+    return _stack(ya, yb, c["a"]), edits, {"inserted_turn_s": t, "hold_gap_s": c["e"] - c["s"],
+                                            "at_s": p / clip.sr}
+
+
+def excessive_backchannel(clip: Clip, c: dict, rng: Random, source: np.ndarray, sr: int,
+                          bcs: Sequence[Backchannel], crop: Span) -> tuple[np.ndarray, list[Edit], dict]:
+    mine = [b for b in bcs if b.channel == c["b"]]
+    distinct: dict[Any, Backchannel] = {}
+    for b in sorted(mine, key=lambda b: (b.start_s < crop[0] or b.start_s > crop[1], b.start_s),
+                    reverse=True):                      # outside the crop first
+        distinct[b.text or (b.start_s, b.end_s)] = b
+    pool = list(distinct.values())
+    if len(pool) < 2:
+        raise GenerationFailed(f"listener channel {c['b']} has {len(pool)} distinct backchannel(s); "
+                               "need at least 2")
+    k = min(rng.choice([2, 3]), len(pool))
+    chosen = rng.sample(pool, k)
+    free = [f for f in E.complement(clip.segs[c["b"]], c["w0"], c["w1"], BC_CLEAR_S)]
+    for _ in range(200):
+        places, last_end = [], -np.inf
+        for b in sorted(chosen, key=lambda b: rng.random()):
+            slots = [(max(a, last_end + BC_SPACING_S), e - b.duration_s) for a, e in free]
+            slots = [s for s in slots if s[1] > s[0]]
+            if not slots:
+                break
+            lens = np.array([s[1] - s[0] for s in slots])
+            s = slots[int(np.searchsorted(np.cumsum(lens), rng.random() * lens.sum()))]
+            at = rng.uniform(s[0], min(s[1], s[0] + 2.0))
+            places.append((at, b))
+            last_end = at + b.duration_s
+        if len(places) == k:
+            break
+    else:
+        raise GenerationFailed(f"could not place {k} backchannels >= {BC_SPACING_S} s apart in "
+                               f"[{c['w0']:.2f}, {c['w1']:.2f}] s where the listener is silent")
+    yb = clip.audio[:, c["b"]].copy()
+    edits = []
+    for at, b in places:
+        audio = source[int(round(b.start_s * sr)): int(round(b.end_s * sr)), c["b"]]
+        p = clip.n(at)
+        yb = E.overwrite(yb, p, audio, clip.n_fade)     # crossfades in and out of the room tone
+        edits.append(_edit(op="insert", channel=c["b"], at_s=p / clip.sr, duration_s=len(audio) / clip.sr,
+                          source_start_s=b.start_s, note=f"backchannel {b.text or ''}".strip()))
+    return (_stack(clip.audio[:, c["a"]].copy(), yb, c["a"]), edits,
+            {"count": float(len(places)), "texts": [b.text for _, b in places]})

@@ -1,0 +1,264 @@
+"""The perturbation stages: scan dialogues, plan per-type quotas, build natural/perturbed pairs.
+
+::
+
+    dialogues ──scan (VAD, events, candidates)──► DialogueScan
+              ──plan (seeded, per-type quota, round-robin over dialogues)──► PerturbJob
+              ──make_pair (crop, edit, normalise, re-measure, write)──► PerturbationPair
+                                       out/pairs.jsonl, out/audio/*.flac, out/sidecars/*.json
+
+A candidate that cannot host its perturbation fails with the reason (runner failures) and the
+next candidate of that type is tried, up to ``max_rounds`` rounds.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bargein.audio.events import Backchannel, _active, detect_events
+from bargein.audio.io import normalize_loudness, read_audio, resample, write_audio
+from bargein.audio.vad import get_vad, segments_to_tuples
+from bargein.errors import AudioError, ConfigError, GenerationFailed
+from bargein.perturb import ops
+from bargein.perturb.crops import CROP_MAX_S, CROP_MIN_S, choose_crop, clip_segments
+from bargein.perturb.measure import TOLERANCE_S, measure
+from bargein.records.audio import RenderedDialogue
+from bargein.records.base import Record
+from bargein.records.derived import PERTURBATION_TYPES, PerturbationPair
+from bargein.records.release import Failure
+from bargein.runner import Stage, StageContext, run_stage
+from bargein.seeding import canonical_json, file_sha256, item_rng
+from bargein.store import atomic_write_text, write_jsonl
+
+log = logging.getLogger("bargein.perturb")
+Segs = tuple[tuple[tuple[float, float], ...], ...]
+
+
+class DialogueScan(Record):
+    """VAD segments, backchannel sources and perturbation candidates of one dialogue."""
+
+    id_prefix = "scan"
+    source_id: str
+    audio_path: str
+    audio_sha256: str
+    duration_s: float
+    segments: Segs
+    backchannels: tuple[dict, ...] = ()
+    candidates: dict[str, tuple[dict, ...]] = {}
+    vad: str = ""
+
+
+class PerturbJob(Record):
+    """One planned pair: a dialogue, a perturbation type and the candidate to use."""
+
+    id_prefix = "job"
+    source_id: str
+    audio_path: str
+    audio_sha256: str
+    duration_s: float
+    segments: Segs
+    backchannels: tuple[dict, ...] = ()
+    type: str
+    candidate: dict
+
+
+def _vad(ctx: StageContext):
+    vad = ctx.resources.get("vad")
+    if vad is None:
+        vad = ctx.resources["vad"] = get_vad(ctx.config["vad"])
+    return vad
+
+
+def load_stereo(path: str, sample_rate: int, what: str) -> np.ndarray:
+    """(n, 2) float32 at ``sample_rate``; mono, >2 channels, NaNs or unreadable files raise."""
+    x, sr = read_audio(path)
+    if x.ndim == 1 or x.shape[1] == 1:
+        raise AudioError(f"{what}: {path} is mono; TurnNat needs two-channel audio (one speaker "
+                         "per channel). Fix: supply stereo files (user = channel 0, system = 1).")
+    if x.shape[1] != 2:
+        raise AudioError(f"{what}: {path} has {x.shape[1]} channels; expected 2")
+    return resample(x, sr, sample_rate) if sr != sample_rate else x
+
+
+def scan_dialogue(rd: RenderedDialogue, ctx: StageContext) -> DialogueScan:
+    """Stage ``perturb_scan``: VAD both channels, find events and candidates."""
+    cfg = ctx.config
+    x = load_stereo(rd.audio_path, cfg["sample_rate"], f"dialogue {rd.id}")
+    dur = len(x) / cfg["sample_rate"]
+    if dur < CROP_MIN_S:
+        raise AudioError(f"dialogue {rd.id}: {dur:.1f} s is shorter than a {CROP_MIN_S:.0f}-"
+                         f"{CROP_MAX_S:.0f} s crop; nothing to perturb")
+    vad = _vad(ctx)
+    segs = [segments_to_tuples(s) for s in vad.channel_segments(x, cfg["sample_rate"])]
+    for c, s in enumerate(segs):
+        if not s:
+            raise AudioError(f"dialogue {rd.id}: channel {c} has no speech (VAD {vad.id}); "
+                             "a two-speaker dialogue is needed")
+    ev = detect_events(segs, dur, rd.segments or None)
+    cands = ops.find_candidates(segs, dur, ev.backchannels)
+    cands = {t: tuple(_round(c) for c in v) for t, v in cands.items()}
+    return DialogueScan(id=rd.id, source_id=rd.id, audio_path=rd.audio_path,
+                        audio_sha256=file_sha256(rd.audio_path), duration_s=round(dur, 6),
+                        segments=tuple(tuple((round(a, 6), round(b, 6)) for a, b in s) for s in segs),
+                        backchannels=tuple(_round(b.__dict__) for b in ev.backchannels),
+                        candidates=cands, vad=f"{vad.id}@{vad.version}")
+
+
+def _round(d: dict) -> dict:
+    return {k: (round(v, 6) if isinstance(v, float) else
+                tuple(round(x, 6) for x in v) if isinstance(v, tuple) else v) for k, v in d.items()}
+
+
+def _normalise_pair(nat: np.ndarray, pert: np.ndarray, sr: int, segs) -> tuple[np.ndarray, np.ndarray]:
+    """Per channel: the gain that puts the natural crop at -20 dBFS active RMS, applied to both
+    halves, then lowered until both peaks are <= -1 dBFS."""
+    nat, pert = nat.copy(), pert.copy()
+    for c in range(2):
+        gain = normalize_loudness(nat[:, c], sr)[1] if segs[c] else 1.0
+        peak = max(float(np.max(np.abs(nat[:, c]))), float(np.max(np.abs(pert[:, c])))) * gain
+        if peak > 10 ** (-1 / 20):
+            gain *= 10 ** (-1 / 20) / peak
+        nat[:, c] *= gain
+        pert[:, c] *= gain
+    return nat, pert
+
+
+def _turn_sources(job: PerturbJob, a: int, b: int) -> list[tuple[float, float]]:
+    """Complete 1-4 s turns of speaker ``b`` with ``a`` silent around them."""
+    return [(s, e) for s, e in job.segments[b]
+            if 1.0 <= e - s <= 4.0 and not _active(job.segments[a], s - 0.2, e + 0.2)]
+
+
+def make_pair(job: PerturbJob, ctx: StageContext) -> PerturbationPair:
+    """Stage ``perturb``: crop, apply, normalise, re-measure by VAD, write audio + sidecar."""
+    cfg, rng = ctx.config, ctx.rng
+    sr = cfg["sample_rate"]
+    if file_sha256(job.audio_path) != job.audio_sha256:
+        raise GenerationFailed(f"{job.audio_path} changed since it was scanned; re-run perturb")
+    x = load_stereo(job.audio_path, sr, f"job {job.id}")
+    fade_ms = rng.uniform(10.0, 12.0)
+    target = rng.uniform(CROP_MIN_S, CROP_MAX_S)
+    c_abs = job.candidate
+    crop = choose_crop(job.segments, job.duration_s, tuple(c_abs["need"]), target_s=target)
+    if crop is None:
+        raise GenerationFailed(f"{job.type}: no {CROP_MIN_S:.0f}-{CROP_MAX_S:.0f} s crop with both "
+                               f"speakers silent at its ends around {c_abs['need']}")
+    a_s, b_s = crop
+    i0, i1 = int(round(a_s * sr)), int(round(b_s * sr))
+    nat = x[i0:i1].copy()
+    segs = clip_segments(job.segments, a_s, b_s)
+    c = {k: (v - a_s if isinstance(v, float) and k not in ("e_lo", "e_hi") else v) for k, v in c_abs.items()}
+    clip = ops.Clip(nat, sr, segs, int(round(fade_ms * sr / 1000)))
+    bcs = [Backchannel(**b) for b in job.backchannels]
+    if job.type == "shift_instead_of_hold":
+        pert, edits, params = ops.shift_instead_of_hold(clip, c, rng, x, sr,
+                                                        _turn_sources(job, c["a"], c["b"]), crop)
+    elif job.type == "excessive_backchannel":
+        pert, edits, params = ops.excessive_backchannel(clip, c, rng, x, sr, bcs, crop)
+    else:
+        pert, edits, params = getattr(ops, job.type)(clip, c, rng)
+    nat, pert = _normalise_pair(nat, pert, sr, segs)
+    vad = _vad(ctx)
+    m_nat = [segments_to_tuples(s) for s in vad.channel_segments(nat, sr)]
+    m_pert = [segments_to_tuples(s) for s in vad.channel_segments(pert, sr)]
+    measured = measure(job.type, m_nat, m_pert, c, params)
+    evidence = {"measured": measured, "params": params, "crop": crop}
+    if measured["in_spec"] != 1.0 and cfg.get("strict", True):
+        raise GenerationFailed(f"{job.type}: re-measured edit outside the specified range "
+                               f"{measured}", evidence=evidence)
+    out = Path(cfg["out_dir"])
+    nat_rel, pert_rel = f"audio/{job.id}.natural.flac", f"audio/{job.id}.perturbed.flac"
+    write_audio(out / nat_rel, nat, sr)
+    write_audio(out / pert_rel, pert, sr)
+    pair = PerturbationPair(id=job.id, source_id=job.source_id, type=job.type, natural_path=nat_rel,
+                            perturbed_path=pert_rel, sample_rate=sr, crop_start_s=round(a_s, 6),
+                            crop_end_s=round(b_s, 6), edits=tuple(edits),
+                            measured={k: v for k, v in measured.items()})
+    sidecar = {"pair_id": job.id, "type": job.type, "source_id": job.source_id,
+               "source_audio": Path(job.audio_path).name, "crop_start_s": a_s, "crop_end_s": b_s,
+               "sample_rate": sr, "fade_ms": round(fade_ms, 4), "params": _round(params),
+               "edits": [json.loads(e.model_dump_json()) for e in edits], "measured": measured,
+               "natural_path": nat_rel, "perturbed_path": pert_rel, "vad": f"{vad.id}@{vad.version}",
+               "tolerance_s": TOLERANCE_S, "times": "seconds from the start of the perturbed clip"}
+    atomic_write_text(out / "sidecars" / f"{job.id}.json", json.dumps(sidecar, indent=2, sort_keys=True) + "\n")
+    return pair
+
+
+def plan_jobs(scans: list[DialogueScan], kind: str, seed: int) -> list[PerturbJob]:
+    """Every candidate of ``kind`` in a seeded order: shuffled per dialogue, then round-robin."""
+    rng = item_rng(seed, "perturb-plan", kind)
+    per: list[list[PerturbJob]] = []
+    for scan in sorted(scans, key=lambda s: s.id):
+        cands = list(enumerate(scan.candidates.get(kind, ())))
+        rng.shuffle(cands)
+        per.append([PerturbJob(id=f"{scan.source_id}_{kind}_{k}", source_id=scan.source_id,
+                               audio_path=scan.audio_path, audio_sha256=scan.audio_sha256,
+                               duration_s=scan.duration_s, segments=scan.segments,
+                               backchannels=scan.backchannels, type=kind, candidate=cand)
+                    for k, cand in cands])
+    rng.shuffle(per)
+    order = []
+    for i in range(max((len(p) for p in per), default=0)):
+        order.extend(p[i] for p in per if i < len(p))
+    return order
+
+
+def _resources(vad: str) -> dict[str, Any]:
+    return {"vad": get_vad(vad)}
+
+
+def run_perturb(dialogues: list[RenderedDialogue], *, types: list[str], per_type: int, out_dir: Path,
+                workdir: Path, seed: int, vad: str = "silero", sample_rate: int = 16000,
+                workers: int = 1, max_rounds: int = 4, strict: bool = True) -> dict[str, Any]:
+    """Scan, plan and build pairs; writes out/pairs.jsonl and out/skipped.jsonl. Returns a summary."""
+    bad = [t for t in types if t not in PERTURBATION_TYPES]
+    if bad:
+        raise ConfigError(f"--types: unknown {bad}; valid: {', '.join(PERTURBATION_TYPES)}")
+    if per_type < 1:
+        raise ConfigError(f"--per-type must be >= 1, got {per_type}")
+    factory = functools.partial(_resources, vad)
+    base = {"vad": vad, "sample_rate": sample_rate}
+    scan_stage = Stage("perturb_scan", scan_dialogue, DialogueScan, config=base, version="1", kind="cpu",
+                       backends=(vad,))
+    res = run_stage(scan_stage, dialogues, workdir=workdir, seed=seed, resources_factory=factory,
+                    workers=workers)
+    scans = res.outputs
+    skipped: list[Failure] = list(res.failures)
+    cfg = dict(base, out_dir=str(Path(out_dir).resolve()), strict=strict)
+    pair_stage = Stage("perturb", make_pair, PerturbationPair, config=cfg, version="1", kind="cpu",
+                       backends=(vad,))
+    pairs: dict[str, list[PerturbationPair]] = {t: [] for t in types}
+    queues = {t: plan_jobs(scans, t, seed) for t in types}
+    for _ in range(max_rounds):
+        batch = []
+        for t in types:
+            want = per_type - len(pairs[t])
+            batch.extend(queues[t][:want])
+            queues[t] = queues[t][want:] if want > 0 else queues[t]
+        if not batch:
+            break
+        r = run_stage(pair_stage, batch, workdir=workdir, seed=seed, resources_factory=factory,
+                      workers=workers, write_outputs=False)
+        for p in r.outputs:
+            pairs[p.type].append(p)
+        skipped.extend(r.failures)
+    out_dir = Path(out_dir)
+    all_pairs = [p for t in types for p in sorted(pairs[t], key=lambda p: p.id)]
+    write_jsonl(out_dir / "pairs.jsonl", all_pairs)
+    write_jsonl(out_dir / "skipped.jsonl", skipped)
+    summary = {"dialogues": len(dialogues), "scanned": len(scans), "pairs": len(all_pairs),
+               "per_type": {t: len(pairs[t]) for t in types},
+               "candidates": {t: sum(len(s.candidates.get(t, ())) for s in scans) for t in types},
+               "skipped": len(skipped), "out": str(out_dir)}
+    atomic_write_text(out_dir / "summary.json", canonical_json(summary) + "\n")
+    return summary
+
+
+__all__ = ["DialogueScan", "PerturbJob", "scan_dialogue", "make_pair", "plan_jobs", "run_perturb",
+           "load_stereo"]

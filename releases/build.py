@@ -1,0 +1,376 @@
+"""``build_release``: stage outputs (JSONL records + audio files) -> one release folder.
+
+    manifest = build_release(Path("release/v1"), name="bargein-ihbench", version="1.0.0",
+                             sources=ReleaseSources(conversations=work / "verify.jsonl",
+                                                    rendered=work / "render.jsonl",
+                                                    eval_items=work / "eval_items.jsonl",
+                                                    audio_roots=(work,)),
+                             provenance={"seed": 7, "llm": "offline"})
+
+Every config streams: records are read line by line, rows go out row group by row group, and
+the only per-item state kept is a byte-offset index of rendered dialogues by conversation id.
+The folder is built beside ``out_dir`` and renamed into place, so a failed build leaves the old
+release untouched. Same inputs ⇒ byte-identical Parquet, card, plots and manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bargein.errors import ReleaseError
+from bargein.records import (
+    Conversation, EvalItem, MaskedItem, PerturbationPair, ReleaseManifest, RenderedDialogue,
+    VerifiedConversation,
+)
+from bargein.releases import card as C
+from bargein.releases import rows as R
+from bargein.releases.features import CONFIG_ORDER, ROW_GROUP_SIZE, features_for
+from bargein.releases.manifest import parse_semver, write_manifest
+from bargein.releases.plots import bar_png
+from bargein.releases.stats import ReleaseStats, depth_bin_labels
+from bargein.releases.writer import DEFAULT_MAX_SHARD_BYTES, ConfigWriter
+from bargein.store import atomic_write_bytes, atomic_write_text
+
+log = logging.getLogger("bargein.releases")
+
+
+@dataclass(frozen=True)
+class ReleaseSources:
+    """Where each config's records are. A config whose source is missing is simply omitted.
+
+    ``conversations`` may hold :class:`VerifiedConversation` (discarded ones are counted in the
+    card, not released) or plain :class:`Conversation` lines. ``sft`` / ``dpo`` map a split
+    ("train", "test") to a chat-format JSONL file. Relative audio paths in records resolve
+    against ``audio_roots`` (the work directories that wrote them).
+    """
+
+    conversations: Path | None = None
+    rendered: Path | None = None
+    eval_items: Path | None = None
+    repair: Path | None = None
+    timing: Path | None = None
+    sft: Mapping[str, Path] | None = None
+    dpo: Mapping[str, Path] | None = None
+    stats: Path | Mapping[str, Any] | None = None
+    audio_roots: tuple[Path, ...] = ()
+    configs: tuple[str, ...] | None = None      # restrict to these configs
+
+    def wants(self, config: str) -> bool:
+        return self.configs is None or config in self.configs
+
+
+@dataclass
+class _Build:
+    staging: Path
+    sources: ReleaseSources
+    max_shard_bytes: int
+    stats: ReleaseStats = field(default_factory=ReleaseStats)
+    splits: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def writer(self, config: str, split: str = "test", **kw: Any) -> ConfigWriter:
+        return ConfigWriter(self.staging, config, split, features_for(config, **kw),
+                            row_group_size=ROW_GROUP_SIZE[config],
+                            max_shard_bytes=self.max_shard_bytes)
+
+    def finish(self, w: ConfigWriter) -> None:
+        if w.close():
+            self.splits.setdefault(w.config, {})[w.split] = w.rows
+            self.stats.set_rows(w.config, w.split, w.rows)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    if not Path(path).is_file():
+        raise ReleaseError(f"release source {path} does not exist. Fix: run the stage that writes "
+                           "it, or leave that config out of ReleaseSources.")
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                yield n, line
+
+
+def _parse(path: Path, n: int, line: str, rtype: type) -> Any:
+    try:
+        return rtype.model_validate_json(line)
+    except ValueError as e:
+        raise ReleaseError(f"{path}:{n}: not a valid {rtype.__name__} ({e.__class__.__name__}: "
+                           f"{str(e).splitlines()[0]}). Fix: regenerate it with its stage.") from e
+
+
+def iter_conversations(path: Path) -> Iterator[tuple[Conversation, VerifiedConversation | None]]:
+    """(conversation, its verification or None) for every line, accepted or not."""
+    for n, line in _lines(path):
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            raise ReleaseError(f"{path}:{n}: not JSON ({e}). Fix: regenerate it.") from e
+        rtype = VerifiedConversation if "conversation" in obj else Conversation
+        try:
+            rec = rtype.model_validate(obj)
+        except ValueError as e:
+            raise ReleaseError(f"{path}:{n}: not a valid {rtype.__name__} ({e.__class__.__name__}"
+                               f": {str(e).splitlines()[0]}). Fix: regenerate it.") from e
+        if isinstance(rec, VerifiedConversation):
+            yield rec.conversation, rec
+        else:
+            yield rec, None
+
+
+class _OffsetIndex:
+    """conversation id -> byte offset of its RenderedDialogue line (ids only in memory)."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.offsets: dict[str, int] = {}
+        self._last: RenderedDialogue | None = None
+        if path is None:
+            return
+        if not path.is_file():
+            raise ReleaseError(f"rendered dialogues file {path} does not exist. Fix: run "
+                               "`bargein render` or leave `rendered` out of ReleaseSources.")
+        with open(path, "rb") as f:
+            while True:
+                pos = f.tell()
+                line = f.readline()
+                if not line:
+                    break
+                if line.strip():
+                    self.offsets[json.loads(line)["conversation_id"]] = pos
+
+    def get(self, *ids: str) -> RenderedDialogue | None:
+        for cid in ids:
+            if self._last is not None and self._last.conversation_id == cid:
+                return self._last
+            pos = self.offsets.get(cid)
+            if pos is not None:
+                with open(self.path, "rb") as f:
+                    f.seek(pos)
+                    self._last = RenderedDialogue.model_validate_json(f.readline())
+                return self._last
+        return None
+
+
+def git_commit(where: Path | None = None) -> str:
+    """``<sha>`` of the checkout bargein runs from (``+dirty`` if tracked files changed)."""
+    where = where or Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10, check=True).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+
+
+def default_provenance() -> dict[str, Any]:
+    import datasets
+    import pyarrow
+
+    from bargein import __version__
+    from bargein.prompts import list_prompts, prompt_hash
+
+    return {
+        "bargein_version": __version__, "git_commit": git_commit(),
+        "pyarrow_version": pyarrow.__version__, "datasets_version": datasets.__version__,
+        "prompts": {p: prompt_hash(p) for p in list_prompts() if not p.startswith("_")},
+    }
+
+
+def _write_conversations(b: _Build, rendered: _OffsetIndex, audio: R.AudioResolver) -> None:
+    src = b.sources.conversations
+    want_conv, want_ih = b.sources.wants("conversations"), b.sources.wants("ihbench")
+    max_turns = 0
+    for conv, v in iter_conversations(src):       # pass 1: the widest ihbench row
+        if v is None or v.accepted:
+            max_turns = max(max_turns, len(R.ihbench_turns(conv)))
+    wc = b.writer("conversations") if want_conv else None
+    wi = b.writer("ihbench", max_turns=max_turns) if want_ih else None
+    try:
+        for conv, v in iter_conversations(src):
+            if v is not None and not v.accepted:
+                b.stats.add_discard(v.discard_reasons)
+                continue
+            b.stats.add_conversation(conv, [d.check for d in v.verdicts] if v else [])
+            rd = rendered.get(conv.id, v.id) if v else rendered.get(conv.id)
+            if rd is not None:
+                b.stats.add_rendered(rd)
+            if wc is not None:
+                wc.write(R.conversation_row(conv, v, rd, audio))
+            if wi is not None:
+                wi.write(R.ihbench_row(conv, rd, audio, max_turns))
+    except BaseException:
+        for w in (wc, wi):
+            if w is not None:
+                w.abort()
+        raise
+    for w in (wc, wi):
+        if w is not None:
+            b.finish(w)
+
+
+def _write_eval_items(b: _Build, rendered: _OffsetIndex, audio: R.AudioResolver) -> None:
+    src = b.sources.eval_items
+    we = b.writer("eval_items") if b.sources.wants("eval_items") else None
+    wb = b.writer("baseline") if b.sources.wants("baseline") else None
+    with (we or _Null()), (wb or _Null()):
+        for n, line in _lines(src):
+            item = _parse(src, n, line, EvalItem)
+            b.stats.add_eval_item(item)
+            if we is not None:
+                we.write(R.eval_item_row(item, rendered.get(item.conversation_id), audio))
+            if wb is not None and item.baseline is not None:
+                wb.write(R.baseline_row(item))
+    for w in (we, wb):
+        if w is not None:
+            b.finish(w)
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return None
+
+
+def _write_simple(b: _Build, config: str, src: Path, rtype: type, to_row, add=None) -> None:
+    with b.writer(config) as w:
+        for n, line in _lines(src):
+            rec = _parse(src, n, line, rtype)
+            if add is not None:
+                add(rec)
+            w.write(to_row(rec))
+    b.finish(w)
+
+
+def _write_chat(b: _Build, config: str, splits: Mapping[str, Path], to_row) -> None:
+    for split in sorted(splits, key=lambda s: (s != "train", s)):
+        src = Path(splits[split])
+        with b.writer(config, split) as w:
+            for n, line in _lines(src):
+                try:
+                    obj = json.loads(line)
+                except ValueError as e:
+                    raise ReleaseError(f"{src}:{n}: not JSON ({e}). Fix: re-export {config}.") from e
+                w.write(to_row(obj))
+        b.finish(w)
+
+
+def _plots(b: _Build) -> dict[str, str]:
+    s = b.stats.to_dict()
+    out: dict[str, str] = {}
+    if s["interruption_points"]:
+        types = list(s["types"])
+        atomic_write_bytes(b.staging / "assets" / "interruption_types.png", bar_png(
+            [t.replace("_", " ") for t in types], [s["types"][t] for t in types],
+            title="Interruption points by type", ylabel="count"))
+        out["Interruption points by type"] = "assets/interruption_types.png"
+        bins = depth_bin_labels()
+        atomic_write_bytes(b.staging / "assets" / "depth_bins.png", bar_png(
+            bins, [s["depth_bins"][x] for x in bins],
+            title="Interruption points by depth (user turn index)", ylabel="count",
+            color="#55A868"))
+        out["Interruption points by depth"] = "assets/depth_bins.png"
+    return out
+
+
+def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
+                  sources: ReleaseSources, provenance: Mapping[str, Any] | None = None,
+                  changelog: str | None = None, previous: str | os.PathLike | None = None,
+                  pretty_name: str | None = None, license: str = "cc-by-4.0",
+                  repo_hint: str | None = None,
+                  max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES) -> ReleaseManifest:
+    """Build the release folder ``out_dir`` (replaced atomically) and return its manifest.
+
+    ``previous`` is the folder of the last version: its changelog is carried over and, when
+    ``changelog`` is None, this version's entry is written from the diff against it.
+    """
+    parse_semver(version)
+    out_dir = Path(out_dir)
+    staging = out_dir.parent / f".{out_dir.name}.building"
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    b = _Build(staging=staging, sources=sources, max_shard_bytes=max_shard_bytes)
+    try:
+        roots = list(sources.audio_roots) or [Path.cwd()]
+        audio = R.AudioResolver(roots)
+        rendered = _OffsetIndex(Path(sources.rendered) if sources.rendered else None)
+        if sources.conversations and (sources.wants("conversations") or sources.wants("ihbench")):
+            _write_conversations(b, rendered, audio)
+        if sources.eval_items and (sources.wants("eval_items") or sources.wants("baseline")):
+            _write_eval_items(b, rendered, audio)
+        if sources.repair and sources.wants("repair"):
+            _write_simple(b, "repair", Path(sources.repair), MaskedItem,
+                          lambda m: R.repair_row(m, audio), b.stats.add_repair)
+        if sources.timing and sources.wants("timing"):
+            _write_simple(b, "timing", Path(sources.timing), PerturbationPair,
+                          lambda p: R.timing_row(p, audio), b.stats.add_timing)
+        if sources.sft and sources.wants("sft"):
+            _write_chat(b, "sft", sources.sft, R.sft_row)
+        if sources.dpo and sources.wants("dpo"):
+            _write_chat(b, "dpo", sources.dpo, R.dpo_row)
+        if not b.splits:
+            raise ReleaseError("no config has any rows: nothing to release. Fix: point "
+                               "ReleaseSources at the stage outputs (conversations, eval items…).")
+        splits = {c: b.splits[c] for c in CONFIG_ORDER if c in b.splits}
+        stats = b.stats.to_dict()
+        if sources.stats is not None:
+            extra = sources.stats if isinstance(sources.stats, Mapping) else json.loads(
+                Path(sources.stats).read_text(encoding="utf-8"))
+            stats["generation"] = dict(extra)
+            for reason, n in dict(extra.get("discard_reasons", {})).items():
+                if reason not in stats["discard_reasons"]:
+                    stats["discard_reasons"][reason] = n
+        prov = {**default_provenance(), **dict(provenance or {})}
+        prov["stats"] = stats
+        entries = _changelog(version, changelog, previous, staging)
+        plots = _plots(b)
+        atomic_write_text(staging / "README.md", C.card_markdown(
+            name=name, version=version, pretty_name=pretty_name or name, license=license,
+            splits=splits, stats=stats, provenance=prov, changelog=entries, plots=plots,
+            repo_hint=repo_hint))
+        manifest = write_manifest(staging, name=name, version=version,
+                                  configs={c: sum(s.values()) for c, s in splits.items()},
+                                  provenance=_jsonable(prov))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    old = out_dir.parent / f".{out_dir.name}.old"
+    if out_dir.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(out_dir, old)
+    os.replace(staging, out_dir)
+    shutil.rmtree(old, ignore_errors=True)
+    log.info("release %s %s: %s", name, version,
+             ", ".join(f"{c}={sum(s.values())}" for c, s in splits.items()))
+    return manifest
+
+
+def _jsonable(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, sort_keys=True, default=str))
+
+
+def _changelog(version: str, text: str | None, previous: str | os.PathLike | None,
+               staging: Path) -> list[tuple[str, str]]:
+    entries: list[tuple[str, str]] = []
+    if previous is not None:
+        prev = Path(previous)
+        card = prev / "README.md"
+        if card.is_file():
+            entries = [(v, t) for v, t in C.read_changelog(card.read_text(encoding="utf-8"))
+                       if v != version]
+        if text is None:
+            from bargein.releases.diff import diff_items
+
+            text = diff_items(prev, staging).changelog_text()
+    return [(version, text or "Initial release.")] + entries

@@ -1,0 +1,225 @@
+"""The dataset card: README.md with the YAML header the Hub reads, and a body for people.
+
+The header lists each config's data files (so ``load_dataset(repo, "ihbench")`` works), license,
+task categories and size category. The body gives the statistics table, how the data was
+generated, how to load and score it, provenance and the changelog. Everything is a pure
+function of its inputs: the same release gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+CONFIG_DESCRIPTIONS: dict[str, str] = {
+    "conversations": "one row per conversation: scenario, messages with interruptions, rubrics, "
+                     "stereo audio (ch0 user, ch1 assistant) with segments and word timings",
+    "ihbench": "the public IHBench wide per-turn layout (planned and heard assistant turns, user "
+               "transcripts and audio, interruption types, TF and RQ rubrics)",
+    "eval_items": "one row per interruption point: system prompt, history up to the cut, "
+                  "interjection (+ audio), rubric, gold recovery, baseline",
+    "baseline": "the baseline response per eval item (TF win rates are measured against it)",
+    "repair": "Pardon?/EAR masked-audio repair items: answerable vs unanswerable masks",
+    "timing": "TurnNat natural / perturbed stereo pairs with exact edit positions",
+    "sft": "SFT chat records for recovery post-training (history -> gold recovery)",
+    "dpo": "DPO pairs: chosen = gold recovery, rejected = a realistic failure of the type",
+}
+CHANGELOG_START = "<!-- changelog:start -->"
+CHANGELOG_END = "<!-- changelog:end -->"
+_SIZE = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+         (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"))
+
+
+def size_category(n: int) -> str:
+    for limit, label in _SIZE:
+        if n < limit:
+            return label
+    return "10M<n<100M"
+
+
+def card_header(*, pretty_name: str, license: str, splits: dict[str, dict[str, int]],
+                tags: list[str]) -> dict[str, Any]:
+    """The YAML metadata. ``splits`` maps config -> split -> rows (configs in release order)."""
+    largest = max((n for s in splits.values() for n in s.values()), default=0)
+    configs = []
+    for i, (config, per_split) in enumerate(splits.items()):
+        entry: dict[str, Any] = {
+            "config_name": config,
+            "data_files": [{"split": s, "path": f"{config}/{s}-*.parquet"} for s in per_split],
+        }
+        if i == 0:
+            entry["default"] = True
+        configs.append(entry)
+    return {
+        "pretty_name": pretty_name, "license": license, "language": ["en"],
+        "task_categories": ["text-generation", "audio-to-audio", "automatic-speech-recognition"],
+        "tags": tags, "size_categories": [size_category(largest)], "configs": configs,
+    }
+
+
+def _table(rows: list[tuple[Any, ...]], head: tuple[str, ...]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _pct(n: int, total: int) -> str:
+    return f"{n} ({100.0 * n / total:.1f}%)" if total else str(n)
+
+
+def stats_table(stats: dict[str, Any]) -> str:
+    total = stats.get("interruption_points", 0)
+    mpc = stats.get("messages_per_conversation", {})
+    rows: list[tuple[Any, ...]] = [
+        ("Conversations", stats.get("conversations", 0)),
+        ("Domains", len(stats.get("domains", {}))),
+        ("Total interruption points", total),
+        ("Avg. messages per conversation", mpc.get("mean", 0)),
+        ("Min / max messages", f"{mpc.get('min')} / {mpc.get('max')}"),
+        ("Discarded by the verifier", stats.get("discarded", 0)),
+        ("Audio (hours)", stats.get("audio_hours", 0)),
+        ("**Interruption type distribution**", ""),
+    ]
+    rows += [(t.replace("_", " ").capitalize(), _pct(n, total))
+             for t, n in sorted(stats.get("types", {}).items(), key=lambda kv: (-kv[1], kv[0]))]
+    rows.append(("**Interruptions by depth (user turn index)**", ""))
+    rows += [(b, _pct(n, total)) for b, n in stats.get("depth_bins", {}).items()]
+    return _table(rows, ("Statistic", "Value"))
+
+
+def _agents_sentence(agents: dict[str, int]) -> str:
+    if not agents:
+        return "No conversations in this release."
+    offline = agents.get("offline", 0)
+    llm = {k: v for k, v in agents.items() if k != "offline"}
+    parts = []
+    if offline:
+        parts.append(f"{offline} conversation(s) were written by bargein's **offline rule-based "
+                     "agents** (deterministic, seeded, built from a curated domain catalogue and "
+                     "phrase banks): structurally faithful but formulaic, no LLM involved")
+    for spec, n in sorted(llm.items()):
+        parts.append(f"{n} conversation(s) were written by **LLM agents** (`{spec}`)")
+    return "; ".join(parts) + "."
+
+
+def _kv_lines(d: dict[str, Any]) -> str:
+    if not d:
+        return "- (none)"
+    return "\n".join(f"- `{k}`: {v}" for k, v in d.items())
+
+
+def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
+                  splits: dict[str, dict[str, int]], stats: dict[str, Any],
+                  provenance: dict[str, Any], changelog: list[tuple[str, str]],
+                  plots: dict[str, str], repo_hint: str | None = None) -> str:
+    """The whole README.md. ``changelog`` is [(version, text)] newest first; ``plots`` maps a
+    caption to a release-relative PNG path."""
+    header = card_header(pretty_name=pretty_name, license=license, splits=splits,
+                         tags=["bargein", "interruptions", "voice-agents", "spoken-dialogue",
+                               "synthetic"])
+    repo = repo_hint or f"ORG/{name}"
+    prov = dict(provenance)
+    config_rows = [(f"`{c}`", ", ".join(f"{s}: {n}" for s, n in per.items()),
+                    CONFIG_DESCRIPTIONS.get(c, "")) for c, per in splits.items()]
+    prompt_rows = [(f"`{p}`", f"`{h[:16]}`") for p, h in sorted(prov.get("prompts", {}).items())]
+    discards = stats.get("discard_reasons", {})
+    lines = [
+        "---", yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
+        f"# {pretty_name} — v{version}", "",
+        f"A spoken-interaction benchmark built by [bargein](https://pypi.org/project/bargein/) "
+        f"{prov.get('bargein_version', '')}: workflow-grounded conversations with scripted "
+        "interruptions (IHBench method), two-channel audio with real cut-ins, masked-audio repair "
+        "items and turn-taking timing perturbations.", "",
+        f"**Agents.** {_agents_sentence(stats.get('agents', {}))}", "",
+        "## Configs", "", _table(config_rows, ("config", "rows", "what it holds")), "",
+        "## Statistics", "", stats_table(stats), "",
+    ]
+    for caption, path in plots.items():
+        lines += [f"![{caption}]({path})", ""]
+    lines += [
+        "## How it was generated", "",
+        "1. Scenarios: (domain, goal, user intent) with a knowledge base whose workflow is a "
+        "validated state machine, concrete fictional user facts and a system prompt.",
+        "2. Conversations: a round planner decides per round whether and how the user interrupts "
+        "(normal, impatient, correction, topic switch, filler, pushback) and where the cut falls "
+        "inside the assistant's utterance; branched assistant and user simulators write the turns; "
+        "the user reacts only to the heard prefix. A rubric (1 task-fulfillment criterion, 2–4 "
+        "recovery-quality criteria) is fixed at each interruption before any model response exists.",
+        "3. Verification: a verifier checks every message (state-machine leakage, undelivered "
+        "content, naturalness, rule breaks); fixable issues go to a minimal-edit modifier, "
+        "unfixable conversations are discarded with their reasons (counts below).",
+        "4. Audio: TTS per message with word timings, truncation at the cut time, a two-channel "
+        "timeline (ch0 user, ch1 assistant); the heard prefix is exactly the words whose audio "
+        "ends before the cut.",
+        "5. Derived sets: one eval item per interruption point, masked repair items, TurnNat "
+        "perturbation pairs and SFT/DPO training exports.", "",
+        "## How to load", "",
+        "```python",
+        "from datasets import load_dataset, Audio",
+        f'ds = load_dataset("{repo}", "ihbench", split="test", revision="v{version}")',
+        "# audio without torch: keep the bytes, decode with soundfile",
+        'ds = ds.cast_column("user_turn_0_audio", Audio(decode=False))',
+        "import io, soundfile as sf",
+        'samples, sr = sf.read(io.BytesIO(ds[0]["user_turn_0_audio"]["bytes"]))',
+        "```", "",
+        "or with bargein (checks the manifest checksums):",
+        "",
+        "```bash",
+        f"bargein release pull {repo}@v{version} --out ./release",
+        "```", "",
+        "## How to score", "",
+        "```bash",
+        f"bargein respond --release {repo}@v{version} --llm openai:gpt-4o-mini --epochs 3 "
+        "--out responses.jsonl",
+        f"bargein score ihbench --release {repo}@v{version} --responses responses.jsonl "
+        "--judge openai:gpt-4o-mini --epochs 3 --out scores/",
+        "```", "",
+        "Task fulfillment (TF) is a win rate against the `baseline` config by a comparative judge "
+        "(randomised, seeded, balanced order; the judge must name a concrete deficiency of the "
+        "loser; ties count 0.5). Recovery quality (RQ) is the share of items where an absolute "
+        "judge finds every rubric criterion met. 3 epochs; 95% CIs by a 1000-iteration percentile "
+        "bootstrap over per-item epoch means; per-type tables and a depth logistic regression.", "",
+        "## Provenance", "",
+        f"- bargein version: `{prov.get('bargein_version')}`",
+        f"- git commit: `{prov.get('git_commit')}`",
+        f"- seed: `{prov.get('seed')}`",
+        f"- LLM / agents: `{prov.get('llm', 'offline')}`",
+        f"- writer: pyarrow `{prov.get('pyarrow_version')}`, datasets "
+        f"`{prov.get('datasets_version')}`",
+        "", "Models:", "", _kv_lines(prov.get("models", {})), "",
+        "Voices (role=voice: conversations):", "", _kv_lines(stats.get("voices", {})), "",
+        "TTS engines:", "", _kv_lines(stats.get("tts_engines", {})), "",
+        "Verifier discards by reason:", "", _kv_lines(discards), "",
+        "Verifier issues by check (fixed or discarded):", "",
+        _kv_lines(stats.get("verifier_issues_by_check", {})), "",
+        "Prompt templates (sha256):", "",
+        _table(prompt_rows, ("prompt", "sha256")) if prompt_rows else "- (none)", "",
+        "Build configuration:", "", "```yaml",
+        yaml.safe_dump(prov.get("config", {}), sort_keys=True).rstrip() or "{}", "```", "",
+        "## Changelog", "", CHANGELOG_START,
+    ]
+    for v, text in changelog:
+        lines += [f"### v{v}", "", text.strip(), ""]
+    lines += [CHANGELOG_END, "", "## License", "",
+              f"{license}. Synthetic data: every name, number and address is fictional.", ""]
+    return "\n".join(lines)
+
+
+def read_changelog(card_text: str) -> list[tuple[str, str]]:
+    """[(version, text)] from a card written by :func:`card_markdown` (newest first)."""
+    if CHANGELOG_START not in card_text or CHANGELOG_END not in card_text:
+        return []
+    body = card_text.split(CHANGELOG_START, 1)[1].split(CHANGELOG_END, 1)[0]
+    out = []
+    for m in re.finditer(r"^### v(\S+)\n(.*?)(?=^### v|\Z)", body, re.S | re.M):
+        out.append((m.group(1), m.group(2).strip()))
+    return out
+
+
+def read_header(card_text: str) -> dict[str, Any]:
+    if not card_text.startswith("---\n"):
+        return {}
+    head = card_text[4:].split("\n---", 1)[0]
+    return yaml.safe_load(head) or {}

@@ -1,0 +1,141 @@
+"""The modifier: minimal targeted edits, rule-based (exact) or by an LLM (free-text rewrites).
+
+It receives the messages and the edit commands and nothing else: no KB, goal, intent or
+scenario (as in IHBench, the modifier must not be able to leak what the user cannot know).
+The LLM form sees message text, heard text and interruption types — not the workflow stage
+labels on the messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field, ValidationError
+
+from bargein.prompts import render
+from bargein.records.conversation import Message
+from bargein.verify.edits import EditCommand, EditError, ModifyResult, apply_edits, set_edit
+
+MODIFIER_PROMPT = "modifier"
+REASKS = 2
+
+
+class LLMClient(Protocol):
+    """What the verifier needs of a ``bargein.llm`` client (see ``bargein/llm/base.py``)."""
+
+    async def structured(self, messages: list[dict[str, str]], schema: type[BaseModel], *,
+                         agent: str, sample: int = 0) -> BaseModel: ...
+
+
+class RewrittenMessage(BaseModel):
+    message_index: int
+    text: str = Field(min_length=1)
+
+
+class ModifierOutput(BaseModel):
+    """The LLM modifier's answer: the new full text of each message it was asked to rewrite."""
+
+    edits: list[RewrittenMessage]
+
+
+def order_edits(edits: Sequence[EditCommand]) -> list[EditCommand]:
+    """Deduplicated; per message, span edits from the end backwards (offsets stay valid), then
+    field edits, then rewrites."""
+    seen, unique = set(), []
+    for e in edits:
+        key = e.to_str()
+        if key not in seen:
+            seen.add(key)
+            unique.append(e)
+    rank = {"replace": 0, "delete": 0, "set": 1, "rewrite": 2}
+    return sorted(unique, key=lambda e: (e.message, rank[e.op], -(e.start or 0)))
+
+
+def modify(messages: Sequence[Message], edits: Sequence[EditCommand]) -> ModifyResult:
+    """Rule-based modifier: apply the exact edits; ``rewrite`` edits are skipped with a reason."""
+    return apply_edits(tuple(messages), order_edits(edits))
+
+
+def message_view(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """What the LLM agents see of each message (no workflow stage labels)."""
+    out = []
+    for m in messages:
+        v: dict[str, Any] = {"index": m.index, "role": m.role, "text": m.text}
+        if m.interruption is not None:
+            v["heard_text"] = m.heard_text
+            v["unheard_remainder"] = m.text[len(m.heard_text or ""):].strip()
+            v["interrupted_by"] = m.interruption.type
+        out.append(v)
+    return out
+
+
+def _check_rewrites(messages: Sequence[Message], wanted: dict[int, EditCommand],
+                    out: ModifierOutput) -> tuple[list[EditCommand], list[str]]:
+    """Turn the LLM answer into exact ``set text`` edits; the errors to re-ask with."""
+    by_index = {m.index: m for m in messages}
+    edits, errors = [], []
+    for r in out.edits:
+        if r.message_index not in wanted:
+            errors.append(f"message {r.message_index} was not to be edited "
+                          f"(only {sorted(wanted)})")
+            continue
+        edit = set_edit(by_index[r.message_index], "text", r.text.strip())
+        try:
+            res = apply_edits(tuple(messages), [edit])
+        except EditError as e:  # pragma: no cover - apply_edits records, never raises
+            errors.append(str(e))
+            continue
+        if res.skipped:
+            errors.append(f"message {r.message_index}: {res.skipped[0][1]}")
+        else:
+            edits.append(edit)
+    missing = sorted(set(wanted) - {r.message_index for r in out.edits})
+    if missing:
+        errors.append(f"no rewrite given for messages {missing}")
+    return edits, errors
+
+
+async def amodify(messages: Sequence[Message], edits: Sequence[EditCommand], *,
+                  llm: LLMClient) -> ModifyResult:
+    """Exact edits by rule, then the ``rewrite`` edits by the LLM (re-asked on a bad answer)."""
+    ordered = order_edits(edits)
+    exact = [e for e in ordered if e.op != "rewrite"]
+    result = apply_edits(tuple(messages), exact)
+    rewrites = [e for e in ordered if e.op == "rewrite"]
+    if not rewrites:
+        return result
+    wanted: dict[int, EditCommand] = {}
+    for e in rewrites:   # several instructions for one message become one request
+        prev = wanted.get(e.message)
+        wanted[e.message] = e if prev is None else prev.model_copy(
+            update={"instruction": f"{prev.instruction}; {e.instruction}"})
+    current = result.messages
+    prompt = render(MODIFIER_PROMPT, messages=message_view(current),
+                    edits=[{"message": e.message, "instruction": e.instruction}
+                           for e in wanted.values()])
+    chat = [{"role": "user", "content": prompt}]
+    errors: list[str] = []
+    for attempt in range(REASKS + 1):
+        try:
+            out = await llm.structured(chat, ModifierOutput, agent="modifier", sample=0)
+        except ValidationError as e:    # a client that does not re-ask on schema errors
+            errors = [f"schema: {e.errors()[:3]}"]
+            out = None
+        if out is not None:
+            if not isinstance(out, ModifierOutput):
+                out = ModifierOutput.model_validate(out)
+            set_edits, errors = _check_rewrites(current, wanted, out)
+            if not errors:
+                final = apply_edits(current, set_edits)
+                final.applied = result.applied + [wanted[e.message] for e in set_edits]
+                final.skipped = result.skipped
+                return final
+            chat = chat + [
+                {"role": "assistant", "content": json.dumps(out.model_dump(), ensure_ascii=False)},
+                {"role": "user", "content": "Your answer cannot be applied: " + "; ".join(errors)
+                 + ". Answer again with the JSON object only."}]
+    result.skipped += [(e, f"LLM modifier failed after {REASKS + 1} attempts: "
+                        + "; ".join(errors)) for e in wanted.values()]
+    return result

@@ -1,0 +1,179 @@
+"""Text helpers for the verifier: words, cut points, content words, sentences, values.
+
+A *word* is a run of non-space characters. Cutting a planned message after word ``k`` keeps
+``text[:end of word k]`` (no trailing space)::
+
+    "Your claim needs three documents: a photo"
+     0    1     2     3     4          5 6      <- word indices
+    cut_word_index=4 -> heard "Your claim needs three"   cut_char_offset=21
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_WORD = re.compile(r"\S+")
+_TOKEN = re.compile(r"[a-z0-9]+(?:['\u2019-][a-z0-9]+)*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+# Function words plus the conversational glue every turn shares ("need", "okay", "actually").
+STOPWORDS: frozenset[str] = frozenset("""
+a about above after again against all also am an and any are aren't as at be because been
+before being below between both but by can can't cannot could couldn't did didn't do does
+doesn't doing don't down during each few for from further had hadn't has hasn't have haven't
+having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll
+i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor
+not of off on once only or other ought our ours ourselves out over own same shan't she she'd
+she'll she's should shouldn't so some such than that that's the their theirs them themselves
+then there there's these they they'd they'll they're they've this those through to too under
+until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where
+where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're
+you've your yours yourself yourselves
+yeah yes yep yup okay ok oh um uh hmm mm mhm ah well sure right alright actually really just
+like wait sorry please thanks thank hello hi hey so now then still even maybe kind sort
+know think want need get got go going gonna wanna let make say said tell told see look give
+thing things something anything everything one ones way lot bit much many will shall may might
+must us ok-ok hold on
+""".split())
+
+# Backchannels (REFERENCE.md: Switchboard-derived list plus common variants).
+BACKCHANNELS: frozenset[str] = frozenset({
+    "yeah", "um-hum", "uh-huh", "right", "oh", "oh yeah", "yeah yeah", "right right", "oh really",
+    "mm", "mhm", "mm-hm", "mm-hmm", "mmhm", "hmm", "okay", "ok", "sure", "yep", "yup", "yes",
+    "exactly", "wow", "i see", "uh huh", "um hum", "mm hm", "got it", "alright", "ah", "uh",
+    "um", "huh", "gotcha", "sure sure", "okay okay",
+})
+BACKCHANNEL_WORDS: frozenset[str] = frozenset(w for p in BACKCHANNELS for w in p.split())
+MAX_BACKCHANNEL_WORDS = 3
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def word_ends(text: str) -> list[int]:
+    """Character offset just after each word of ``text``."""
+    return [m.end() for m in _WORD.finditer(text)]
+
+
+def prefix_at_word(text: str, k: int) -> str:
+    """The first ``k`` words of ``text`` as they appear in it (``k >= 1``)."""
+    ends = word_ends(text)
+    if not 1 <= k <= len(ends):
+        raise ValueError(f"word index {k} outside 1..{len(ends)}")
+    return text[: ends[k - 1]]
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased alphanumeric tokens (apostrophes and hyphens inside a token kept)."""
+    return _TOKEN.findall(text.lower().replace("\u2019", "'"))
+
+
+def stem(tok: str) -> str:
+    """A light plural/possessive fold so "documents" meets "document"."""
+    if tok.endswith("'s"):
+        tok = tok[:-2]
+    if len(tok) > 4 and tok.endswith("ies"):
+        return tok[:-3] + "y"
+    if len(tok) > 3 and tok.endswith("s") and not tok.endswith(("ss", "us", "is")):
+        return tok[:-1]
+    return tok
+
+
+def content_words(text: str) -> set[str]:
+    """Stemmed tokens of ``text`` that carry content (no stopwords, 3+ chars or digits)."""
+    out = set()
+    for t in tokens(text):
+        if t in STOPWORDS or (len(t) < 3 and not t.isdigit()):
+            continue
+        out.add(stem(t))
+    return out
+
+
+def normalise(text: str) -> str:
+    """Lower-cased tokens joined by single spaces (for phrase matching)."""
+    return " ".join(tokens(text))
+
+
+def contains_phrase(haystack: str, phrase: str) -> bool:
+    """Whether ``phrase`` occurs in ``haystack`` on token boundaries, case and punctuation folded."""
+    p = normalise(phrase)
+    return bool(p) and f" {p} " in f" {normalise(haystack)} "
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) character spans of the sentences of ``text``."""
+    spans, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        spans.append((start, m.start()))
+        start = m.end()
+    if start < len(text.rstrip()) or not spans:
+        spans.append((start, len(text.rstrip())))
+    return [(s, e) for s, e in spans if text[s:e].strip()]
+
+
+def is_backchannel(text: str) -> bool:
+    """A short reflexive backchannel: <= 3 words, every word from the backchannel list."""
+    toks = tokens(text)
+    if not toks or len(toks) > MAX_BACKCHANNEL_WORDS:
+        return False
+    if " ".join(toks) in BACKCHANNELS:
+        return True
+    return all(t in BACKCHANNEL_WORDS for t in toks)
+
+
+# ---- values (for corrections) ------------------------------------------------------------
+_MONTHS = ("january february march april may june july august september october november "
+           "december jan feb mar apr jun jul aug sep sept oct nov dec").split()
+_DAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
+_VALUE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
+    ("time", re.compile(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)", re.I)),
+    ("money", re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:dollars|euros|pounds)\b",
+                         re.I)),
+    ("date", re.compile(r"\b(?:%s)\b(?:\s+\d{1,2}(?:st|nd|rd|th)?)?" % "|".join(_MONTHS + _DAYS),
+                        re.I)),
+    ("number", re.compile(r"(?<![\w$€£])\d(?:[\d\s.-]*\d)?(?![\w])")),
+]
+_NAME = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)*")
+_NOT_NAMES = frozenset(["I", "I'm", "I'll", "I've", "I'd", "Okay", "OK", "Yes", "No", "Oh",
+                        "Actually", "Sorry", "Wait", "Hi", "Hello", "Thanks", "Mr", "Mrs", "Ms",
+                        "Dr"] + [m.title() for m in _MONTHS + _DAYS])
+
+
+def _fold(kind: str, raw: str) -> str:
+    if kind in ("number", "money"):
+        return re.sub(r"[^\d.]", "", raw).rstrip(".")
+    if kind == "email":
+        return raw.lower()
+    return normalise(raw)
+
+
+@lru_cache(maxsize=4096)
+def extract_values(text: str) -> frozenset[tuple[str, str]]:
+    """(kind, folded value) pairs: emails, times, money, dates, numbers, proper names."""
+    out: set[tuple[str, str]] = set()
+    taken: list[tuple[int, int]] = []
+    for kind, pat in _VALUE_PATTERNS:
+        for m in pat.finditer(text):
+            if any(s <= m.start() < e for s, e in taken):
+                continue
+            taken.append(m.span())
+            v = _fold(kind, m.group(0))
+            if v:
+                out.add((kind, v))
+    for m in _NAME.finditer(text):
+        if any(s <= m.start() < e for s, e in taken):
+            continue
+        parts = re.split(r"[ -]", m.group(0))
+        lead = 0
+        while lead < len(parts) and parts[lead] in _NOT_NAMES:
+            lead += 1
+        before = text[: m.start()].rstrip()
+        sentence_start = lead == 0 and (not before or before[-1] in ".!?")
+        name = parts[lead:]
+        if not name or (sentence_start and len(name) == 1):
+            continue
+        out.add(("name", normalise(" ".join(name))))
+    return frozenset(out)
