@@ -33,8 +33,9 @@ from bargein.records.audio import WordTiming
 
 WHISPER_SR = 16000
 WINDOW_S = 30.0                 # Whisper's receptive field
-MIN_MEAN_PROB = 0.25            # measured: right transcripts 0.58-0.94, wrong ones / noise <= 0.05
-MIN_MEDIAN_PROB = 0.1
+# Measured mean word probability: right transcripts 0.2-0.95 (short phrases with fillers are
+# lowest: Whisper spells "mm-hm" differently), wrong transcripts and noise <= 0.05.
+MIN_MEAN_PROB = 0.12
 
 
 def _pkg(name: str) -> str:
@@ -105,19 +106,22 @@ def load_whisper(model_dir: str | os.PathLike | None = None, cpu_threads: int = 
 class WhisperAligner:
     """Forced alignment of a known transcript with Whisper's cross-attention (``find_alignment``).
 
-    Audio longer than one 30 s window is aligned window by window: each window gets the words
-    expected to fall in it and keeps those that end well inside it.
+    The encoder sees only the clip (not a padded 30 s window: 5x faster, same accuracy here);
+    audio longer than 30 s is aligned window by window, each window keeping the words that end
+    well inside it. Word starts after a pause are snapped to the acoustic onset. A one-word
+    transcript is the audible speech itself (Whisper's probabilities are meaningless for fillers
+    such as "mm-hm").
     """
 
     id = "whisper"
 
     def __init__(self, model_dir: str | None = None, cpu_threads: int = 1, compute_type: str = "int8",
-                 min_mean_prob: float = MIN_MEAN_PROB, min_median_prob: float = MIN_MEDIAN_PROB,
+                 min_mean_prob: float = MIN_MEAN_PROB,
                  full_window: bool = False):
         self.full_window = bool(full_window)
         self.model_dir = str(model_dir or whisper_model_dir())
         self.cpu_threads, self.compute_type = int(cpu_threads), compute_type
-        self.min_mean_prob, self.min_median_prob = float(min_mean_prob), float(min_median_prob)
+        self.min_mean_prob = float(min_mean_prob)
 
     @cached_property
     def model(self):
@@ -150,6 +154,10 @@ class WhisperAligner:
         if s1 <= s0:
             raise AlignmentFailed("the audio is silent; cannot align "
                                   f"{transcript[:60]!r}", evidence={"duration_s": total_s})
+        if len(words) == 1:           # one word: it is the audible speech, exactly
+            w, cs = words[0]
+            return (WordTiming(word=w, start_s=round(s0 / WHISPER_SR, 6), end_s=round(s1 / WHISPER_SR, 6),
+                               char_start=cs),)
         out: list[tuple[float, float, float]] = []             # (start, end, prob) per word
         pos, t0 = 0, 0.0
         span_s = max(1e-3, (s1 - s0) / WHISPER_SR)
@@ -216,10 +224,9 @@ class WhisperAligner:
         evidence = {"transcript": transcript, "duration_s": round(total_s, 3),
                     "word_probs": [round(float(p), 3) for p in probs],
                     "times": [(round(a, 3), round(b, 3)) for a, b, _ in got]}
-        if float(np.mean(probs)) < self.min_mean_prob or float(np.median(probs)) < self.min_median_prob:
-            raise AlignmentFailed(f"low-confidence Whisper alignment (word probability mean "
-                                  f"{float(np.mean(probs)):.2f}, median {float(np.median(probs)):.2f}; "
-                                  f"need {self.min_mean_prob} / {self.min_median_prob}): the audio "
+        if float(np.mean(probs)) < self.min_mean_prob:
+            raise AlignmentFailed(f"low-confidence Whisper alignment (mean word probability "
+                                  f"{float(np.mean(probs)):.2f} < {self.min_mean_prob}): the audio "
                                   f"probably does not say {transcript[:60]!r}", evidence=evidence)
         if len(got) >= 4 and sum(b - a <= 1e-6 for a, b, _ in got) > len(got) // 2:
             raise AlignmentFailed("degenerate Whisper alignment: most words have zero duration",

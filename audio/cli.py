@@ -55,8 +55,9 @@ def _voice_map(path: Path | None) -> dict[str, dict[str, str]]:
               help="Noise SNR in dB against each channel's speech.")
 @click.option("--telephony", is_flag=True, help="8 kHz mu-law telephone round trip.")
 @click.option("--backchannels", is_flag=True, help="Listener backchannels during long turns.")
-@click.option("--label-vad", type=click.Choice(["silero", "webrtc", "energy", "none"]),
-              default="silero", show_default=True, help="VAD for the measured frame labels.")
+@click.option("--label-vad", type=click.Choice(["auto", "silero", "webrtc", "energy", "none"]),
+              default="auto", show_default=True,
+              help="VAD for the measured frame labels (auto: energy on clean audio, silero on noisy).")
 @click.option("--workers", type=int, default=None, help="Worker processes (default: cores).")
 def render(conversations: Path, voices: tuple[str, ...], voice_map: Path | None, sample_rate: int,
            noise: str, snr_db: float, telephony: bool, backchannels: bool, label_vad: str,

@@ -20,6 +20,7 @@ import io
 import json
 import logging
 import random
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -76,7 +77,7 @@ class RenderConfig(BaseModel):
     babble_voices: tuple[str, ...] = ("espeak:en-gb", "espeak:en-us+f2", "espeak:en-029+m3",
                                       "espeak:en-gb-scotland+f4", "espeak:en-us-nyc+m5")
     babble_talkers: int = Field(4, ge=1, le=16)
-    label_vad: Literal["silero", "webrtc", "energy", "none"] = "silero"
+    label_vad: Literal["auto", "silero", "webrtc", "energy", "none"] = "auto"
     clips: bool = True
 
     @field_validator("sample_rate")
@@ -111,6 +112,7 @@ class TTSPool:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.hits = 0
         self.misses = 0
+        self.synth_s = 0.0                      # wall time spent inside the engines
 
     def engine_key(self, voice_id: str) -> str:
         tts, _ = get_tts(voice_id)
@@ -127,7 +129,9 @@ class TTSPool:
                 _check_rate(speech, voice.sample_rate, voice_id, f"cache entry {path}")
                 self.hits += 1
                 return speech
+        t0 = time.perf_counter()
         speech = tts.synthesize(text, name)
+        self.synth_s += time.perf_counter() - t0
         _check_rate(speech, voice.sample_rate, voice_id, f"engine {tts.id}")
         self.misses += 1
         if path is not None:
@@ -251,11 +255,18 @@ def render_dialogue(conv: Conversation, *, config: RenderConfig, voices: dict[st
         plans = plan_backchannels(placements, rng_bc, sr, prob=config.backchannel_prob,
                                   min_turn_s=config.backchannel_min_turn_s)
 
-        def make_bc(ch: int, idx: int, k: int) -> Clip:
-            phrase = BACKCHANNEL_PHRASES[rng_bc.randrange(len(BACKCHANNEL_PHRASES))]
+        def make_bc(ch: int, idx: int, k: int) -> Clip | None:
             vid = voices["user" if ch == 0 else "assistant"]
-            s, w = prepare_speech(synth(vid, phrase), sr)
-            return Clip(idx, ch, s, w, phrase, vid, kind="backchannel")
+            phrases = list(BACKCHANNEL_PHRASES)
+            rng_bc.shuffle(phrases)
+            for phrase in phrases:          # an engine may reject a phrase (e.g. alignment)
+                try:
+                    s, w = prepare_speech(synth(vid, phrase), sr)
+                except BargeinError as e:
+                    log.debug("backchannel %r in voice %s failed: %s", phrase, vid, e)
+                    continue
+                return Clip(idx, ch, s, w, phrase, vid, kind="backchannel")
+            return None
 
         placements = add_backchannels(placements, plans, make_bc, sample_rate=sr)
     n = timeline_length(placements, sr, config.tail_s)
@@ -279,8 +290,11 @@ def render_dialogue(conv: Conversation, *, config: RenderConfig, voices: dict[st
         per_ch[s.channel].extend(_ipus(s, sr))
     lab = L.frame_labels(per_ch, duration)
     source = "timeline"
-    if config.label_vad != "none":
-        vad = _vad(config.label_vad)
+    vad_name = config.label_vad
+    if vad_name == "auto":      # energy is exact on clean synthetic audio; noise needs silero
+        vad_name = "energy" if final is clean else "silero"
+    if vad_name != "none":
+        vad = _vad(vad_name)
         measured = L.frame_labels(vad.channel_segments(final, sr), duration)
         lab.update({f"vad_{k}": v for k, v in measured.items()})
         source = f"timeline+vad:{vad.id}"

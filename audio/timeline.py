@@ -186,13 +186,16 @@ def plan_backchannels(placements: Sequence[Placement], rng: random.Random, sampl
 
 
 def add_backchannels(placements: list[Placement], plans: Sequence[tuple[int, int, int]],
-                     make_clip: Callable[[int, int, int], Clip], clear_s: float = 0.4,
+                     make_clip: Callable[[int, int, int], Clip | None], clear_s: float = 0.4,
                      sample_rate: int = 16000) -> list[Placement]:
-    """Place ``make_clip(channel, message_index, k)`` at each planned point that stays clear."""
+    """Place ``make_clip(channel, message_index, k)`` at each planned point that stays clear
+    (a ``None`` clip is skipped)."""
     out = list(placements)
     clear = int(clear_s * sample_rate)
     for k, (at, ch, idx) in enumerate(plans):
         clip = make_clip(ch, idx, k)
+        if clip is None:
+            continue
         end = at + clip.n
         if any(q.clip.channel == ch and q.start - clear < end and q.end + clear > at for q in out):
             continue

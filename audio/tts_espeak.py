@@ -66,24 +66,28 @@ class _Lib:
     same state (~8 ms). Its own RNG and libc ``rand()`` (breathy variants) are seeded per call.
     """
 
-    lock = threading.Lock()
     _instance: _Lib | None = None
     _pid = -1
+    _copy: str | None = None            # the private .so, shared with forked workers
 
     def __init__(self) -> None:
         try:
             import espeakng_loader
         except ImportError:
             raise missing_extra("espeakng_loader", "espeak", "The espeak TTS engine") from None
+        self.lock = threading.Lock()
         self.data_path = espeakng_loader.get_data_path()
         src = Path(espeakng_loader.get_library_path())
         if not src.is_file():
             raise BackendUnavailable(f"espeakng-loader is installed but {src} is missing. "
                                      "Fix: pip install --force-reinstall espeakng-loader")
-        self._tmp = tempfile.mkdtemp(prefix="bargein-espeak-")
-        self.lib_path = os.path.join(self._tmp, "libespeak-ng-private.so")
-        shutil.copyfile(src, self.lib_path)
-        atexit.register(shutil.rmtree, self._tmp, True)
+        if _Lib._copy is None or not os.path.isfile(_Lib._copy):
+            tmp = tempfile.mkdtemp(prefix="bargein-espeak-")
+            _Lib._copy = os.path.join(tmp, "libespeak-ng-private.so")
+            shutil.copyfile(src, _Lib._copy)
+            owner = os.getpid()
+            atexit.register(lambda: os.getpid() == owner and shutil.rmtree(tmp, ignore_errors=True))
+        self.lib_path = _Lib._copy
         self._libc = ctypes.CDLL(None)
         self.chunks: list[np.ndarray] = []
         self.events: list[tuple[int, int, int]] = []   # (text_position 1-based, length, sample)
@@ -168,7 +172,11 @@ class EspeakTTS:
         if not 80 <= int(rate) <= 450:
             raise ConfigError(f"espeak rate={rate} words/minute is out of range; use 80..450 (default 175)")
         self.rate = int(rate)
-        self._lib = _Lib.get()
+        _Lib.get()                      # fail now if the library is missing
+
+    @property
+    def _lib(self) -> _Lib:             # per process: a forked worker gets its own lock
+        return _Lib.get()
 
     @cached_property
     def version(self) -> str:

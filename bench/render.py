@@ -1,16 +1,20 @@
 """Rendering benchmark: raw synthesis speed per engine vs the full render pipeline, and cut-in
 stop precision measured by VAD on the rendered assistant channel.
 
-    python bench/render.py [--engines espeak,piper,hibari] [--conversations 4]
+    python bench/render.py [--engines espeak,piper,hibari] [--conversations 4] [--rounds 2]
 
 Per engine (both roles voiced by it) it prints::
 
     synth_xrt=        raw synthesis, x realtime (engine warm, every distinct message once)
     pipeline_xrt=     render_conversations on the same conversations, cold synthesis cache
-    render_overhead=  pipeline time / raw synthesis time - 1   (goal <= 0.15)
-    render_overhead_no_vad_labels=   the same without the measured (silero) frame labels
-    cutin_stop_error_ms_p95=         |silero-detected stop - planned stop|, cuts made mid-speech
-    silero_natural_end_lag_ms_p50=   the detector's own lag at uncut message ends (baseline)
+    render_overhead=  pipeline time / raw synthesis time - 1   (goal <= 0.15), default config
+                      (measured frame labels by the energy VAD: label_vad="auto" on clean audio);
+                      raw synthesis time = the time spent inside the engines in the same run
+    render_overhead_silero_labels=   the same with measured labels from silero
+    render_overhead_vs_raw=          against the separate raw-synthesis run (noisier)
+    cutin_stop_error_ms_p95=         |silero-detected stop - planned stop| over cuts made while
+                      speech is still going (silero, TurnNat settings with pad 0)
+    silero_natural_end_lag_ms_p50=   silero's own offset lag at uncut message ends (baseline)
     energy_stop_error_ms_p95=        the same cuts measured by the 10 ms energy VAD
 """
 
@@ -30,7 +34,7 @@ import soundfile as sf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 import _render_convs as RC  # noqa: E402
 
-from bargein.audio.render import RenderConfig, render_conversations  # noqa: E402
+from bargein.audio.render import RenderConfig, TTSPool, render_conversations  # noqa: E402
 from bargein.audio.vad import get_vad  # noqa: E402
 from bargein.audio.voices import get_tts  # noqa: E402
 from bargein.records import Conversation, Message  # noqa: E402
@@ -52,7 +56,7 @@ ASSISTANT = [
     "minutes before departure, so please plan to arrive early.",
 ]
 USER = ["Okay, go ahead.", "Wait, which documents exactly?", "Actually, I meant the other account.",
-        "Mm-hm.", "Can you just send it by email instead?", "Sorry, I missed the last part.",
+        "Mm-hm, okay.", "Can you just send it by email instead?", "Sorry, I missed the last part.",
         "Sure, that works for me.", "Hold on, that is not what I was told."]
 
 
@@ -93,21 +97,23 @@ def raw_synthesis(convs, voices) -> tuple[float, float]:
     return time.perf_counter() - t0, audio
 
 
-def pipeline(convs, voices, label_vad: str, seed: int) -> tuple[float, list, Path]:
+def pipeline(convs, voices, label_vad: str, seed: int) -> tuple[float, float, list, Path]:
+    """(pipeline seconds, seconds of it inside the TTS engines, outputs, work dir); cold cache."""
     wd = Path(tempfile.mkdtemp(prefix="bench-render-"))
     cfg = RenderConfig(assistant_voice=voices[0], user_voice=voices[1], label_vad=label_vad)
     t0 = time.perf_counter()
-    res = render_conversations(convs, workdir=wd, seed=seed, config=cfg, workers=1, progress=False)
+    pool = TTSPool(wd / "tts_cache")
+    res = render_conversations(convs, workdir=wd, seed=seed, config=cfg, pool=pool, progress=False)
     dt = time.perf_counter() - t0
     if res.failures:
         raise SystemExit(f"render failed: {res.failures[0].reason}")
-    return dt, res.outputs, wd
+    return dt, pool.synth_s, res.outputs, wd
 
 
 def stop_errors(outputs, wd: Path) -> dict[str, list[float]]:
     """Detected - planned stop (ms) for cuts where speech is still going at the stop."""
-    silero, energy = get_vad("silero", pad_ms=0), get_vad("energy", pad_ms=0, min_silence_ms=20,
-                                                           merge_gap_ms=0)
+    silero = get_vad("silero", pad_ms=0)
+    energy = get_vad("energy", pad_ms=0, min_silence_ms=20, merge_gap_ms=0, min_speech_ms=0)
     out = {"silero": [], "energy": [], "natural": []}
     for rd in outputs:
         x, sr = sf.read(wd / rd.audio_path, dtype="float32")
@@ -141,6 +147,7 @@ def main() -> None:
     ap.add_argument("--engines", default="espeak,piper,hibari")
     ap.add_argument("--conversations", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     convs = conversations(args.conversations, args.seed)
     for engine in args.engines.split(","):
@@ -150,16 +157,28 @@ def main() -> None:
         except Exception as e:  # noqa: BLE001 - an engine that is not installed is reported
             print(f"engine={engine} unavailable: {e}")
             continue
-        pipe_s, outputs, wd = pipeline(convs, voices, "silero", args.seed)
-        novad_s, _, wd2 = pipeline(convs, voices, "none", args.seed)
+        best = {k: float("inf") for k in ("over", "over_silero", "pipe", "silero")}
+        for r in range(args.rounds):    # interleaved rounds, best of each: a shared CPU is noisy
+            if r:
+                raw_s = min(raw_s, raw_synthesis(convs, voices)[0])
+            t, syn, outputs, wd = pipeline(convs, voices, "auto", args.seed)
+            best["pipe"], best["over"] = min(best["pipe"], t), min(best["over"], t / syn - 1)
+            t, syn, _, wd2 = pipeline(convs, voices, "silero", args.seed)
+            best["silero"], best["over_silero"] = min(best["silero"], t), min(best["over_silero"], t / syn - 1)
+            if r + 1 < args.rounds:
+                shutil.rmtree(wd, ignore_errors=True)
+                shutil.rmtree(wd2, ignore_errors=True)
+        pipe_s, silero_s = best["pipe"], best["silero"]
         err = stop_errors(outputs, wd)
         dialogue_s = sum(r.duration_s for r in outputs)
         print(f"engine={engine} conversations={len(convs)} audio_s={audio_s:.1f} "
               f"dialogue_s={dialogue_s:.1f}")
         print(f"  synth_xrt={audio_s / raw_s:.1f} pipeline_xrt={dialogue_s / pipe_s:.1f} "
-              f"raw_synth_s={raw_s:.2f} pipeline_s={pipe_s:.2f} pipeline_no_vad_s={novad_s:.2f}")
-        print(f"  render_overhead={pipe_s / raw_s - 1:.3f} "
-              f"render_overhead_no_vad_labels={novad_s / raw_s - 1:.3f} (goal <= 0.15)")
+              f"raw_synth_s={raw_s:.2f} pipeline_s={pipe_s:.2f} pipeline_silero_labels_s={silero_s:.2f}")
+        print(f"  render_overhead={best['over']:.3f} render_overhead_silero_labels="
+              f"{best['over_silero']:.3f} (goal <= 0.15; baseline = the engines' time in the same run)")
+        print(f"  render_overhead_vs_raw={pipe_s / raw_s - 1:.3f} "
+              f"render_overhead_silero_labels_vs_raw={silero_s / raw_s - 1:.3f} (baseline = a separate raw run)")
         print(f"  cutin_stop_error_ms_p95={p(err['silero'], 95):.1f} "
               f"cutin_stop_error_ms_p50={p(err['silero'], 50):.1f} cuts_mid_speech={len(err['silero'])} "
               f"(goal <= 30; silero)")

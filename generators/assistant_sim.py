@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
-from bargein.generators.planner import EDGE_WORDS, RoundPlan
+from bargein.generators.planner import EDGE_WORDS, MIN_CUT_WORDS, RoundPlan
 from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, normalise
 
@@ -125,7 +125,7 @@ class RuleAssistant:
             q = P.pick(rng, "assistant", "ask", label=labels)
             return P.join(P.pick(rng, "assistant", "ask_lead"), q) if lead else q
         if unit.kind == "close":
-            return P.pick(rng, "assistant", "closing_offer")
+            return P.pick(rng, "assistant", "closing_cap" if "cap" in unit.keys else "closing_offer")
         if unit.kind == "outcome":
             bank = "outcome_escalated" if "fail" in unit.keys else "outcome_terminated"
             return P.pick(rng, "assistant", bank)
@@ -153,7 +153,9 @@ class RuleAssistant:
             return AssistantTurn(acknowledgement="", content=P.join(*parts))
         if t == "normal":
             variant = d.get("variant")
-            if variant == "volunteer":
+            if variant == "hidden":
+                address = P.pick(rng, "assistant", "recover_hidden")
+            elif variant == "volunteer":
                 address = P.pick(rng, "assistant", "recover_volunteer", value=d["value"], label=d["label"])
             elif variant == "constraint":
                 address = P.bank("pairs", "normal_constraint")[int(d["pair"])]["assistant"]
@@ -162,9 +164,10 @@ class RuleAssistant:
         elif t == "correction":
             address = P.pick(rng, "assistant", "recover_correction", label=d["label"],
                              old=d["old"], new=d["new"])
-        else:  # topic_switch
-            address = P.join(P.bank("pairs", "topic_switch")[int(d["pair"])]["assistant"],
-                             P.pick(rng, "assistant", "recover_topic_back"))
+        else:  # topic_switch: address it, steer back (the steer-back is the resume lead)
+            address = P.bank("pairs", "topic_switch")[int(d["pair"])]["assistant"]
+            return AssistantTurn(acknowledgement=P.join(address, P.pick(rng, "assistant", "recover_topic_back")),
+                                 content=self.content(plan, rng))
         lead, content = _resume(rng, self.content(plan, rng))
         return AssistantTurn(acknowledgement=P.join(address, lead), content=content)
 
@@ -214,10 +217,12 @@ def llm_messages(plan: RoundPlan, scenario: Scenario, messages) -> tuple[str, li
 
     branch = "interruption" if plan.assistant_mode == "recovery" else "normal"
     name = f"assistant_simulator.{branch}"
-    view = plan.model_dump(mode="json", exclude={"user_style", "user_profile", "user_facts",
-                                                 "user_goal", "message_index", "cut_word_index"})
+    # the assistant never learns whether or where it will be cut (no cross-contamination)
+    view = plan.model_dump(mode="json", exclude={
+        "user_style", "user_profile", "user_facts", "user_goal", "user_action", "message_index",
+        "cut_word_index", "interrupt", "type", "detail", "cut_fraction", "overlap_ms", "rationale"})
     prompt = render(name, system_prompt=scenario.system_prompt, brand=brand(scenario),
                     history=history_view(messages), plan=json.dumps(view, indent=1),
                     recovery=plan.recovery.model_dump() if plan.recovery else {},
-                    min_words=2 * EDGE_WORDS + 1 if plan.interrupt else 1)
+                    min_words=1 if plan.assistant_action == "farewell" else MIN_CUT_WORDS)
     return name, [{"role": "user", "content": prompt}]

@@ -222,7 +222,7 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
             plans.append(plan.model_copy(update={"message_index": i}).model_dump(mode="json"))
             if reply is not None:
                 messages.append(Message(index=i + 1, role="user", text=reply, stage=plan.stage))
-            planner.apply(st, plan, turn.content, None)
+            planner.apply(st, plan, turn.content, None, rng)
         else:
             itr = Interruption(type=plan.type, cut_word_index=inter.cut_word_index,
                                cut_char_offset=len(inter.heard), heard_text=inter.heard,
@@ -236,7 +236,7 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
                            remainder=P.remainder_after(text, inter.cut_word_index),
                            interjection=inter.interjection, content_start=turn.content_start,
                            detail=inter.detail)
-            planner.apply(st, plan, turn.content, rec)
+            planner.apply(st, plan, turn.content, rec, rng)
         if plan.assistant_action == "farewell":
             break
     return Conversation(id=conversation_id(scenario, agents.name), scenario=scenario,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -156,7 +156,7 @@ class FactMaker:
         self.today = today
         self.common = _common()
         self._persona: dict[str, Any] | None = None
-        self._company: str | None = None
+        self._company_name: str | None = None
 
     # -- persona -------------------------------------------------------------------------
     @property
@@ -176,13 +176,13 @@ class FactMaker:
 
     @property
     def company(self) -> str:
-        if self._company is None:
+        if self._company_name is None:
             while True:
                 c = self.fake.company()
                 if not find_placeholders(c):
                     break
-            self._company = c
-        return self._company
+            self._company_name = c
+        return self._company_name
 
     def slots(self) -> dict[str, str]:
         """Slot values every template may use besides the fact keys."""
@@ -206,6 +206,11 @@ class FactMaker:
             return fact.with_(value=value, spoken=spoken, id="")
         if spec.kind == "phone":
             return self._slip(fact)
+        if spec.kind == "date":     # "actually it's the 14th, not the 12th"
+            d = datetime.strptime(fact.value, "%A, %B %d, %Y").date()
+            d += timedelta(days=self.rng.choice((-3, -2, -1, 1, 2, 3, 7)))
+            return fact.with_(value=d.strftime("%A, %B %-d, %Y"),
+                              spoken=date_spoken(d, weekday=True), id="")
         if spec.kind == "choice" and len(spec.params["options"]) < 2:
             raise ConfigError(f"fact {fact.key!r}: a choice with one option has no alternative")
         for _ in range(50):
@@ -215,13 +220,14 @@ class FactMaker:
         raise ConfigError(f"fact {fact.key!r} ({spec.kind}): could not draw a different value")
 
     def _slip(self, fact: UserFact) -> UserFact:
-        """The same code with two adjacent digits swapped: a plausible misremembering."""
+        """The same code with two adjacent characters swapped: a plausible misremembering."""
         chars = list(fact.value)
-        pos = [i for i in range(len(chars) - 1) if chars[i].isdigit() and chars[i + 1].isdigit()
-               and chars[i] != chars[i + 1]]
-        if not pos:
-            i = next(i for i, c in enumerate(chars) if c.isdigit())
-            chars[i] = str((int(chars[i]) + 3) % 10)
+        pos = [i for i in range(len(chars) - 1) if chars[i].isalnum() and chars[i + 1].isalnum()
+               and chars[i].isdigit() == chars[i + 1].isdigit() and chars[i] != chars[i + 1]]
+        if not pos:                 # e.g. "7777": change one character instead
+            i = next(i for i, c in enumerate(chars) if c.isalnum())
+            chars[i] = str((int(chars[i]) + 3) % 10) if chars[i].isdigit() else \
+                {"B": "D", "D": "B", "M": "N", "N": "M"}.get(chars[i], "E" if chars[i] != "E" else "F")
         else:
             i = self.rng.choice(pos)
             chars[i], chars[i + 1] = chars[i + 1], chars[i]

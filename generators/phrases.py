@@ -177,3 +177,26 @@ def is_backchannel(text: str) -> bool:
 def has_placeholder(text: str) -> bool:
     """Template slots or bracketed placeholders left in generated text."""
     return bool(re.search(r"\{\w+\}|\[[A-Z_ ]{3,}\]|<[a-z_]+>|\bXXX+\b|\bTBD\b", text))
+
+
+_FIRST_PERSON = [
+    (r"^is\b", "I'm"), (r"^was\b", "I was"), (r"^has\b", "I have"), (r"^had\b", "I had"),
+    (r"^needs\b", "I need"), (r"^wants\b", "I want"), (r"^does\b", "I do"), (r"^will\b", "I'll"),
+    (r"^can't\b", "I can't"), (r"^cannot\b", "I can't"), (r"^would\b", "I'd"),
+    (r"\band is\b", "and I'm"), (r"\band was\b", "and I was"), (r"\band has\b", "and I have"),
+    (r"\band needs\b", "and need"), (r"\band wants\b", "and want"), (r"\btheir\b", "my"),
+    (r"\bthey\b", "I"), (r"\bthem\b", "me"), (r"\bthemselves\b", "myself"),
+]
+
+
+def first_person(value: str) -> str:
+    """A hidden fact written about the caller ("is travelling to Reno and needs ...") as the
+    caller says it ("I'm travelling to Reno and need ...")."""
+    out = value.strip().rstrip(".")
+    if re.match(r"^[A-Z]", out) and not re.match(r"^(Is|Was|Has|Had|Needs|Wants)\b", out):
+        return out
+    for pat, rep in _FIRST_PERSON:
+        out = re.sub(pat, rep, out, flags=re.I) if pat.startswith("^") else re.sub(pat, rep, out)
+    if not re.match(r"^(I\b|I'|my\b|we\b|our\b)", out):
+        out = "I " + out
+    return out

@@ -26,6 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from bargein.generators import phrases as P
+from bargein.generators.workflow import stage_path
 from bargein.records import INTERRUPTION_TYPES, InterruptionType, Scenario, UserFact
 
 UnitKind = Literal["open", "inform", "ask", "close", "farewell", "outcome"]
@@ -34,10 +35,18 @@ UserAction = Literal["answer", "confirm", "choose", "unknown", "ack", "volunteer
 
 MIN_MESSAGES, MAX_MESSAGES = 19, 40
 EDGE_WORDS = 3                      # a cut keeps >= 3 content words heard and >= 3 words unheard
+MIN_CUT_WORDS = 10                  # shorter content is not interrupted
+EXPLANATION_WORDS = 12              # impatience needs something to skip
+UNIT_OVERHEAD = 0.8                 # a unit costs 1 / (1 - this * rate) rounds
+ELIGIBLE_SHARE = 0.80               # share of assistant turns that can be cut (not the farewell,
+                                    # not too short): the per-turn chance is rate / this share, so
+                                    # the realised share of cut turns matches interruption_rate
 OVERLAP_MS = {"filler": (100, 350), "default": (150, 600)}
 _CLOSING_TYPES = ("filler", "topic_switch", "normal")
 _SYNONYMS = {"phone": ("mobile", "cell", "phone"), "email": ("email", "e-mail"),
-             "dob": ("birth",), "birth": ("birth",), "zip": ("zip", "postal")}
+             "zip": ("zip", "postal"), "full": ("your",)}
+_READBACK_KINDS = {"email", "work_email", "date", "address", "name", "choice", "time", "amount"}
+_CLOSING = re.compile(r"\banything else (?:i|we) can\b", re.I)
 _GENERIC = {"number", "name", "date", "code", "info", "details", "detail", "id", "type", "time"}
 
 
@@ -52,6 +61,7 @@ class Unit(_Frozen):
     stage: str | None = None
     text: str = ""                  # a talking point (or the resumed text); "" = generate
     keys: tuple[str, ...] = ()      # the fact keys an ``ask`` requests
+    purpose: str = ""               # "readback" | "recap" for the confirmations the planner adds
 
 
 class Recovery(_Frozen):
@@ -112,14 +122,21 @@ def spoken(fact: UserFact, value: str | None = None) -> str:
 
 
 def asked_keys(text: str, keys: tuple[str, ...]) -> tuple[str, ...]:
-    """The required-info keys a question mentions, in the order it mentions them."""
+    """The required-info keys a question mentions, in the order it mentions them.
+
+    A key matches by its label ("account number"), or with a synonym for the label's first word
+    when the last word is generic ("mobile number" for ``phone_number``).
+    """
     low = text.lower()
     found = []
     for k in keys:
-        label = P.label(k)
-        toks = [t for t in label.split() if t not in _GENERIC]
-        alts = [label] + [s for t in toks for s in _SYNONYMS.get(t, (t,))]
-        pos = [low.find(a) for a in alts if re.search(rf"\b{re.escape(a)}", low)]
+        toks = P.label(k).split()
+        alts = [" ".join(toks)]
+        if len(toks) > 1 and toks[-1] in _GENERIC:
+            alts += [" ".join([s] + toks[1:]) for s in _SYNONYMS.get(toks[0], ())]
+        elif toks and toks[-1] not in _GENERIC and len(toks) == 1:
+            alts += list(_SYNONYMS.get(toks[0], ()))
+        pos = [m.start() for a in alts for m in [re.search(rf"\b{re.escape(a)}\b", low)] if m]
         if pos:
             found.append((min(pos), k))
     return tuple(k for _, k in sorted(found))
@@ -130,22 +147,31 @@ def _produced(scenario: Scenario) -> set[str]:
 
 
 def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
-    """Talking points in order, then questions for required info no talking point asks."""
+    """Talking points in order, questions for required info no talking point covers before a
+    closing talking point. A key whose value a talking point reads out is covered by it."""
     st = scenario.kb.workflow.stage(stage_name)
     askable = tuple(k for k in st.required_info if k not in _produced(scenario))
-    units, covered = [], set()
+    facts = {f.key: f for f in scenario.kb.user_facts}
+    wf = scenario.kb.workflow
+    ends = any(t.source == stage_name and t.kind == "next" and t.target in wf.terminals
+               for t in wf.transitions)
+    units, covered, close = [], set(), []
     for tp in tuple(getattr(st, "talking_points", ()) or ()):
-        if "anything else" in tp.lower():
-            units.append(Unit(kind="close", stage=stage_name, text=tp))
+        said = tuple(k for k in askable if k in facts and (facts[k].value in tp or (
+            facts[k].spoken and facts[k].spoken in tp)))
+        if _CLOSING.search(tp) and ends:
+            close.append(Unit(kind="close", stage=stage_name, text=tp))
         elif "?" in tp:
-            keys = tuple(k for k in asked_keys(tp, askable) if k not in covered)
+            keys = tuple(dict.fromkeys(k for k in asked_keys(tp, askable) + said if k not in covered))
             covered |= set(keys)
             units.append(Unit(kind="ask", stage=stage_name, text=tp, keys=keys))
         else:
+            covered |= set(said)
             units.append(Unit(kind="inform", stage=stage_name, text=tp))
     for k in askable:
         if k not in covered:
             units.append(Unit(kind="ask", stage=stage_name, keys=(k,)))
+    units += close
     if not units:
         units.append(Unit(kind="inform", stage=stage_name, text=P.sentence(st.description)))
     return units
@@ -153,15 +179,14 @@ def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
 
 def choose_option(question: str, rng: random.Random) -> str | None:
     """One option of an 'A, B, or C?' question, as the user would name it."""
-    clause = re.split(r"[.?!]\s+", question.strip())[-1].rstrip("?").strip()
-    if " or " not in clause:
+    qs = [q for q in re.findall(r"[^.?!]*\?", question) if " or " in q]
+    if not qs:
         return None
-    head, _, last = clause.rpartition(" or ")
+    head, _, last = qs[-1].rstrip("?").strip().rpartition(" or ")
     parts = [p.strip() for p in head.split(",") if p.strip()] + [last.strip()]
-    if len(parts) < 2:
-        return None
-    parts[0] = parts[0].split()[-1] if len(parts[0].split()) > 4 else parts[0]
-    opts = [re.sub(r"^(?:more|a|an|the|some)\s+", "", p) for p in parts if 0 < len(p.split()) <= 5]
+    if len(parts) < 3:
+        return None                         # "Is that correct, or has it changed?" is no choice
+    opts = [re.sub(r"^(?:more|a|an|the|some)\s+", "", p) for p in parts[1:] if 0 < len(p.split()) <= 5]
     return rng.choice(opts) if opts else None
 
 
@@ -181,7 +206,9 @@ class ConversationState:
     outcome: str | None = None
     terminal_kind: str | None = None
     close_offered: bool = False
+    recapped: bool = False
     stated: dict[str, str] = field(default_factory=dict)     # key -> words the user used
+    read_back: set[str] = field(default_factory=set)         # keys the assistant said aloud
     corrected: set[str] = field(default_factory=set)
     unknown_in_stage: bool = False
     used_pairs: dict[str, set[int]] = field(default_factory=dict)
@@ -219,12 +246,24 @@ class ConversationState:
         used = self.used_pairs.get(bank, set())
         return [i for i in range(len(P.bank("pairs", bank))) if i not in used]
 
-    def volunteerable(self) -> list[str]:
-        """Facts the user may offer unasked: ``provides`` keys and hidden facts not yet given."""
+    def volunteerable(self, relevant: set[str] | None = None) -> list[str]:
+        """Facts the user may offer unasked: hidden facts, and ``provides`` keys that are
+        ``relevant`` (needed soon), not yet given."""
         intent = self.scenario.intent
-        keys = list(intent.provides) + [f.key for f in intent.hidden_facts]
+        hidden = [f.key for f in intent.hidden_facts]
+        corrected = [c.key for c in intent.corrections]   # said early, so they can be corrected
+        keys = corrected + [k for k in intent.provides if relevant is None or k in relevant] + hidden
         facts = self.facts
         return [k for k in dict.fromkeys(keys) if k in facts and k not in self.stated]
+
+    def is_hidden(self, key: str) -> bool:
+        return any(f.key == key for f in self.scenario.intent.hidden_facts)
+
+    def say(self, key: str) -> str:
+        """What the user says to volunteer ``key`` (hidden facts as a first-person clause)."""
+        if self.is_hidden(key):
+            return P.first_person(self.facts[key].value)
+        return self.value_for(key) or ""
 
     def fill_values(self, text: str) -> str:
         """Talking points say the values the user actually gave (after corrections)."""
@@ -252,21 +291,48 @@ class RulePlanner:
         self._units = {s: stage_units(scenario, s) for s in self.wf.stage_names}
 
     def new_state(self, rng: random.Random) -> ConversationState:
-        target = int(round(rng.triangular(22, MAX_MESSAGES, 33)))
+        target = int(round(rng.triangular(26, MAX_MESSAGES, 38)))
         st = ConversationState(scenario=self.scenario, target_messages=target)
-        self._enter(st, self.wf.start)
+        self._enter(st, self.wf.start, rng)
         return st
 
     # -- workflow walk ------------------------------------------------------------------------
-    def _enter(self, st: ConversationState, stage: str) -> None:
+    def _enter(self, st: ConversationState, stage: str, rng: random.Random) -> None:
+        """Enter a stage; keep as many of its explanations as the length budget allows.
+
+        Questions for required info and the closing are always kept. The remaining rounds are
+        shared over the optional units of this and the following stages, a unit costing about
+        ``1 / (1 - rate)`` rounds once interruptions and recoveries are counted.
+        """
         st.stage = stage
         st.visits[stage] = st.visits.get(stage, 0) + 1
-        st.units = deque(u for u in self._units[stage]
-                         if not (u.kind == "ask" and not u.text and set(u.keys) <= set(st.stated)))
+        known = set(st.stated) | st.read_back
+        units = [u for u in self._units[stage]
+                 if not (u.kind == "ask" and not u.text and set(u.keys) <= known)]
+        optional = [i for i, u in enumerate(units) if not _essential(u)]
+        later = self._later_units(stage)
+        n_opt_later = sum(1 for u in later if not _essential(u))
+        cost = 1 / (1 - UNIT_OVERHEAD * self.scenario.intent.interruption_rate)
+        rounds = self._rounds_left(st) - 1.5
+        budget = rounds / cost - sum(1 for u in units + later if _essential(u))
+        share = budget * len(optional) / max(1, len(optional) + n_opt_later)
+        k = max(0, min(len(optional), int(share + rng.random())))
+        keep = set(sorted(rng.sample(optional, k)))
+        st.units = deque(u for i, u in enumerate(units) if _essential(u) or i in keep)
         st.unknown_in_stage = False
 
+    def _later_units(self, stage: str) -> list[Unit]:
+        out, seen, node = [], {stage}, stage
+        nexts = {t.source: t.target for t in self.wf.transitions if t.kind == "next"}
+        while node in nexts and nexts[node] in self._units and nexts[node] not in seen:
+            node = nexts[node]
+            seen.add(node)
+            out += self._units[node]
+        return out
+
     def _end(self, st: ConversationState, outcome: str | None, kind: str) -> None:
-        st.outcome = outcome or (self.wf.terminals[0] if self.wf.terminals else "resolved")
+        st.outcome = None if kind == "cap" else (
+            outcome or (self.wf.terminals[0] if self.wf.terminals else "resolved"))
         st.terminal_kind, st.stage, st.units = kind, None, deque()
 
     def _leave(self, st: ConversationState, rng: random.Random) -> str:
@@ -276,7 +342,7 @@ class RulePlanner:
         by_kind = {k: [t for t in trs if t.kind == k] for k in ("next", "skip", "fail", "terminate")}
         if st.unknown_in_stage and by_kind["fail"]:
             choice = by_kind["fail"][0]
-        elif by_kind["skip"] and rng.random() < (0.5 if st.fast else 0.15):
+        elif by_kind["skip"] and st.fast and rng.random() < 0.5:
             choice = rng.choice(by_kind["skip"])
         else:
             choice = (by_kind["next"] or by_kind["skip"] or by_kind["terminate"]
@@ -286,7 +352,7 @@ class RulePlanner:
             return f"end:{src}"
         target = choice.target
         if target in self.wf.stage_names and st.visits.get(target, 0) < 2:
-            self._enter(st, target)
+            self._enter(st, target, rng)
         else:
             self._end(st, target if target in self.wf.terminals else None, choice.kind)
         return f"{choice.kind}:{src}->{target}"
@@ -298,14 +364,22 @@ class RulePlanner:
         transition, lead = None, False
         while st.phase == "workflow":
             left = self._rounds_left(st)
-            if st.stage is not None and left <= 2:
-                self._end(st, None, "cap")              # the cap is near: wrap up
+            if st.stage is not None and left <= 2:      # the cap is near: wrap up
+                rest = list(st.units) + self._later_units(st.stage)
+                open_q = any(u.kind == "ask" and set(u.keys) - set(st.stated) for u in rest)
+                self._end(st, None, "cap" if open_q else "next")
             if st.stage is None:
                 st.phase = "closing"
                 break
             st.fast = left <= self._needed(st) + 2
             if st.fast:
-                st.units = deque(u for u in st.units if u.kind in ("ask", "close"))
+                st.units = deque(u for u in st.units if u.kind == "close" or (
+                    u.kind == "ask" and (u.keys or u.purpose)))
+            if not st.units and not st.recapped and self._last_stage(st.stage) and \
+                    left > self._needed(st) + 3:
+                recap = self._recap(st, rng)
+                if recap is not None:
+                    st.units.append(recap)
             if st.units:
                 u = st.units.popleft()
                 if u.kind == "close":
@@ -321,22 +395,53 @@ class RulePlanner:
                 return Unit(kind="outcome", keys=(st.terminal_kind,)), transition, False
             if not st.close_offered:
                 st.close_offered = True
-                return Unit(kind="close"), transition, False
+                return Unit(kind="close", keys=(st.terminal_kind or "next",)), transition, False
         st.phase = "done"
         return Unit(kind="farewell"), transition, False
 
+    def _last_stage(self, stage: str | None) -> bool:
+        return any(t.kind == "next" and t.target in self.wf.terminals for t in self.out.get(stage or "", []))
+
+    def _recap(self, st: ConversationState, rng: random.Random) -> Unit | None:
+        """A recap of up to three non-sensitive values the user gave (once, before closing)."""
+        st.recapped = True
+        facts = st.facts
+        keys = [k for k, v in st.stated.items() if v and k in facts and facts[k].kind in _READBACK_KINDS
+                and not st.is_hidden(k)]
+        if len(keys) < 2:
+            return None
+        keys = rng.sample(keys, min(3, len(keys)))
+        items = [f"your {P.label(k)} is {st.stated[k]}" for k in keys]
+        joined = ", ".join(items[:-1]) + f", and {items[-1]}"
+        text = P.pick(rng, "assistant", "recap", items=joined)
+        return Unit(kind="ask", stage=st.stage, text=text, keys=tuple(keys), purpose="recap")
+
+    def _readback(self, st: ConversationState, plan: RoundPlan, rng: random.Random) -> None:
+        """After an answer, read a value back when the length budget allows (voice guideline)."""
+        facts = st.facts
+        keys = [k for k, v in plan.user_facts.items() if v and k in facts
+                and facts[k].kind in _READBACK_KINDS]
+        if not keys or self._rounds_left(st) <= self._needed(st) + 4 or rng.random() < 0.25:
+            return
+        k = keys[0]
+        text = P.pick(rng, "assistant", "readback", value=st.stated[k])
+        st.units.appendleft(Unit(kind="ask", stage=st.stage, text=text, keys=(k,), purpose="readback"))
+
     def _needed(self, st: ConversationState) -> int:
-        """Rounds still needed on the happy path: remaining questions plus the closing."""
-        n = sum(1 for u in st.units if u.kind == "ask")
+        """Rounds the rest of the happy path needs in fast mode (questions only), with the
+        expected interruptions, plus the closing."""
+        def essential(u: Unit) -> bool:
+            return u.kind in ("ask", "close") and bool(u.keys) and not (
+                not u.text and set(u.keys) <= set(st.stated))
+        n = sum(1 for u in st.units if essential(u))
         nexts = {t.source: t.target for t in self.wf.transitions if t.kind == "next"}
         seen, node = set(), st.stage
         while node in nexts and node not in seen:
             seen.add(node)
             node = nexts[node]
             if node in self._units:
-                n += sum(1 for u in self._units[node]
-                         if u.kind == "ask" and not set(u.keys) <= set(st.stated))
-        return n + 2
+                n += sum(1 for u in self._units[node] if essential(u))
+        return int(n * (1 + self.scenario.intent.interruption_rate) + 0.5) + 2
 
     # -- one round ----------------------------------------------------------------------------
     def plan(self, st: ConversationState, rng: random.Random) -> RoundPlan:
@@ -357,6 +462,8 @@ class RulePlanner:
         user_action, facts = self._user_action(st, unit, rng)
         plan = dict(base, stage=unit.stage, assistant_action=action, unit=unit, stage_lead=lead,
                     user_action=user_action, user_facts=facts, transition=transition)
+        if user_action == "volunteer" and any(st.is_hidden(k) for k in facts):
+            plan["detail"] = {"hidden": "1"}
         itype, detail = self._interruption(st, unit, rng)
         if itype is not None:
             lo, hi = OVERLAP_MS.get(itype, OVERLAP_MS["default"])
@@ -390,6 +497,8 @@ class RulePlanner:
             return "ack", {}
         if st.pending is not None and st.pending.type == "pushback":
             return "accept", {}
+        if unit.purpose in ("readback", "recap"):
+            return "confirm", {k: st.value_for(k) or "" for k in unit.keys}
         if unit.kind == "ask" and unit.keys:
             values = {k: st.value_for(k) or "" for k in unit.keys}
             if not any(values.values()):
@@ -403,36 +512,44 @@ class RulePlanner:
             return "answer", {k: v for k, v in values.items() if v}
         if unit.kind == "ask" and unit.text and choose_option(unit.text, random.Random(0)):
             return "choose", {"option": choose_option(unit.text, rng) or ""}
-        vol = [k for k in st.volunteerable() if k in self._upcoming_keys(st)]
+        vol = st.volunteerable(self._upcoming_keys(st))
+        corr = [k for k in vol if st.correction(k) is not None]
+        if corr and rng.random() < 0.5:
+            return "volunteer", {corr[0]: st.say(corr[0])}
         if vol and rng.random() < 0.35:
             k = rng.choice(vol)
-            return "volunteer", {k: st.value_for(k) or ""}
+            return "volunteer", {k: st.say(k)}
         return "ack", {}
 
     def _upcoming_keys(self, st: ConversationState) -> set[str]:
+        """Keys asked in the rest of this stage and in the next one."""
         keys = {k for u in st.units for k in u.keys}
-        if st.stage:
-            keys |= set(self.wf.stage(st.stage).required_info)
-        return keys | set(self.scenario.intent.provides) | {f.key for f in self.scenario.intent.hidden_facts}
+        nxt = next((t.target for t in self.out.get(st.stage or "", []) if t.kind == "next"), None)
+        if nxt in self._units:
+            keys |= {k for u in self._units[nxt] for k in u.keys}
+        return keys
 
     def _interruption(self, st: ConversationState, unit: Unit, rng: random.Random):
         intent = self.scenario.intent
-        if unit.kind in ("farewell", "outcome") or st.n_messages + 5 > MAX_MESSAGES:
+        tail = 5 if st.close_offered or unit.kind == "close" else 7   # recovery, close, farewell
+        if unit.kind in ("farewell", "outcome") or st.n_messages + tail > MAX_MESSAGES:
             return None, {}
-        if P.n_words(unit.text or "x" * 0) and P.n_words(unit.text) < 2 * EDGE_WORDS + 1:
+        if unit.text and P.n_words(unit.text) < MIN_CUT_WORDS:
             return None, {}
-        if rng.random() >= intent.interruption_rate:
+        if not unit.text and unit.kind == "ask" and st.pending is not None:
+            return None, {}                 # a bare question after a recovery: too short
+        if rng.random() >= min(0.95, intent.interruption_rate / ELIGIBLE_SHARE):
             return None, {}
         feasible = self._feasible(st, unit)
-        total = sum(intent.interruption_probs[t] for t in feasible)
-        if total <= 0:
-            return None, {}
-        r, acc, itype = rng.random() * total, 0.0, feasible[-1]
-        for t in feasible:
-            acc += intent.interruption_probs[t]
-            if r < acc:
-                itype = t
-                break
+        probs = intent.interruption_probs
+        if unit.kind == "close":                # only a few types fit "anything else?": draw
+            itype = _draw(rng, list(probs), probs)  # from the full profile, keep those that fit
+            if itype not in feasible:
+                return None, {}
+        else:                                   # an infeasible type (no value to correct yet)
+            if not sum(probs[t] for t in feasible):   # goes to the others, as in the paper
+                return None, {}
+            itype = _draw(rng, feasible, probs)
         return itype, self._detail(st, unit, itype, rng)
 
     def _feasible(self, st: ConversationState, unit: Unit) -> list[str]:
@@ -444,6 +561,11 @@ class RulePlanner:
             if t == "correction" and not st.correctable():
                 continue                    # nothing the user said can be corrected (yet)
             if t == "topic_switch" and not st.free_pairs("topic_switch"):
+                continue
+            if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
+                                     else unit.kind == "ask" and st.pending is not None):
+                continue                    # nothing long enough to skip
+            if t == "impatient" and st.pending is not None and st.pending.type == "impatient":
                 continue
             out.append(t)
         return out
@@ -461,7 +583,7 @@ class RulePlanner:
             options = [] if unit.kind == "close" else ["clarify"]
             if st.free_pairs("normal_constraint"):
                 options += ["constraint"] * 2
-            vol = st.volunteerable()
+            vol = st.volunteerable(self._upcoming_keys(st))
             if vol and unit.kind != "close":
                 options += ["volunteer"] * 2
             variant = rng.choice(options or ["clarify"])
@@ -471,25 +593,29 @@ class RulePlanner:
                 return {"variant": variant, "pair": str(i)}
             if variant == "volunteer":
                 k = rng.choice(vol)
-                return {"variant": variant, "key": k, "label": P.label(k),
-                        "value": st.value_for(k) or ""}
+                return {"variant": "hidden" if st.is_hidden(k) else variant, "key": k,
+                        "label": P.label(k), "value": st.say(k)}
             return {"variant": "clarify"}
         if itype == "pushback":
             variants = ["suspicion", "resistance", "dispute", "disagreement"]
             if unit.kind == "ask" and unit.keys:
                 key = unit.keys[0]
-                return {"variant": rng.choice(variants + ["sensitive"] * 2), "key": key,
+                return {"variant": rng.choice(variants + ["sensitive"] * 4), "key": key,
                         "label": P.label(key)}
             return {"variant": rng.choice(variants)}
         return {}
 
     # -- after the round ----------------------------------------------------------------------
     def apply(self, st: ConversationState, plan: RoundPlan, content: str,
-              interruption: Recovery | None) -> None:
+              interruption: Recovery | None, rng: random.Random | None = None) -> None:
         """Update the state with what was actually said in the round."""
+        rng = rng or random.Random(st.round)
         st.round += 1
         st.n_messages += 1 if plan.assistant_action == "farewell" else 2
         st.last_user = {}
+        for k, f in st.facts.items():
+            if f.value in content or (f.spoken and f.spoken in content):
+                st.read_back.add(k)
         if plan.recovery is not None:
             st.pending, st.pending_unit = None, None
         if interruption is not None:
@@ -497,7 +623,7 @@ class RulePlanner:
             if interruption.type == "correction":
                 st.stated[d["key"]] = d["new"]
                 st.corrected.add(d["key"])
-            if interruption.type == "normal" and d.get("variant") == "volunteer":
+            if interruption.type == "normal" and d.get("variant") in ("volunteer", "hidden"):
                 st.stated[d["key"]] = d["value"]
             st.pending = interruption
             st.pending_unit = plan.unit.model_copy(update={"text": content}) if plan.unit else None
@@ -505,6 +631,8 @@ class RulePlanner:
         if plan.user_action in ("answer", "confirm", "volunteer"):
             for k, v in plan.user_facts.items():
                 st.stated[k] = v
+            if plan.user_action == "answer" and plan.unit and st.stage == plan.unit.stage:
+                self._readback(st, plan, rng)
             key = next(iter(plan.user_facts), "")
             st.last_user = {"kind": "fact" if len(plan.user_facts) == 1 else "plain",
                             "key": key, "value": plan.user_facts.get(key, "")}
@@ -517,6 +645,21 @@ class RulePlanner:
             st.last_user = {"kind": "accept"}
         elif plan.user_action in ("ack", "choose"):
             st.last_user = {"kind": "plain"}
+
+
+def _essential(u: Unit) -> bool:
+    """Questions for required info and the closing are never trimmed for length."""
+    return u.kind == "close" or (u.kind == "ask" and bool(u.keys))
+
+
+def _draw(rng: random.Random, types: list[str], probs: dict[str, float]) -> str:
+    total = sum(probs[t] for t in types)
+    r, acc = rng.random() * total, 0.0
+    for t in types:
+        acc += probs[t]
+        if r < acc:
+            return t
+    return types[-1]
 
 
 def resume_text(text: str, rec: Recovery) -> str:

@@ -33,7 +33,8 @@ _DETS = {"the", "a", "an", "your", "this", "that", "our", "any", "my", "its", "t
 _SWAP = {"your": "my", "our": "your", "yours": "mine", "my": "your"}
 _WEAK = frozenset("""confirm check looking speaking calling apply applies printed usually
 mention mentioned sounds sound first also still help helps quick quickly moment ahead
-hear heard start started starts going okay fine just want wants""".split())
+hear heard start started starts going okay fine just want wants detail details information
+thing things step steps part moment questions question minute""".split())
 
 
 class UserPlan(BaseModel):
@@ -143,6 +144,9 @@ class RuleUser:
                                           f"Mostly {opt}, I think.", f"{opt} matters most to me."]))
         if up.action == "volunteer" and up.facts:
             key, value = next(iter(up.facts.items()))
+            if up.detail.get("hidden"):
+                return P.join(P.pick(rng, "user", "ack_info"),
+                              P.pick(rng, "user", "volunteer_hidden", value=value))
             return P.join(P.pick(rng, "user", "ack_info"),
                           P.pick(rng, "user", "volunteer", label=P.label(key), value=value))
         if up.action == "accept":
@@ -164,10 +168,17 @@ class RuleUser:
             variant = up.detail.get("variant", "")
             if up.type == "pushback" and variant == "sensitive":
                 end = _phrase_end_word(message, content_start, label)
-                if end is None:
-                    variant = "suspicion"
+                if end is None or end > P.n_words(message) - EDGE_WORDS:
+                    variant = rng.choice(["suspicion", "resistance", "dispute", "disagreement"])
                 else:
                     min_word = end
+            if (up.type == "pushback" and variant != "sensitive") or variant == "clarify":
+                ends = [e for e in _anchor_ends(message, content_start)
+                        if e <= P.n_words(message) - EDGE_WORDS]
+                if not ends:
+                    errors.append({"attempt": attempt, "error": "nothing in the content to react to"})
+                    break
+                min_word = rng.choice(ends[:3])
             k = place_cut(message, content_start, fraction, rng, min_word=min_word)
             if k is None:
                 errors.append({"attempt": attempt, "error": "no cut point inside the content"})
@@ -197,6 +208,8 @@ class RuleUser:
             return P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"])
         if t == "topic_switch":
             return P.bank("pairs", "topic_switch")[int(d["pair"])]["user"]
+        if t == "normal" and variant == "hidden":
+            return P.pick(rng, "user", "normal_hidden", value=d["value"])
         if t == "normal" and variant == "volunteer":
             return P.pick(rng, "user", "normal_volunteer", label=d["label"], value=d["value"])
         if t == "normal" and variant == "constraint":
@@ -209,6 +222,18 @@ class RuleUser:
         if t == "normal":
             return P.pick(rng, "user", "normal_clarify", anchor=anchor)
         return P.pick(rng, "user", f"pushback_{variant or 'suspicion'}", anchor=anchor)
+
+
+def _anchor_ends(message: str, content_start: int) -> list[int]:
+    """Word indices (1-based, in the message) where an anchor phrase of the content ends."""
+    first = P.n_words(message[:content_start])
+    words = message.split()
+    out = []
+    for k in range(first + 1, len(words) + 1):
+        found = anchors(" ".join(words[first:k]))
+        if found and (not out or len(found) > out[-1][1]):
+            out.append((k, len(found)))
+    return [k for k, _ in out]
 
 
 def _phrase_end_word(message: str, content_start: int, label: str) -> int | None:

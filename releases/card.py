@@ -110,6 +110,24 @@ def _kv_lines(d: dict[str, Any]) -> str:
     return "\n".join(f"- `{k}`: {v}" for k, v in d.items())
 
 
+_AUDIO_EXAMPLE = {"ihbench": "user_turn_0_audio", "conversations": "audio",
+                  "eval_items": "interjection_audio", "repair": "audio", "timing": "natural_audio"}
+
+
+def _load_snippet(repo: str, version: str, splits: dict[str, dict[str, int]]) -> list[str]:
+    config = next((c for c in _AUDIO_EXAMPLE if c in splits), next(iter(splits)))
+    split = next(iter(splits[config]))
+    lines = ["```python", "from datasets import load_dataset, Audio",
+             f'ds = load_dataset("{repo}", "{config}", split="{split}", revision="v{version}")']
+    col = _AUDIO_EXAMPLE.get(config)
+    if col:
+        lines += ["# audio without torch: keep the bytes, decode with soundfile",
+                  f'ds = ds.cast_column("{col}", Audio(decode=False))',
+                  "import io, soundfile as sf",
+                  f'samples, sr = sf.read(io.BytesIO(ds[0]["{col}"]["bytes"]))']
+    return lines + ["```", ""]
+
+
 def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
                   splits: dict[str, dict[str, int]], stats: dict[str, Any],
                   provenance: dict[str, Any], changelog: list[tuple[str, str]],
@@ -155,15 +173,7 @@ def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
         "ends before the cut.",
         "5. Derived sets: one eval item per interruption point, masked repair items, TurnNat "
         "perturbation pairs and SFT/DPO training exports.", "",
-        "## How to load", "",
-        "```python",
-        "from datasets import load_dataset, Audio",
-        f'ds = load_dataset("{repo}", "ihbench", split="test", revision="v{version}")',
-        "# audio without torch: keep the bytes, decode with soundfile",
-        'ds = ds.cast_column("user_turn_0_audio", Audio(decode=False))',
-        "import io, soundfile as sf",
-        'samples, sr = sf.read(io.BytesIO(ds[0]["user_turn_0_audio"]["bytes"]))',
-        "```", "",
+        "## How to load", "", *_load_snippet(repo, version, splits),
         "or with bargein (checks the manifest checksums):",
         "",
         "```bash",

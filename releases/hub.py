@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +81,23 @@ class PushPlan:
         return "\n".join(lines)
 
 
+@contextmanager
+def _progress_bars():
+    """huggingface_hub's progress bars on a TTY only (like the runner's), restored after."""
+    from huggingface_hub.utils import (
+        are_progress_bars_disabled, disable_progress_bars, enable_progress_bars,
+    )
+
+    turn_off = not sys.stderr.isatty() and not are_progress_bars_disabled()
+    if turn_off:
+        disable_progress_bars()
+    try:
+        yield
+    finally:
+        if turn_off:
+            enable_progress_bars()
+
+
 def _api(endpoint: str | None, token: str | None):
     from huggingface_hub import HfApi
 
@@ -131,16 +150,13 @@ def push_release(release_dir: str | Path, repo_id: str, *, token: str | None = N
                  endpoint: str | None = None, dry_run: bool = False, private: bool = False,
                  commit_message: str | None = None) -> PushPlan:
     """Upload the release in one commit and tag it; ``dry_run`` returns the plan only."""
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-    from huggingface_hub.errors import HfHubHTTPError
-
     release_dir = Path(release_dir)
     tok, _ = resolve_token(token)
     if tok is None and not dry_run:
         verify_release(release_dir)
         raise ReleaseError("no Hugging Face token: nothing was pushed. Fix: export HF_TOKEN=hf_... "
                            "(a write token) or run `hf auth login`, then push again.")
-    plan = plan_push(release_dir, repo_id, token=tok, endpoint=endpoint, check_remote=True)
+    plan = plan_push(release_dir, repo_id, token=token, endpoint=endpoint, check_remote=True)
     if plan.tag in plan.existing_tags:
         raise ReleaseError(
             f"tag {plan.tag} already exists on {repo_id}: tags are never moved, nothing was pushed. "
@@ -149,6 +165,15 @@ def push_release(release_dir: str | Path, repo_id: str, *, token: str | None = N
     if dry_run:
         return plan
     api = _api(endpoint, tok)
+    with _progress_bars():
+        return _push(api, release_dir, repo_id, plan, private, commit_message)
+
+
+def _push(api, release_dir: Path, repo_id: str, plan: PushPlan, private: bool,
+          commit_message: str | None) -> PushPlan:
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+    from huggingface_hub.errors import HfHubHTTPError
+
     try:
         if not plan.repo_exists:
             api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
@@ -161,10 +186,13 @@ def push_release(release_dir: str | Path, repo_id: str, *, token: str | None = N
             commit_message=commit_message or f"{plan.name} {plan.version}",
             commit_description=f"Release {plan.tag} built by bargein; manifest.json lists the "
                                "sha256 of every file.")
-    except HfHubHTTPError as e:
-        raise ReleaseError(f"push to {repo_id} failed before the commit was made; the repo is "
-                           f"unchanged (no partial commit, no tag): {str(e).splitlines()[0]}. "
-                           "Fix: check the token's write access and retry.") from e
+    except (HfHubHTTPError, RuntimeError, OSError, ValueError) as e:
+        # upload errors arrive wrapped in RuntimeError; the cause says what the Hub answered
+        cause = e.__cause__ if isinstance(e, RuntimeError) and e.__cause__ else e
+        raise ReleaseError(f"push to {repo_id} failed before the commit was made, so its "
+                           f"branches and tags are unchanged (no partial commit, no tag): "
+                           f"{str(e).splitlines()[0]} ({str(cause).splitlines()[0]}). Fix: check "
+                           "the token's write access and the network, then push again.") from e
     plan.commit_oid, plan.commit_url = info.oid, info.commit_url
     try:
         api.create_tag(repo_id, tag=plan.tag, revision=info.oid, repo_type=REPO_TYPE,
@@ -200,8 +228,9 @@ def pull_release(ref: str | Path, *, out: str | Path | None = None, token: str |
 
     tok, _ = resolve_token(token)
     try:
-        path = snapshot_download(repo_id, repo_type=REPO_TYPE, revision=rev, token=tok,
-                                 endpoint=endpoint, local_dir=str(out) if out else None)
+        with _progress_bars():
+            path = snapshot_download(repo_id, repo_type=REPO_TYPE, revision=rev, token=tok,
+                                     endpoint=endpoint, local_dir=str(out) if out else None)
     except RevisionNotFoundError as e:
         raise ReleaseError(f"{repo_id} has no revision {rev!r}. Fix: list its tags on the Hub "
                            "and pass one, e.g. @v1.0.0.") from e

@@ -51,8 +51,9 @@ def bar_png(labels: Sequence[str], values: Sequence[float], *, title: str, ylabe
             ax.set_ylim(*ylim)
         if hline is not None:
             ax.axhline(hline, color="#888888", linestyle="--", linewidth=1)
-        for x, v in zip(xs, values):
-            ax.annotate(f"{v:g}" if isinstance(v, int) else f"{v:.2f}", (x, v),
+        tops = [hi for _, hi in errors] if errors is not None else list(values)
+        for x, v, top in zip(xs, values, tops):
+            ax.annotate(f"{v:g}" if isinstance(v, int) else f"{v:.2f}", (x, max(v, top)),
                         ha="center", va="bottom", fontsize=8, xytext=(0, 2),
                         textcoords="offset points")
         fig.tight_layout()

@@ -92,7 +92,8 @@ def contexts(activity: np.ndarray, frame_hz: int = FRAME_HZ) -> np.ndarray:
     return np.stack([lvl0, lvl1, lvl2, now], axis=1)
 
 
-LEVEL_SIZES = (4 * 8 * 8 * 3 * 4, 4 * 8 * 8 * 3, 4 * 8 * 3, 4)
+_NR, _NL = len(RUN_EDGES_S) + 1, len(LAST_LEN_EDGES_S) + 1
+LEVEL_SIZES = (4 * _NR * _NR * 3 * _NL, 4 * _NR * _NR * 3, 4 * _NR * 3, 4)
 
 
 class BuiltinPredictor:

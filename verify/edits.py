@@ -2,7 +2,13 @@
 
 A fixable verdict carries one :class:`EditCommand` (as JSON in ``Verdict.edit``). The rule-based
 modifier applies ``replace`` / ``delete`` / ``set`` exactly; ``rewrite`` (a free-text instruction)
-needs the LLM modifier. Applying an edit sees the messages only — never the KB, goal or intent.
+needs the LLM modifier. Applying an edit sees the messages only — never the KB, goal or intent::
+
+    {"op": "replace", "message": 11, "old": "the troubleshooting step", "start": 34, "new": "this part"}
+    {"op": "delete", "message": 9, "old": "You never book ... right?", "start": 31}
+    {"op": "set", "message": 3, "field": "text", "value": "mm-hm"}
+    {"op": "set", "message": 10, "field": "cut_word_index", "value": 6}
+    {"op": "rewrite", "message": 11, "instruction": "react only to the heard part ..."}
 
 On an interrupted assistant message the text is heard part + unheard remainder; an edit must stay
 on one side of the cut, so the heard prefix and the cut indices stay consistent::

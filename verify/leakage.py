@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from bargein.records.conversation import Conversation, Message
 from bargein.verify.edits import EditCommand, delete_edit, replace_edit, rewrite_edit
@@ -42,27 +43,28 @@ class Leak:
     replacement: str | None     # None: remove the sentence (or rewrite when it is the only one)
 
 
-def _stage_patterns(conv: Conversation) -> list[tuple[re.Pattern[str], str, str]]:
+@lru_cache(maxsize=256)
+def _stage_patterns(names: tuple[str, ...]) -> list[tuple[re.Pattern[str], str, str]]:
     """(pattern, the humanised phrase the assistant may have said, description) per stage."""
     out = []
-    for st in conv.scenario.kb.workflow.stages:
-        toks = [t for t in re.split(r"[_\s-]+", st.name.lower()) if t]
+    for name in names:
+        toks = [t for t in re.split(r"[_\s-]+", name.lower()) if t]
         if not toks:
             continue
         if len(toks) > 1:
-            out.append((re.compile(r"\b(?:the |this |your )?" + re.escape(st.name) + r"\b", re.I),
-                        " ".join(toks), f"stage id {st.name!r}"))
+            out.append((re.compile(r"\b(?:the |this |your )?" + re.escape(name) + r"\b", re.I),
+                        " ".join(toks), f"stage id {name!r}"))
         if len(toks) >= 3:
             out.append((re.compile(r"\b(?:the |this |your )?" + r"[\s_-]+".join(map(re.escape, toks))
                                    + rf"(?:\s+{STAGE_WORD})?\b", re.I),
-                        " ".join(toks), f"stage name {st.name!r}"))
+                        " ".join(toks), f"stage name {name!r}"))
         for i in range(len(toks)):
             suffix = toks[i:]
             if not any(t not in STOPWORDS and len(t) >= 4 for t in suffix):
                 continue
             body = r"[\s_-]+".join(map(re.escape, suffix))
             out.append((re.compile(rf"\b(?:the |this |that |your )?{body}\s+{STAGE_WORD}\b", re.I),
-                        " ".join(suffix), f"stage {st.name!r}"))
+                        " ".join(suffix), f"stage {name!r}"))
     return out
 
 
@@ -109,7 +111,7 @@ def find_leaks(msg: Message, known: str, conv: Conversation, *, _cache: dict | N
     """Leaks in user message ``msg`` given ``known`` (what the assistant said that they heard)."""
     cache = _cache if _cache is not None else {}
     if "stages" not in cache:
-        cache["stages"] = _stage_patterns(conv)
+        cache["stages"] = _stage_patterns(conv.scenario.kb.workflow.stage_names)
         cache["grams"] = _kb_ngrams(conv)
         cache["user"] = _user_knowledge(conv)
     text, leaks = msg.text, []

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from bargein.errors import GenerationFailed
 from bargein.prompts import render
@@ -97,13 +97,8 @@ async def llm_checks(conv: Conversation, llm: LLMClient, *,
     chat = [{"role": "user", "content": prompt}]
     answers, errors = [], []
     for _ in range(REASKS + 1):
-        try:
-            report = await llm.structured(chat, VerifierReport, agent="verifier", sample=0)
-        except ValidationError as e:
-            errors = [f"schema: {e.errors()[:3]}"]
-            continue
-        if not isinstance(report, VerifierReport):
-            report = VerifierReport.model_validate(report)
+        # schema errors are re-asked by the client; here: answers that name no real message
+        report = await llm.structured(chat, VerifierReport, agent="verifier", sample=0)
         answers.append(report.model_dump())
         errors = _validate(conv, report)
         if not errors:

@@ -12,18 +12,19 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from bargein.prompts import render
 from bargein.records.conversation import Message
-from bargein.verify.edits import EditCommand, EditError, ModifyResult, apply_edits, set_edit
+from bargein.verify.edits import EditCommand, ModifyResult, apply_edits, set_edit
 
 MODIFIER_PROMPT = "modifier"
 REASKS = 2
 
 
 class LLMClient(Protocol):
-    """What the verifier needs of a ``bargein.llm`` client (see ``bargein/llm/base.py``)."""
+    """What the verifier needs of an LLM client; ``bargein.llm.get_llm(spec)`` returns one.
+    ``structured`` returns a validated ``schema`` instance (schema errors re-asked inside)."""
 
     async def structured(self, messages: list[dict[str, str]], schema: type[BaseModel], *,
                          agent: str, sample: int = 0) -> BaseModel: ...
@@ -82,11 +83,7 @@ def _check_rewrites(messages: Sequence[Message], wanted: dict[int, EditCommand],
                           f"(only {sorted(wanted)})")
             continue
         edit = set_edit(by_index[r.message_index], "text", r.text.strip())
-        try:
-            res = apply_edits(tuple(messages), [edit])
-        except EditError as e:  # pragma: no cover - apply_edits records, never raises
-            errors.append(str(e))
-            continue
+        res = apply_edits(tuple(messages), [edit])
         if res.skipped:
             errors.append(f"message {r.message_index}: {res.skipped[0][1]}")
         else:
@@ -117,25 +114,19 @@ async def amodify(messages: Sequence[Message], edits: Sequence[EditCommand], *,
                            for e in wanted.values()])
     chat = [{"role": "user", "content": prompt}]
     errors: list[str] = []
-    for attempt in range(REASKS + 1):
-        try:
-            out = await llm.structured(chat, ModifierOutput, agent="modifier", sample=0)
-        except ValidationError as e:    # a client that does not re-ask on schema errors
-            errors = [f"schema: {e.errors()[:3]}"]
-            out = None
-        if out is not None:
-            if not isinstance(out, ModifierOutput):
-                out = ModifierOutput.model_validate(out)
-            set_edits, errors = _check_rewrites(current, wanted, out)
-            if not errors:
-                final = apply_edits(current, set_edits)
-                final.applied = result.applied + [wanted[e.message] for e in set_edits]
-                final.skipped = result.skipped
-                return final
-            chat = chat + [
-                {"role": "assistant", "content": json.dumps(out.model_dump(), ensure_ascii=False)},
-                {"role": "user", "content": "Your answer cannot be applied: " + "; ".join(errors)
-                 + ". Answer again with the JSON object only."}]
+    for _ in range(REASKS + 1):
+        # schema errors are re-asked by the client; here: answers that cannot be applied
+        out = await llm.structured(chat, ModifierOutput, agent="modifier", sample=0)
+        set_edits, errors = _check_rewrites(current, wanted, out)
+        if not errors:
+            final = apply_edits(current, set_edits)
+            final.applied = result.applied + [wanted[e.message] for e in set_edits]
+            final.skipped = result.skipped
+            return final
+        chat = chat + [
+            {"role": "assistant", "content": json.dumps(out.model_dump(), ensure_ascii=False)},
+            {"role": "user", "content": "Your answer cannot be applied: " + "; ".join(errors)
+             + ". Answer again with the JSON object only."}]
     result.skipped += [(e, f"LLM modifier failed after {REASKS + 1} attempts: "
                         + "; ".join(errors)) for e in wanted.values()]
     return result

@@ -34,7 +34,7 @@ yeah yes yep yup okay ok oh um uh hmm mm mhm ah well sure right alright actually
 like wait sorry please thanks thank hello hi hey so now then still even maybe kind sort
 know think want need get got go going gonna wanna let make say said tell told see look give
 thing things something anything everything one ones way lot bit much many will shall may might
-must us ok-ok hold on
+must us hold on work sound fine good great perfect nice help call
 """.split())
 
 # Backchannels (REFERENCE.md: Switchboard-derived list plus common variants).
@@ -81,14 +81,16 @@ def stem(tok: str) -> str:
     return tok
 
 
-def content_words(text: str) -> set[str]:
+@lru_cache(maxsize=16384)
+def content_words(text: str) -> frozenset[str]:
     """Stemmed tokens of ``text`` that carry content (no stopwords, 3+ chars or digits)."""
     out = set()
     for t in tokens(text):
-        if t in STOPWORDS or (len(t) < 3 and not t.isdigit()):
+        s = stem(t)
+        if t in STOPWORDS or s in STOPWORDS or (len(t) < 3 and not t.isdigit()):
             continue
-        out.add(stem(t))
-    return out
+        out.add(s)
+    return frozenset(out)
 
 
 def normalise(text: str) -> str:

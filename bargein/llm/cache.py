@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,32 @@ def default_cache_dir(workdir: str | os.PathLike | None) -> Path:
 
 
 class ResponseCache:
+    """Files under ``root``. Each ``ab/`` folder is listed once, on first use, so a miss costs no
+    file-system call (an entry another process writes after that listing is not seen by this
+    instance: at worst one duplicate request)."""
+
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
+        self._listed: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
+    def _known(self, key: str) -> bool:
+        with self._lock:
+            names = self._listed.get(key[:2])
+            if names is None:
+                try:
+                    names = set(os.listdir(self.root / key[:2]))
+                except (FileNotFoundError, NotADirectoryError):
+                    names = set()
+                self._listed[key[:2]] = names
+            return f"{key}.json" in names
+
     def get(self, key: str) -> Completion | None:
+        if not self._known(key):
+            return None
         p = self.path(key)
         try:
             d = json.loads(p.read_text(encoding="utf-8"))
@@ -62,3 +82,5 @@ class ResponseCache:
             "finish_reason": c.finish_reason,
             "usage": {"input_tokens": c.usage.input_tokens, "output_tokens": c.usage.output_tokens},
         }, sort_keys=True, ensure_ascii=False))
+        with self._lock:
+            self._listed.setdefault(key[:2], set()).add(f"{key}.json")

@@ -17,6 +17,7 @@ stay deterministic. API keys never leave the provider: messages and evidence are
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import weakref
@@ -33,7 +34,7 @@ from bargein.llm.base import (
     normalize_messages,
 )
 from bargein.llm.cache import ResponseCache, cache_key
-from bargein.llm.ledger import CostLedger
+from bargein.llm.ledger import CostLedger, PriceTable
 from bargein.llm.limits import Limits
 
 log = logging.getLogger("bargein.llm")
@@ -53,12 +54,19 @@ class LLMClient:
     """Async LLM calls with caching, limits, retries, cost accounting and a budget cap."""
 
     def __init__(self, provider: Provider, *, spec: str, ledger: CostLedger, limits: Limits,
+                 prices: PriceTable, budget_usd: float | None = None,
                  cache: ResponseCache | None = None, max_retries: int = 4,
                  backoff_s: tuple[float, float] = (0.5, 30.0), max_wait_s: float = 300.0,
                  default_max_tokens: int = 1024):
         self.provider = provider
         self.spec = spec
         self.ledger = ledger
+        self.prices = prices
+        self.price = prices.lookup(provider.name, getattr(provider, "model_id", provider.model))
+        self.budget_usd = budget_usd
+        ledger.price_tables.add((prices.version, prices.date))
+        if budget_usd is not None:
+            ledger.budget_usd = budget_usd
         self.limits = limits
         self.cache = cache
         self.max_retries = max_retries
@@ -106,14 +114,18 @@ class LLMClient:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self.ledger.record(self.provider.name, self.model_id, agent, hit.usage, cached=True)
+                self.ledger.record(self.provider.name, self.model_id, agent, hit.usage,
+                                   cost_usd=0.0, cached=True)
                 return hit
-        self.ledger.check_budget()
+        self.ledger.check_budget(self.budget_usd)
         comp = await self._call(msgs, agent=agent, temperature=temperature, max_tokens=max_tokens,
                                 json_schema=json_schema, seed=seed)
-        self.ledger.record(self.provider.name, self.model_id, agent, comp.usage, cached=False)
-        if self.cache is not None:
-            self.cache.put(key, comp)
+        cost = None if self.price is None else self.price.cost(comp.usage.input_tokens,
+                                                               comp.usage.output_tokens)
+        self.ledger.record(self.provider.name, self.model_id, agent, comp.usage, cost_usd=cost,
+                           cached=False)
+        if self.cache is not None:      # off the event loop: file creation is slow on some disks
+            await asyncio.to_thread(self.cache.put, key, comp)
         return comp
 
     def _wait(self, state: RetryCallState) -> float:

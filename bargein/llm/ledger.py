@@ -1,8 +1,9 @@
 """The cost ledger: raw token usage per (provider, model, agent), priced from a versioned table.
 
 An unknown model is *unpriced*: its tokens are kept, its cost is ``"unpriced"``, never 0. The
-ledger is written to ``<workdir>/llm_ledger.json`` and accumulates across runs of a workdir;
-``spend_str()`` and the budget cap look at this run (this client) only.
+ledger is written to ``<workdir>/llm_ledger.json`` and accumulates across runs of a workdir; all
+clients of one workdir in a process share it (:func:`ledger_for`). ``spend_str()`` and the budget
+cap look at this run only.
 """
 
 from __future__ import annotations
@@ -87,17 +88,43 @@ class _Entry:
     cached_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced: bool = False
+
+    def add(self, other: _Entry) -> None:
+        self.calls += other.calls
+        self.cached_calls += other.cached_calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost_usd += other.cost_usd
+        self.unpriced = self.unpriced or other.unpriced
+
+
+_LEDGERS: dict[Path, CostLedger] = {}
+_LEDGERS_LOCK = threading.Lock()
+
+
+def ledger_for(path: str | Path | None) -> CostLedger:
+    """The one ledger of ``path`` in this process (clients of one workdir share it)."""
+    if path is None:
+        return CostLedger(None)
+    key = Path(path).resolve()
+    with _LEDGERS_LOCK:
+        if key not in _LEDGERS:
+            _LEDGERS[key] = CostLedger(key)
+        return _LEDGERS[key]
 
 
 class CostLedger:
-    """Token usage and spend; thread-safe; saved atomically (throttled, and on ``save()``)."""
+    """Token usage and spend; thread-safe; saved atomically (throttled, and on ``save()``).
 
-    def __init__(self, prices: PriceTable, path: str | Path | None = None,
-                 budget_usd: float | None = None, save_every_s: float = 1.0):
-        self.prices = prices
+    Callers price each call (``cost_usd=None`` for unpriced) from a :class:`PriceTable`.
+    """
+
+    def __init__(self, path: str | Path | None = None, save_every_s: float = 1.0):
         self.path = Path(path) if path is not None else None
-        self.budget_usd = budget_usd
         self.save_every_s = save_every_s
+        self.price_tables: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._session: dict[tuple[str, str, str], _Entry] = {}
         self._previous: dict[tuple[str, str, str], _Entry] = {}
@@ -105,6 +132,7 @@ class CostLedger:
         self._unpriced_calls = 0
         self._last_save = 0.0
         self._dirty = False
+        self.budget_usd: float | None = None        # shown by spend_str (the last client's cap)
         if self.path is not None and self.path.exists():
             self._load_previous()
 
@@ -112,23 +140,29 @@ class CostLedger:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             for e in data.get("entries", []):
+                cost = e["cost_usd"]
                 self._previous[(e["provider"], e["model"], e["agent"])] = _Entry(
-                    e["calls"], e["cached_calls"], e["input_tokens"], e["output_tokens"])
+                    e["calls"], e["cached_calls"], e["input_tokens"], e["output_tokens"],
+                    0.0 if cost == UNPRICED else float(cost), cost == UNPRICED)
+            for t in data.get("price_tables", []):
+                self.price_tables.add((str(t["version"]), str(t["date"])))
         except (ValueError, KeyError, TypeError) as e:
             raise ConfigError(f"{self.path}: unreadable LLM ledger ({e}). Fix: move it aside; "
                               "a new one is started on the next call.") from e
 
     # ---- recording ------------------------------------------------------------------------
-    def check_budget(self) -> None:
-        """Raise :class:`BudgetExceeded` when this run's priced spend has reached the cap."""
-        if self.budget_usd is not None and self._spent >= self.budget_usd:
+    def check_budget(self, budget_usd: float | None) -> None:
+        """Raise :class:`BudgetExceeded` when this run's priced spend has reached ``budget_usd``."""
+        if budget_usd is not None and self._spent >= budget_usd:
             raise BudgetExceeded(
-                f"LLM budget of ${self.budget_usd:.4f} reached: ${self._spent:.4f} spent in this run "
+                f"LLM budget of ${budget_usd:.4f} reached: ${self._spent:.4f} spent in this run "
                 f"({self.calls} calls). No new calls are started; cached answers stay free. "
                 "Fix: raise the budget and re-run to continue from where it stopped.",
                 evidence=self.summary())
 
-    def record(self, provider: str, model: str, agent: str, usage: Usage, *, cached: bool) -> None:
+    def record(self, provider: str, model: str, agent: str, usage: Usage, *,
+               cost_usd: float | None, cached: bool) -> None:
+        """One call: ``cost_usd=None`` means unpriced (tokens kept, cost unknown)."""
         with self._lock:
             e = self._session.setdefault((provider, model, agent), _Entry())
             if cached:
@@ -137,11 +171,12 @@ class CostLedger:
                 e.calls += 1
                 e.input_tokens += usage.input_tokens
                 e.output_tokens += usage.output_tokens
-                price = self.prices.lookup(provider, model)
-                if price is None:
+                if cost_usd is None:
+                    e.unpriced = True
                     self._unpriced_calls += 1
                 else:
-                    self._spent += price.cost(usage.input_tokens, usage.output_tokens)
+                    e.cost_usd += cost_usd
+                    self._spent += cost_usd
             self._dirty = True
             due = time.monotonic() - self._last_save >= self.save_every_s
         if due:
@@ -166,6 +201,7 @@ class CostLedger:
         return sum(e.cached_calls for e in self._session.values())
 
     def spend_str(self) -> str:
+        """Short progress-bar text: ``$0.0123/$5.00 40 calls +12 cached (3 unpriced)``."""
         s = f"${self._spent:.4f}"
         if self.budget_usd is not None:
             s += f"/${self.budget_usd:.2f}"
@@ -176,40 +212,36 @@ class CostLedger:
             s += f" ({self._unpriced_calls} unpriced)"
         return s
 
-    def _rows(self, entries: dict[tuple[str, str, str], _Entry]) -> list[dict[str, Any]]:
-        rows = []
-        for (prov, model, agent), e in sorted(entries.items()):
-            price = self.prices.lookup(prov, model)
-            rows.append({"provider": prov, "model": model, "agent": agent, "calls": e.calls,
-                         "cached_calls": e.cached_calls, "input_tokens": e.input_tokens,
-                         "output_tokens": e.output_tokens,
-                         "cost_usd": UNPRICED if price is None else round(price.cost(e.input_tokens, e.output_tokens), 8)})
-        return rows
+    @staticmethod
+    def _rows(entries: dict[tuple[str, str, str], _Entry]) -> list[dict[str, Any]]:
+        return [{"provider": p, "model": m, "agent": a, "calls": e.calls,
+                 "cached_calls": e.cached_calls, "input_tokens": e.input_tokens,
+                 "output_tokens": e.output_tokens,
+                 "cost_usd": UNPRICED if e.unpriced else round(e.cost_usd, 8)}
+                for (p, m, a), e in sorted(entries.items())]
 
     @staticmethod
     def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
-        priced = [r for r in rows if r["cost_usd"] != UNPRICED]
         return {"calls": sum(r["calls"] for r in rows),
                 "cached_calls": sum(r["cached_calls"] for r in rows),
                 "input_tokens": sum(r["input_tokens"] for r in rows),
                 "output_tokens": sum(r["output_tokens"] for r in rows),
-                "cost_usd": round(sum(r["cost_usd"] for r in priced), 8),
+                "cost_usd": round(sum(r["cost_usd"] for r in rows if r["cost_usd"] != UNPRICED), 8),
                 "unpriced_calls": sum(r["calls"] for r in rows if r["cost_usd"] == UNPRICED)}
 
     def summary(self) -> dict[str, Any]:
-        """Cumulative entries (earlier runs of the workdir + this one) and this run's totals."""
+        """Cumulative entries (earlier runs of the workdir + this one) and this run's totals.
+
+        ``cost_usd`` of an entry is ``"unpriced"`` if any of its calls was; totals add the
+        priced ones and count the unpriced calls separately."""
         with self._lock:
-            merged: dict[tuple[str, str, str], _Entry] = {k: _Entry(**vars(v)) for k, v in self._previous.items()}
+            merged = {k: _Entry(**vars(v)) for k, v in self._previous.items()}
             for k, v in self._session.items():
-                m = merged.setdefault(k, _Entry())
-                m.calls += v.calls
-                m.cached_calls += v.cached_calls
-                m.input_tokens += v.input_tokens
-                m.output_tokens += v.output_tokens
+                merged.setdefault(k, _Entry()).add(v)
             rows, session_rows = self._rows(merged), self._rows(self._session)
-        return {"price_table": {"version": self.prices.version, "date": self.prices.date},
-                "budget_usd": self.budget_usd, "entries": rows, "total": self._totals(rows),
-                "this_run": self._totals(session_rows)}
+            tables = sorted(self.price_tables)
+        return {"price_tables": [{"version": v, "date": d} for v, d in tables],
+                "entries": rows, "total": self._totals(rows), "this_run": self._totals(session_rows)}
 
     def save(self) -> None:
         if self.path is None:

@@ -20,19 +20,23 @@ T = TypeVar("T")
 
 
 class PerLoop(Generic[T]):
-    """One ``factory()`` value per running event loop (dropped with the loop)."""
+    """One ``factory()`` value per running event loop, dropped with the loop (values such as a
+    waited-on Lock refer to their loop, so a WeakKeyDictionary would keep every loop alive)."""
 
     def __init__(self, factory: Callable[[], T]):
         self._factory = factory
-        self._values: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = weakref.WeakKeyDictionary()
+        self._values: dict[int, tuple[weakref.ref, T]] = {}
 
     def get(self) -> T:
         loop = asyncio.get_running_loop()
-        try:
-            return self._values[loop]
-        except KeyError:
-            value = self._values[loop] = self._factory()
-            return value
+        entry = self._values.get(id(loop))
+        if entry is not None and entry[0]() is loop:
+            return entry[1]
+        for k in [k for k, (ref, _) in self._values.items() if ref() is None or ref().is_closed()]:
+            del self._values[k]
+        value = self._factory()
+        self._values[id(loop)] = (weakref.ref(loop), value)
+        return value
 
 
 class TokenBucket:

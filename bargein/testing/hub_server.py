@@ -70,6 +70,8 @@ class HubRepo:
     commits: dict[str, HubCommit] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
+    lfs: dict[str, bytes] = field(default_factory=dict)            # sha256 -> bytes, per repo
+    parts: dict[str, dict[int, bytes]] = field(default_factory=dict)
 
     def resolve(self, rev: str) -> HubCommit | None:
         sha = self.branches.get(rev) or self.tags.get(rev) or (rev if rev in self.commits else None)
@@ -91,8 +93,6 @@ class LoopbackHub:
         self.multipart_chunk = multipart_chunk    # force multipart LFS uploads above this size
         self.lfs_min_bytes = lfs_min_bytes
         self.repos: dict[tuple[str, str], HubRepo] = {}
-        self.lfs: dict[str, bytes] = {}
-        self._parts: dict[str, dict[int, bytes]] = {}
         self.requests: list[tuple[str, str, int]] = []
         self.failures: list[tuple[re.Pattern, str, int]] = []   # (path regex, method, status)
         self.lock = threading.RLock()
@@ -141,7 +141,7 @@ class LoopbackHub:
     def read(self, repo_id: str, path: str, rev: str = "main", repo_type: str = "dataset") -> bytes:
         commit = self.repo(repo_id, repo_type).resolve(rev)
         f = commit.files[path]
-        return f.content if f.lfs_sha256 is None else self.lfs[f.lfs_sha256]
+        return f.content if f.lfs_sha256 is None else self.repo(repo_id, repo_type).lfs[f.lfs_sha256]
 
     # ---- state changes -------------------------------------------------------------------
     def create_repo(self, repo_id: str, repo_type: str, private: bool, user: str) -> HubRepo:
@@ -176,9 +176,9 @@ class LoopbackHub:
                     files[v["path"]] = HubFile(size=len(data), blob_id=git_blob_oid(data), content=data)
                 elif key == "lfsFile":
                     oid, size = v["oid"], v.get("size")
-                    if oid not in self.lfs or (size is not None and len(self.lfs[oid]) != size):
+                    if oid not in repo.lfs or (size is not None and len(repo.lfs[oid]) != size):
                         raise HubError(422, f"LFS object {oid} for {v['path']} was never uploaded")
-                    n = len(self.lfs[oid])
+                    n = len(repo.lfs[oid])
                     files[v["path"]] = HubFile(size=n, blob_id=git_blob_oid(lfs_pointer(oid, n)),
                                                lfs_sha256=oid)
                 elif key == "deletedFile":
@@ -297,8 +297,12 @@ class _Handler(BaseHTTPRequestHandler):
             except HubError as e:
                 return self._send(409, {"error": e.message, "url": url})
             return self._send(200, {"url": url, "name": repo_id, "id": repo_id})
-        if path.startswith("/lfs/"):
-            return self._lfs_storage(path)
+        m = re.match(r"^/lfs/(model|dataset|space)/([^/]+/[^/]+)/(.+)$", path)
+        if m:     # storage URLs are pre-signed (the client sends no token there), like S3's
+            repo = h.repos.get((m[1], unquote(m[2])))
+            if repo is None:
+                raise HubError(404, "Repository not found", "RepoNotFound")
+            return self._lfs_storage(repo, m[3])
         m = re.match(r"^/api/(model|dataset|space)s/([^/]+/[^/]+)(?:/(.*))?$", path)
         if m:
             return self._api(m[1], unquote(m[2]), m[3] or "", query)
@@ -435,7 +439,7 @@ class _Handler(BaseHTTPRequestHandler):
         f = commit.files.get(path)
         if f is None:
             raise HubError(404, f"Entry not found: {path}", "EntryNotFound")
-        data = f.content if f.lfs_sha256 is None else self.hub.lfs[f.lfs_sha256]
+        data = f.content if f.lfs_sha256 is None else repo.lfs[f.lfs_sha256]
         etag = f.lfs_sha256 or f.blob_id
         headers = {"X-Repo-Commit": commit.oid, "ETag": f'"{etag}"'}
         if f.lfs_sha256:
@@ -450,48 +454,49 @@ class _Handler(BaseHTTPRequestHandler):
     # ---- LFS -----------------------------------------------------------------------------
     def _lfs_batch(self, rtype: str, repo_id: str) -> None:
         h = self.hub
-        self._repo(rtype, repo_id, write=True)
+        repo = self._repo(rtype, repo_id, write=True)
+        base = f"{h.endpoint}/lfs/{rtype}/{repo_id}"
         p = json.loads(self._body())
         objects = []
         for o in p["objects"]:
             oid, size = o["oid"], o["size"]
-            if oid in h.lfs:
+            if oid in repo.lfs:
                 objects.append({"oid": oid, "size": size})
                 continue
-            verify = {"href": f"{h.endpoint}/lfs/verify", "header": {}}
+            verify = {"href": f"{base}/verify", "header": {}}
             chunk = h.multipart_chunk
             if chunk and size > chunk:
                 n = -(-size // chunk)
                 header = {"chunk_size": str(chunk)}
-                header.update({f"{i:05d}": f"{h.endpoint}/lfs/part/{oid}/{i}" for i in range(1, n + 1)})
-                upload = {"href": f"{h.endpoint}/lfs/complete/{oid}", "header": header}
+                header.update({f"{i:05d}": f"{base}/part/{oid}/{i}" for i in range(1, n + 1)})
+                upload = {"href": f"{base}/complete/{oid}", "header": header}
             else:
-                upload = {"href": f"{h.endpoint}/lfs/upload/{oid}", "header": {}}
+                upload = {"href": f"{base}/upload/{oid}", "header": {}}
             objects.append({"oid": oid, "size": size, "authenticated": True,
                             "actions": {"upload": upload, "verify": verify}})
         return self._send(200, {"transfer": "basic", "objects": objects, "hash_algo": "sha256"})
 
-    def _lfs_storage(self, path: str) -> None:
+    def _lfs_storage(self, repo: HubRepo, rest: str) -> None:
         h, cmd = self.hub, self.command
-        m = re.match(r"^/lfs/upload/([0-9a-f]{64})$", path)
+        m = re.match(r"^upload/([0-9a-f]{64})$", rest)
         if m and cmd == "PUT":
             data = self._body()
             if hashlib.sha256(data).hexdigest() != m[1]:
                 raise HubError(400, "uploaded bytes do not match the sha256 oid")
             with h.lock:
-                h.lfs[m[1]] = data
+                repo.lfs[m[1]] = data
             return self._send(200, {})
-        m = re.match(r"^/lfs/part/([0-9a-f]{64})/(\d+)$", path)
+        m = re.match(r"^part/([0-9a-f]{64})/(\d+)$", rest)
         if m and cmd == "PUT":
             data = self._body()
             with h.lock:
-                h._parts.setdefault(m[1], {})[int(m[2])] = data
+                repo.parts.setdefault(m[1], {})[int(m[2])] = data
             return self._send(200, {}, {"ETag": f'"{hashlib.md5(data).hexdigest()}"'})
-        m = re.match(r"^/lfs/complete/([0-9a-f]{64})$", path)
+        m = re.match(r"^complete/([0-9a-f]{64})$", rest)
         if m and cmd == "POST":
             body = json.loads(self._body())
             with h.lock:
-                parts = h._parts.pop(m[1], {})
+                parts = repo.parts.pop(m[1], {})
             numbers = [p["partNumber"] for p in body["parts"]]
             if numbers != sorted(parts) or any(not p.get("etag") for p in body["parts"]):
                 raise HubError(400, f"multipart completion lists parts {numbers}, got {sorted(parts)}")
@@ -499,11 +504,11 @@ class _Handler(BaseHTTPRequestHandler):
             if hashlib.sha256(data).hexdigest() != m[1]:
                 raise HubError(400, "assembled parts do not match the sha256 oid")
             with h.lock:
-                h.lfs[m[1]] = data
+                repo.lfs[m[1]] = data
             return self._send(200, {})
-        if path == "/lfs/verify" and cmd == "POST":
+        if rest == "verify" and cmd == "POST":
             body = json.loads(self._body())
-            if body["oid"] not in h.lfs or len(h.lfs[body["oid"]]) != body["size"]:
+            if body["oid"] not in repo.lfs or len(repo.lfs[body["oid"]]) != body["size"]:
                 raise HubError(404, f"LFS object {body['oid']} not found")
             return self._send(200, {})
-        raise HubError(404, f"loopback hub: no LFS route for {cmd} {path}")
+        raise HubError(404, f"loopback hub: no LFS route for {cmd} {rest}")

@@ -24,7 +24,8 @@ Fault kinds::
     schema_invalid  a normal response whose content is JSON of the wrong shape
     truncated       the answer cut in half, finish_reason "length" / stop_reason "max_tokens"
 
-Rate faults are seeded by (seed, request body, how often that body was seen), so the same
+With ``api_key`` set, a request without that key gets a 401 (whose message echoes the key it
+was sent, as some real servers partly do). Rate faults are seeded by (seed, request body, how often that body was seen), so the same
 requests get the same faults whatever the arrival order.
 """
 
@@ -45,7 +46,7 @@ from bargein.testing import wire
 FAULT_KINDS = ("rate_limit", "server_error", "timeout", "malformed_json", "invalid_json",
                "schema_invalid", "truncated")
 TRANSPORT_FAULTS = ("rate_limit", "server_error", "timeout", "malformed_json")
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests",
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error"}
 
 
@@ -106,6 +107,7 @@ class LoopbackLLMServer:
         hang_s: float = 30.0,
         speech_fn: SpeechFn = wire.tone_speech,
         host: str = "127.0.0.1",
+        api_key: str | None = None,
     ):
         self.responder = responder
         self.latency_s = latency_s
@@ -116,6 +118,7 @@ class LoopbackLLMServer:
         self.hang_s = hang_s
         self.speech_fn = speech_fn
         self.host = host
+        self.api_key = api_key
         self.port = 0
         self._lock = threading.Lock()
         self._answers: deque[Answer] = deque()
@@ -307,6 +310,8 @@ class LoopbackLLMServer:
 
     async def _respond(self, method: str, path: str, headers: dict[str, str],
                        body: bytes) -> _Reply | None:
+        if path.startswith("/_loopback/"):
+            return self._control(method, path)
         api = ("openai" if path.endswith("/chat/completions") else
                "anthropic" if path.endswith("/messages") else
                "speech" if path.endswith("/audio/speech") else "other")
@@ -321,6 +326,26 @@ class LoopbackLLMServer:
             rec.t_end = time.perf_counter() - self._t0
         return reply
 
+    def stats(self) -> dict[str, Any]:
+        """Request counts by API and by injected fault."""
+        reqs = self.requests
+        faults: dict[str, int] = {}
+        apis: dict[str, int] = {}
+        for r in reqs:
+            apis[r.api] = apis.get(r.api, 0) + 1
+            if r.fault:
+                faults[r.fault] = faults.get(r.fault, 0) + 1
+        return {"requests": len(reqs), "apis": apis, "faults": faults}
+
+    def _control(self, method: str, path: str) -> _Reply:
+        """``GET /_loopback/stats``, ``POST /_loopback/clear`` (not recorded as requests)."""
+        if path == "/_loopback/stats":
+            return self._json(200, self.stats())
+        if path == "/_loopback/clear" and method == "POST":
+            self.clear()
+            return self._json(200, {"cleared": True})
+        return self._json(404, wire.error_body("openai", 404, f"no control route {path}"))
+
     def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> _Reply:
         return _Reply(status, json.dumps(obj).encode(), headers or {})
 
@@ -328,6 +353,10 @@ class LoopbackLLMServer:
         err_api = "anthropic" if rec.api == "anthropic" else "openai"
         if rec.method != "POST" or rec.api == "other":
             return self._json(404, wire.error_body(err_api, 404, f"no route {rec.method} {rec.path}"))
+        if self.api_key is not None:
+            presented = rec.headers.get("x-api-key") or rec.headers.get("authorization", "").removeprefix("Bearer ")
+            if presented != self.api_key:      # echoes the key, as some real servers do (partly)
+                return self._json(401, wire.error_body(err_api, 401, f"invalid API key {presented!r}"))
         if not isinstance(req, dict):
             return self._json(400, wire.error_body(err_api, 400, "request body is not a JSON object"))
         fault = self._next_fault(rec.body)
@@ -359,7 +388,7 @@ class LoopbackLLMServer:
             text = json.dumps({"loopback_fault": "schema_invalid"})
         else:
             if answer is None:
-                answer = self._next_answer(req, queue=fault is None)
+                answer = self._next_answer(req, queue=fault in (None, "truncated"))
                 if isinstance(answer, Fault):        # a fault answering a fault: plain text
                     answer = f"loopback fault {answer.kind}"
             text = answer
@@ -380,3 +409,84 @@ class LoopbackLLMServer:
         ctype = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac",
                  "mp3": "audio/mpeg", "opus": "audio/opus", "aac": "audio/aac"}.get(fmt, "application/octet-stream")
         return _Reply(200, audio, content_type=ctype)
+
+
+def _serve_in_child(kwargs: dict[str, Any], conn: Any) -> None:
+    srv = LoopbackLLMServer(**kwargs).start()
+    conn.send(srv.port)
+    try:
+        conn.recv()                 # blocks until the parent says stop (or dies)
+    except EOFError:
+        pass
+    srv.stop()
+
+
+class LoopbackProcess:
+    """A :class:`LoopbackLLMServer` in a child process (spawned), so that its CPU time does not
+    compete with the client under test. Same constructor arguments; ``responder`` and
+    ``speech_fn`` must be picklable (module-level functions). Requests are counted through
+    ``GET /_loopback/stats``; they are not shipped back.
+    """
+
+    def __init__(self, **kwargs: Any):
+        self.kwargs = kwargs
+        self.host = kwargs.get("host", "127.0.0.1")
+        self.port = 0
+        self._proc: Any = None
+        self._conn: Any = None
+
+    url = LoopbackLLMServer.url
+    openai_base_url = LoopbackLLMServer.openai_base_url
+    anthropic_base_url = LoopbackLLMServer.anthropic_base_url
+
+    def start(self) -> LoopbackProcess:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve_in_child, args=(self.kwargs, child), daemon=True,
+                                 name="loopback-llm")
+        self._proc.start()
+        if not self._conn.poll(60):
+            self.stop()
+            raise RuntimeError("loopback server process did not start within 60 s")
+        self.port = self._conn.recv()
+        return self
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        try:
+            self._conn.send("stop")
+        except (BrokenPipeError, OSError):
+            pass
+        self._proc.join(15)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(5)
+        self._proc = None
+
+    def __enter__(self) -> LoopbackProcess:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def _control(self, method: str, route: str) -> dict[str, Any]:
+        import urllib.request
+
+        req = urllib.request.Request(f"{self.url}/_loopback/{route}", method=method,
+                                     data=b"" if method == "POST" else None)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # never via a proxy
+        with opener.open(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    def stats(self) -> dict[str, Any]:
+        return self._control("GET", "stats")
+
+    @property
+    def request_count(self) -> int:
+        return self.stats()["requests"]
+
+    def clear(self) -> None:
+        self._control("POST", "clear")

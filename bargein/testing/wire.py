@@ -130,9 +130,9 @@ def anthropic_message(req: dict[str, Any], text: str, finish: str, n: int) -> di
     }
 
 
-_OPENAI_ERR = {429: "rate_limit_exceeded", 500: "server_error", 404: "not_found",
+_OPENAI_ERR = {401: "invalid_api_key", 429: "rate_limit_exceeded", 500: "server_error", 404: "not_found",
                400: "invalid_request_error"}
-_ANTHROPIC_ERR = {429: "rate_limit_error", 500: "api_error", 404: "not_found_error",
+_ANTHROPIC_ERR = {401: "authentication_error", 429: "rate_limit_error", 500: "api_error", 404: "not_found_error",
                   400: "invalid_request_error"}
 
 

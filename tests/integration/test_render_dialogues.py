@@ -25,6 +25,7 @@ pytest.importorskip("piper", reason="Piper (extra 'piper') is the default user v
 pytest.importorskip("hibari", reason="hibari-tts is the default assistant voice")
 
 TOL_S = 0.030
+CFG = RenderConfig(backchannels=True, backchannel_prob=1.0, backchannel_min_turn_s=2.5)
 SILERO_HANGOVER_S = 0.150
 
 
@@ -32,7 +33,7 @@ SILERO_HANGOVER_S = 0.150
 def run(tmp_path_factory):
     wd = tmp_path_factory.mktemp("render_default")
     convs = [RC.verified(1), RC.verified(2, variant=1), RC.verified(3, variant=2)]
-    res = render_conversations(convs, workdir=wd, seed=11, config=RenderConfig(), workers=2,
+    res = render_conversations(convs, workdir=wd, seed=11, config=CFG, workers=2,
                                progress=False)
     return wd, convs, res
 
@@ -81,6 +82,11 @@ def test_default_voices_cut_ins(run):
             assert " ".join(heard) == s.heard_text and s.cut_resolution in ("as_planned", "onset_moved")
             assert abs((s.stop_s - s.cut_s) * 1000 - _overlap(convs, rd, s)) < 1.0
     assert n_cuts == 6
+    bcs = [s for rd in res.outputs for s in rd.segments if s.kind == "backchannel"]
+    # both listeners backchannel; hibari's Whisper alignment rejects one-word fillers, so the
+    # assistant's come from the phrases it can say ("I see")
+    assert {s.channel for s in bcs} == {0, 1}
+    assert all(s.voice_id == ("hibari:heart" if s.channel == 1 else "piper:joe") for s in bcs)
 
 
 def _overlap(convs, rd, seg):
@@ -90,13 +96,15 @@ def _overlap(convs, rd, seg):
 
 def test_default_voices_are_deterministic_across_processes(run, tmp_path):
     wd, convs, res = run
-    again = render_conversations(convs[:1], workdir=tmp_path, seed=11, config=RenderConfig(),
+    again = render_conversations(convs[:1], workdir=tmp_path, seed=11, config=CFG,
                                  workers=1, progress=False)        # fresh synthesis, in-process
     a, b = res.outputs[0], again.outputs[0]
     assert a == b
     assert (wd / a.audio_path).read_bytes() == (tmp_path / b.audio_path).read_bytes()
     for s, t in zip(a.segments, b.segments):
+        if s.clip_path is None:                 # backchannels have no clip of their own
+            continue
         assert (wd / s.clip_path).read_bytes() == (tmp_path / t.clip_path).read_bytes()
     with np.load(wd / a.frame_labels_path) as z:
-        assert str(z["source"]) == "timeline+vad:silero"
+        assert str(z["source"]) == "timeline+vad:energy"      # label_vad="auto" on clean audio
         assert np.mean(z["activity"] == z["vad_activity"]) > 0.85

@@ -246,7 +246,7 @@ def test_cli_render(tmp_path):
     f = tmp_path / "c.jsonl"
     f.write_text(RC.verified(1).to_json() + "\n")
     args = ["--workdir", str(tmp_path / "w"), "--seed", "3", "render", "--conversations", str(f),
-            "--voices", f"assistant={A}", "--voices", f"user={U}", "--label-vad", "energy",
+            "--voices", f"assistant={A}", "--voices", f"user={U}",
             "--workers", "1", "--noise", "white", "--snr", "15"]
     out = CliRunner().invoke(cli, args)
     assert out.exit_code == 0, out.output
@@ -254,6 +254,8 @@ def test_cli_render(tmp_path):
     rd = read_jsonl(tmp_path / "w" / "render.jsonl", RenderedDialogue)[0]
     assert rd.augmentation.noise == "white" and rd.augmentation.snr_db == 15.0
     assert (tmp_path / "w" / rd.clean_audio_path).exists() and rd.audio_path.endswith("dialogue.flac")
+    with np.load(tmp_path / "w" / rd.frame_labels_path) as z:      # auto: silero on noisy audio
+        assert str(z["source"]) == "timeline+vad:silero"
     again = CliRunner().invoke(cli, args)
     assert "(1 cached, 0 computed)" in again.output and "0 new clips" in again.output
     bad = CliRunner().invoke(cli, args[:-6] + ["--voices", "user=espeak:nope"])

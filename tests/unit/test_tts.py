@@ -205,6 +205,16 @@ def test_hibari_heart_with_whisper_timings(hibari):
     assert "align-whisper" in hibari.version
 
 
+@pytest.mark.parametrize("text", ["Mm-hm.", "Okay, mm-hm.", "Warm up."])
+def test_hibari_short_and_filler_phrases(hibari, text):
+    s = hibari.synthesize(text, "heart")
+    assert_good_speech(s, text)
+    if len(s.words) == 1:
+        on, off = speech_bounds(s.samples, s.sample_rate)
+        assert (s.words[0].start_s, s.words[0].end_s) == (pytest.approx(on / s.sample_rate, abs=0.01),
+                                                          pytest.approx(off / s.sample_rate, abs=0.01))
+
+
 def test_hibari_offline_voices(hibari):
     assert hibari.voices() == ["heart"]
     with pytest.raises(ConfigError, match="not on this machine.*Valid here: heart"):
@@ -302,3 +312,19 @@ def test_synthesize_by_voice_id():
     s = synthesize("See you soon.", "espeak:en-gb-x-rp+f2")
     assert s.voice_id == "espeak:en-gb-x-rp+f2"
     assert_good_speech(s, "See you soon.")
+
+
+def test_same_samples_in_a_fresh_process(espeak, piper):
+    """Byte-identical across processes, whatever was synthesised before (no hidden state)."""
+    import hashlib
+
+    text = "Thanks for waiting, I found your booking."
+    espeak.synthesize("Something else first.", "en-gb+f3")
+    here = [hashlib.sha256(espeak.synthesize(text, "en-us+f3").samples.tobytes()).hexdigest(),
+            hashlib.sha256(piper.synthesize(text, "joe").samples.tobytes()).hexdigest()]
+    code = ("import hashlib\nfrom bargein.audio.tts import synthesize\n"
+            f"t = {text!r}\n"
+            "print(hashlib.sha256(synthesize(t, 'espeak:en-us+f3').samples.tobytes()).hexdigest())\n"
+            "print(hashlib.sha256(synthesize(t, 'piper:joe').samples.tobytes()).hexdigest())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.split() == here, out.stderr

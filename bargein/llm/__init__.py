@@ -1,0 +1,124 @@
+"""LLM providers behind one protocol, and the client every LLM agent uses.
+
+    from bargein.llm import get_llm, is_offline
+    llm = get_llm("openai:gpt-4o-mini", workdir="work", budget_usd=5)
+    plan = await llm.structured(messages, RoundPlan, agent="round_planner", sample=0)
+
+Specs: ``openai:MODEL`` (any OpenAI-compatible server by ``base_url`` / ``OPENAI_BASE_URL``),
+``anthropic:MODEL`` (``ANTHROPIC_BASE_URL``), ``llamacpp:/path/model.gguf``; other providers
+register under kind ``"llm"`` in :mod:`bargein.registry` (entry point group ``bargein.llm``)
+with a factory ``create(model, *, base_url, timeout_s, max_connections, structured,
+api_key_env, shard_size)``.
+
+Keys come from the environment only (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` or
+``api_key_env``). Without a key the provider's own endpoint is refused with a ConfigError naming
+the variable; a custom ``base_url`` (a local server) is sent a placeholder key instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+from bargein import registry
+from bargein.errors import ConfigError
+from bargein.llm import anthropic_provider, llamacpp_provider, openai_provider
+from bargein.llm.base import Completion, Provider, Usage, is_offline
+from bargein.llm.cache import ResponseCache, default_cache_dir
+from bargein.llm.client import LLMClient
+from bargein.llm.ledger import CostLedger, PriceTable, ledger_for
+from bargein.llm.limits import Limits
+
+__all__ = ["Completion", "CostLedger", "LLMClient", "PriceTable", "Provider", "Usage", "get_llm",
+           "is_offline", "parse_spec"]
+
+registry.register("llm", "openai", openai_provider.create,
+                  "OpenAI API, or any OpenAI-compatible server by base_url (vLLM, Ollama, llama.cpp, LM Studio)")
+registry.register("llm", "anthropic", anthropic_provider.create, "Anthropic messages API")
+registry.register("llm", "llamacpp", llamacpp_provider.create,
+                  "in-process GGUF model (llama-cpp-python)" if importlib.util.find_spec("llama_cpp")
+                  else "in-process GGUF model (not installed: pip install 'bargein[llamacpp]')")
+
+SPEC_FORMS = ("openai:MODEL (e.g. openai:gpt-4o-mini; any OpenAI-compatible server via base_url), "
+              "anthropic:MODEL (e.g. anthropic:claude-3-5-haiku-latest), "
+              "llamacpp:/path/to/model.gguf, or 'offline' for the rule-based agents")
+DEFAULT_CONCURRENCY = {"openai": 16, "anthropic": 8, "llamacpp": 1}
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """``"openai:gpt-4o-mini"`` → ``("openai", "gpt-4o-mini")``; ConfigError listing valid forms."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ConfigError(f"LLM spec {spec!r} is not valid. Valid forms: {SPEC_FORMS}")
+    name, model = (p.strip() for p in spec.split(":", 1))
+    name = name.lower()
+    if not model or name not in registry.names("llm"):
+        raise ConfigError(f"LLM spec {spec!r} is not valid (providers: {', '.join(registry.names('llm'))}). "
+                          f"Valid forms: {SPEC_FORMS}")
+    return name, model
+
+
+def _check(key: str, value: Any, ok: bool, want: str) -> None:
+    if not ok:
+        raise ConfigError(f"get_llm: {key}={value!r} is not valid; it must be {want}")
+
+
+def get_llm(
+    spec: str,
+    *,
+    workdir: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    budget_usd: float | None = None,
+    base_url: str | None = None,
+    concurrency: int | None = None,
+    rpm: float | None = None,
+    tpm: float | None = None,
+    timeout_s: float = 120.0,
+    max_retries: int = 4,
+    backoff_s: tuple[float, float] = (0.5, 30.0),
+    structured: str = "auto",
+    prices: dict[str, Any] | None = None,
+    api_key_env: str | None = None,
+    cache: bool = True,
+    max_tokens: int = 1024,
+    shard_size: int = 8,
+) -> LLMClient:
+    """An :class:`LLMClient` for ``spec``.
+
+    The cache lives in ``cache_dir``, else ``<workdir>/llm_cache``, else
+    ``$BARGEIN_CACHE_DIR/llm_cache``; the ledger in ``<workdir>/llm_ledger.json`` (else beside the
+    cache). ``budget_usd`` caps this client's priced spend. ``prices`` adds
+    ``{model: {"input": USD_PER_1M, "output": USD_PER_1M}}`` to the price table.
+    ``structured``: ``auto`` | ``schema`` (native JSON Schema) | ``json`` (JSON mode + prompt) |
+    ``prompt`` (instruction only) — for OpenAI-compatible servers without schema support.
+    """
+    if is_offline(spec):
+        raise ConfigError(f"{spec!r} is not an LLM provider: check is_offline(spec) and use the "
+                          f"rule-based agent. LLM specs: {SPEC_FORMS}")
+    name, model = parse_spec(spec)
+    _check("budget_usd", budget_usd, budget_usd is None or budget_usd >= 0, "a number >= 0 (USD)")
+    _check("concurrency", concurrency, concurrency is None or (isinstance(concurrency, int) and concurrency >= 1),
+           "an integer >= 1")
+    _check("rpm", rpm, rpm is None or rpm > 0, "> 0 requests per minute")
+    _check("tpm", tpm, tpm is None or tpm > 0, "> 0 tokens per minute")
+    _check("timeout_s", timeout_s, timeout_s > 0, "> 0 seconds")
+    _check("max_retries", max_retries, isinstance(max_retries, int) and max_retries >= 0, "an integer >= 0")
+    _check("max_tokens", max_tokens, isinstance(max_tokens, int) and max_tokens >= 1, "an integer >= 1")
+    concurrency = concurrency or DEFAULT_CONCURRENCY.get(name, 8)
+    provider = registry.create("llm", name, model=model, base_url=base_url, timeout_s=timeout_s,
+                               max_connections=concurrency, structured=structured,
+                               api_key_env=api_key_env, shard_size=shard_size)
+    model_id = getattr(provider, "model_id", provider.model)
+    table = PriceTable.load().with_overrides(prices, name)
+    if budget_usd is not None and table.lookup(name, model_id) is None:
+        raise ConfigError(
+            f"budget_usd={budget_usd} cannot be enforced: {name}:{model_id} has no price in "
+            f"bargein/pricing/prices.yaml (version {table.version}, {table.date}). Fix: pass "
+            f"prices={{'{model_id}': {{'input': USD_PER_1M, 'output': USD_PER_1M}}}} or drop the budget.")
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir(workdir)
+    ledger_path = Path(workdir) / "llm_ledger.json" if workdir is not None else root.parent / "llm_ledger.json"
+    return LLMClient(provider, spec=f"{name}:{model}", ledger=ledger_for(ledger_path), prices=table,
+                     budget_usd=budget_usd, limits=Limits(concurrency, rpm, tpm),
+                     cache=ResponseCache(root) if cache else None,
+                     max_retries=max_retries, backoff_s=backoff_s, default_max_tokens=max_tokens)

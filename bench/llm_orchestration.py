@@ -1,0 +1,178 @@
+"""LLM orchestration benchmark: many conversations of sequential structured calls, through the
+runner, against the loopback server (real openai SDK, real HTTP on 127.0.0.1).
+
+    python bench/llm_orchestration.py [--conversations 64] [--steps 12] [--latency 0.2]
+
+Each conversation is one runner item (``run_stage``, kind="io") making ``steps`` structured
+calls in sequence; call k+1's prompt carries the token call k returned, and every token is
+checked. It prints::
+
+    orchestration_efficiency=  ideal critical path (steps x latency) / achieved wall   (goal >= 0.85)
+    speedup_vs_sequential=     sequential wall / concurrent wall                      (goal >= 40)
+                               (the sequential wall is measured in this run on a subset of
+                               conversations, one at a time, and extrapolated linearly)
+    cached_rerun_calls=        server requests when a fresh run is served by the LLM cache (goal 0)
+    faults_lost_items=         items neither correct nor in the failures file with evidence,
+                               under 20% injected faults of every kind                  (goal 0)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from bargein.llm import get_llm
+from bargein.records import ChatMessage
+from bargein.runner import Stage, StageContext, run_stage
+from bargein.store import read_jsonl
+from bargein.records import Failure
+from bargein.testing import FAULT_KINDS, LoopbackLLMServer
+from bargein.testing.wire import first_user_text
+
+FAKE_KEY = "sk-bench-not-a-real-key"
+TASK = re.compile(r"conversation=(\S+) step=(\d+) prev=(\S+)")
+
+
+class Turn(BaseModel):
+    step: int
+    token: str
+
+
+def expected_token(conv: str, step: int, prev: str) -> str:
+    return hashlib.sha256(f"{conv}|{step}|{prev}".encode()).hexdigest()[:12]
+
+
+def responder(req: dict) -> str:
+    """The "model": reads the task from the first user message and answers it."""
+    m = TASK.search(first_user_text(req))
+    if not m:
+        return '{"error": "no task"}'
+    conv, step, prev = m.group(1), int(m.group(2)), m.group(3)
+    return json.dumps({"step": step, "token": expected_token(conv, step, prev)})
+
+
+async def converse(item: ChatMessage, ctx: StageContext) -> ChatMessage:
+    llm = ctx.resources["llm"]
+    steps = ctx.config["steps"]
+    prev, tokens = "start", []
+    for step in range(steps):
+        turn = await llm.structured(
+            [{"role": "system", "content": "You continue a token chain. Answer in JSON."},
+             {"role": "user", "content": f"conversation={item.content} step={step} prev={prev}"}],
+            Turn, agent="bench", max_tokens=64)
+        want = expected_token(item.content, step, prev)
+        if turn.step != step or turn.token != want:
+            raise ValueError(f"step {step}: got {turn.token!r}, expected {want!r}")
+        prev = turn.token
+        tokens.append(prev)
+    return ChatMessage(role="assistant", content=" ".join(tokens))
+
+
+def items(n: int, tag: str) -> list[ChatMessage]:
+    return [ChatMessage(role="user", content=f"{tag}-{i:03d}") for i in range(n)]
+
+
+def run(srv: LoopbackLLMServer, its: list[ChatMessage], workdir: Path, *, cache_dir: Path,
+        concurrency: int, steps: int, timeout_s: float = 30.0, max_retries: int = 4):
+    llm = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, cache_dir=cache_dir,
+                  workdir=workdir, concurrency=concurrency, timeout_s=timeout_s,
+                  max_retries=max_retries, backoff_s=(0.05, 0.5))
+    stage = Stage("bench_conversations", converse, ChatMessage, config={"steps": steps},
+                  kind="io", concurrency=concurrency)
+    res = run_stage(stage, its, workdir=workdir, seed=0, resources={"llm": llm, "ledger": llm.ledger},
+                    progress=False)
+    llm.flush()
+    return res, llm
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--conversations", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--sequential-subset", type=int, default=2)
+    ap.add_argument("--fault-rate", type=float, default=0.2)
+    args = ap.parse_args()
+    os.environ["OPENAI_API_KEY"] = FAKE_KEY
+    n, steps, lat = args.conversations, args.steps, args.latency
+    root = Path(tempfile.mkdtemp(prefix="bargein-bench-llm-"))
+    ok = True
+    try:
+        with LoopbackLLMServer(responder=responder, latency_s=lat) as srv:
+            # warm up imports and the SDK once (not timed)
+            run(srv, items(1, "warm"), root / "warm", cache_dir=root / "warm_cache", concurrency=1, steps=1)
+
+            srv.clear()
+            res, _ = run(srv, items(n, "conv"), root / "main", cache_dir=root / "cache",
+                         concurrency=n, steps=steps)
+            wall = res.wall_s
+            assert not res.failures and len(res.outputs) == n, res.summary()
+            ideal = steps * lat
+            eff = ideal / wall
+            print(f"concurrent: {n} conversations x {steps} calls in {wall:.3f}s "
+                  f"({srv.request_count} requests)")
+
+            k = args.sequential_subset
+            seq, _ = run(srv, items(k, "seq"), root / "seq", cache_dir=root / "seq_cache",
+                         concurrency=1, steps=steps)
+            seq_wall = seq.wall_s * n / k
+            print(f"sequential: {k} conversations in {seq.wall_s:.3f}s, extrapolated to {n}: {seq_wall:.1f}s")
+            print(f"orchestration_efficiency={eff:.3f}")
+            print(f"speedup_vs_sequential={seq_wall / wall:.1f}")
+            ok &= eff >= 0.85 and seq_wall / wall >= 40
+
+            srv.clear()                  # a fresh runner workdir, the same LLM cache
+            rerun, _ = run(srv, items(n, "conv"), root / "rerun", cache_dir=root / "cache",
+                           concurrency=n, steps=steps)
+            assert [o.content for o in rerun.outputs] == [o.content for o in res.outputs]
+            print(f"cached rerun: {rerun.wall_s:.3f}s, outputs identical")
+            print(f"cached_rerun_calls={srv.request_count}")
+            ok &= srv.request_count == 0
+
+        with LoopbackLLMServer(responder=responder, latency_s=lat, fault_rate=args.fault_rate,
+                               fault_kinds=FAULT_KINDS, seed=7, hang_s=5.0,
+                               retry_after_s=0.1) as srv:
+            res, llm = run(srv, items(n, "fault"), root / "faults", cache_dir=root / "faults_cache",
+                           concurrency=n, steps=steps, timeout_s=1.0)
+            faults: dict[str, int] = {}
+            for r in srv.requests:
+                if r.fault:
+                    faults[r.fault] = faults.get(r.fault, 0) + 1
+            failures = read_jsonl(root / "faults" / "bench_conversations.failures.jsonl", Failure)
+            with_evidence = {f.item_id for f in failures if f.evidence and f.evidence.get("attempts")}
+            correct = {o.id for o in res.outputs}   # converse() checked every token
+            out_ids = {it.id: it for it in items(n, "fault")}
+            correct_items = {i for i, it in out_ids.items()
+                             if any(o.content.split()[-1] == _last_token(it.content, steps) for o in res.outputs)}
+            lost = n - len(correct_items) - len(with_evidence - correct_items)
+            print(f"faults: {srv.request_count} requests, injected {sum(faults.values())} "
+                  f"({', '.join(f'{k}={v}' for k, v in sorted(faults.items()))}); "
+                  f"{len(correct_items)} correct, {len(with_evidence)} failed with evidence, "
+                  f"wall {res.wall_s:.2f}s")
+            del correct
+            print(f"faults_lost_items={lost}")
+            ok &= lost == 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0 if ok else 1
+
+
+def _last_token(conv: str, steps: int) -> str:
+    prev = "start"
+    for step in range(steps):
+        prev = expected_token(conv, step, prev)
+    return prev
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Training exports for recovery post-training, in the chat format TRL and HF chat templates read.
+
+    sft.jsonl  {"id", "messages": [system, ...history, assistant(gold)], "type", "depth", ...}
+    dpo.jsonl  {"id", "prompt": [system, ...history], "chosen": [assistant(gold)],
+                "rejected": [assistant(anti-pattern)], "antipattern", "type", ...}
+
+Both load with ``datasets.load_dataset("json", data_files=...)``; the rejected side comes from
+:mod:`bargein.generators.antipatterns`, seeded per item.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from bargein.generators.antipatterns import rejected_response
+from bargein.records import Conversation, EvalItem
+from bargein.seeding import item_rng
+from bargein.store import write_jsonl
+
+
+def _chat(item: EvalItem) -> list[dict[str, str]]:
+    return [{"role": "system", "content": item.system_prompt}] + [
+        {"role": m.role, "content": m.content} for m in item.history]
+
+
+def _meta(item: EvalItem) -> dict:
+    return {"eval_item": item.id, "conversation_id": item.conversation_id, "domain": item.domain,
+            "type": item.type, "depth": item.depth}
+
+
+def sft_record(item: EvalItem) -> dict:
+    return {"id": f"{item.id}_sft", "messages": _chat(item) + [
+        {"role": "assistant", "content": item.gold_recovery}], **_meta(item)}
+
+
+def dpo_record(item: EvalItem, detail: dict[str, str], seed: int) -> dict:
+    name, bad = rejected_response(item, detail, item_rng(seed, "dpo", item.id))
+    return {"id": f"{item.id}_dpo", "prompt": _chat(item),
+            "chosen": [{"role": "assistant", "content": item.gold_recovery}],
+            "rejected": [{"role": "assistant", "content": bad}], "antipattern": name, **_meta(item)}
+
+
+def interruption_details(conversations: Iterable[Conversation]) -> dict[tuple[str, int], dict]:
+    """(conversation id, interjection index) -> the interruption's plan details."""
+    out = {}
+    for conv in conversations:
+        for p in conv.plan:
+            if p.get("interrupt") and p.get("message_index") is not None:
+                out[(conv.id, p["message_index"] + 1)] = dict(p.get("detail") or {})
+    return out
+
+
+def write_exports(items: list[EvalItem], conversations: Iterable[Conversation],
+                  workdir: str | os.PathLike, *, seed: int, sft: bool = True,
+                  dpo: bool = True) -> dict[str, int]:
+    """Write ``sft.jsonl`` and ``dpo.jsonl`` into ``workdir``; returns the row counts."""
+    workdir = Path(workdir)
+    counts = {}
+    if sft:
+        counts["sft"] = write_jsonl(workdir / "sft.jsonl", [sft_record(i) for i in items])
+    if dpo:
+        details = interruption_details(conversations)
+        counts["dpo"] = write_jsonl(workdir / "dpo.jsonl", [
+            dpo_record(i, details.get((i.conversation_id, i.message_index), {}), seed)
+            for i in items])
+    return counts

@@ -1,0 +1,206 @@
+"""Rubric generator: at each interruption, one task-fulfillment criterion (what the assistant
+should do next) and 2-4 type-specific recovery-quality criteria (IHBench Appendix G.3).
+
+Rubrics are fixed at generation time from the round plan (what comes next, the cut point, the
+corrected value, the caller's concern), before any model response exists::
+
+    message 7 (pushback, "Wait, the processing fee? Nobody mentioned that.")
+      TF  the response keeps the payment step moving with a workable way forward ...
+      RQ  - responds with empathy and de-escalates rather than arguing
+          - engages with the caller's specific concern (the processing fee)
+          - offers at least one concrete alternative
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from bargein.generators import phrases as P
+from bargein.generators.facts import find_placeholders
+from bargein.records import Conversation, Rubric
+from bargein.runner import Stage, StageContext
+
+RUBRIC_VERSION = "1"
+
+# (core criteria, optional criteria); slots come from the interruption's details
+RQ: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "filler": (
+        ("Continues exactly where the utterance was cut off (after \"{tail}\"), starting with "
+         "\"{head}\".",
+         "Does not repeat or restart any part that was already said before the cut.",
+         "Does not acknowledge the backchannel (no \"great\", \"glad you agree\" or \"as I was "
+         "saying\")."),
+        ("Delivers the rest of the interrupted content without dropping information.",)),
+    "impatient": (
+        ("Skips the rest of the interrupted explanation instead of finishing it.",
+         "Does not re-explain or repeat what the caller already heard (\"{tail}\").",
+         "Moves directly to the next concrete step."),
+        ("Keeps the reply brief and to the point.",)),
+    "correction": (
+        ("Accepts the correction without questioning or arguing with the caller.",
+         "Uses the corrected {label} ({new}) and no longer the earlier value ({old}).",
+         "Continues the task after integrating the correction."),
+        ("Does not make the caller repeat the corrected value.",)),
+    "topic_switch": (
+        ("Briefly addresses the unrelated request (\"{request}\").",
+         "Steers the conversation back to the interrupted task.",
+         "Keeps the two topics separate instead of blending them together."),
+        ("Does not drop the interrupted task in favour of the new topic.",)),
+    "normal": (
+        ("Acknowledges or answers what the caller added ({detail}).",
+         "Resumes the interrupted point with a fresh start of the sentence rather than "
+         "mid-sentence.",
+         "Does not ignore the interjection and carry on as if nothing was said."),
+        ("Takes the new information into account where it matters.",)),
+    "pushback": (
+        ("Responds with empathy and de-escalates rather than arguing.",
+         "Engages with the caller's specific concern ({concern}).",
+         "Offers at least one concrete alternative way forward."),
+        ("Neither caves by dropping the requirement nor stonewalls by repeating it.",)),
+}
+
+
+class RubricOut(BaseModel):
+    """LLM rubric generator output."""
+
+    model_config = ConfigDict(extra="forbid")
+    tf_criterion: str
+    rq_criteria: list[str]
+
+
+def _words(text: str, n: int, last: bool = False) -> str:
+    w = text.split()
+    return " ".join(w[-n:] if last else w[:n])
+
+
+def recovery_plans(conv: Conversation) -> dict[int, dict]:
+    """interjection message index -> the plan of the round that recovers from it."""
+    out = {}
+    for p in conv.plan:
+        rec = p.get("recovery")
+        if rec:
+            out[rec["message_index"]] = p
+    return out
+
+
+def interruption_context(conv: Conversation, idx: int) -> dict[str, str]:
+    """Slots for the rubric of the interjection at ``idx`` (from messages and the plan)."""
+    cut, inter = conv.messages[idx - 1], conv.messages[idx]
+    itr = cut.interruption
+    assert itr is not None
+    heard = itr.heard_text
+    rest = cut.text[len(heard):].strip()
+    plan = next((p for p in conv.plan if p.get("message_index") == cut.index), {})
+    d = dict(plan.get("detail") or {})
+    slots = {"tail": _words(heard, 4, last=True), "head": _words(rest, 4),
+             "label": d.get("label", "the value"), "old": d.get("old", ""), "new": d.get("new", ""),
+             "request": inter.text.strip(), "concern": d.get("anchor") or d.get("label") or
+             _words(inter.text, 8), "detail": d.get("value") or d.get("anchor") or
+             _words(inter.text, 10)}
+    return slots
+
+
+def task_criterion(conv: Conversation, idx: int, rng: random.Random) -> str:
+    """What the assistant should do next (from the recovery round's plan)."""
+    cut = conv.messages[idx - 1]
+    itype = cut.interruption.type
+    nxt = recovery_plans(conv).get(idx, {})
+    unit = nxt.get("unit") or {}
+    stage = P.label(unit.get("stage") or cut.stage or "current")
+    keys = [P.label(k) for k in unit.get("keys") or ()]
+    if itype == "filler":
+        return (f"The response finishes the interrupted utterance, so the caller hears the rest of "
+                f"it: \"{_words(cut.text[len(cut.interruption.heard_text):], 12)}...\".")
+    if itype == "pushback":
+        return (f"The response keeps the {stage} step on track by giving the caller a workable "
+                f"way forward despite their objection.")
+    lead = {"impatient": "Skipping ahead, the response", "correction": "With the corrected "
+            "value in place, the response", "topic_switch": "After briefly handling the side "
+            "request, the response", "normal": "After handling the caller's point, the response"}[itype]
+    if unit.get("kind") == "close":
+        return f"{lead} wraps up the request and asks whether the caller needs anything else."
+    if unit.get("kind") == "outcome":
+        return f"{lead} tells the caller how the request ends and what happens next."
+    if keys and unit.get("kind") == "ask":
+        return f"{lead} asks the caller for their {' and '.join(keys)} to continue the {stage} step."
+    text = unit.get("text") or cut.text[cut.interruption.cut_char_offset:]
+    return f"{lead} continues the {stage} step by covering: \"{_words(text, 14)}...\"."
+
+
+def rule_rubric(conv: Conversation, idx: int, rng: random.Random) -> Rubric:
+    itype = conv.messages[idx - 1].interruption.type
+    core, extra = RQ[itype]
+    slots = interruption_context(conv, idx)
+    criteria = [P.fill(c, where=f"rubric.{itype}", **slots) for c in core]
+    if rng.random() < 0.4:
+        criteria.append(P.fill(rng.choice(extra), where=f"rubric.{itype}", **slots))
+    return Rubric(message_index=idx, type=itype, tf_criterion=task_criterion(conv, idx, rng),
+                  rq_criteria=tuple(criteria))
+
+
+def check_rubric(out: RubricOut) -> list[str]:
+    errs = []
+    rq = [c.strip() for c in out.rq_criteria if c.strip()]
+    if not out.tf_criterion.strip():
+        errs.append("tf_criterion is empty")
+    if not 2 <= len(rq) <= 4 or len(set(rq)) != len(rq):
+        errs.append(f"rq_criteria must be 2-4 distinct pass/fail checks, got {len(rq)}")
+    found = find_placeholders(" ".join([out.tf_criterion, *rq]))
+    if found:
+        errs.append(f"placeholders: {found[:3]}")
+    return errs
+
+
+async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random) -> Rubric:
+    from bargein.generators.assistant_sim import history_view
+    from bargein.generators.conversation import ask_valid
+    from bargein.prompts import render
+
+    cut = conv.messages[idx - 1]
+    nxt = recovery_plans(conv).get(idx, {})
+    prompt = render("rubric_generator", system_prompt=conv.scenario.system_prompt,
+                    history=history_view(conv.messages[: idx + 1]), type=cut.interruption.type,
+                    heard=cut.interruption.heard_text, unsaid=cut.text[len(cut.interruption.heard_text):],
+                    interjection=conv.messages[idx].text,
+                    next_step=(nxt.get("assistant_goal") or nxt.get("rationale") or ""),
+                    details=interruption_context(conv, idx))
+    out = await ask_valid(llm, [{"role": "user", "content": prompt}], RubricOut,
+                          agent="rubric_generator", check=check_rubric)
+    return Rubric(message_index=idx, type=cut.interruption.type,
+                  tf_criterion=out.tf_criterion.strip(),
+                  rq_criteria=tuple(c.strip() for c in out.rq_criteria if c.strip()))
+
+
+# ---- runner stages --------------------------------------------------------------------------
+def _indices(conv: Conversation) -> list[int]:
+    return [u.index for _, u in conv.interruptions]
+
+
+def _rubrics_offline(conv: Conversation, ctx: StageContext) -> Conversation:
+    rng = ctx.rng
+    return conv.with_(rubrics=tuple(rule_rubric(conv, i, rng) for i in _indices(conv)))
+
+
+async def _rubrics_llm(conv: Conversation, ctx: StageContext) -> Conversation:
+    from bargein.generators.conversation import llm_for
+
+    llm = llm_for(ctx, ctx.config["llm"])
+    rubrics = await asyncio.gather(*(llm_rubric(conv, i, llm, random.Random(ctx.item_seed + i))
+                                     for i in _indices(conv)))
+    return conv.with_(rubrics=tuple(rubrics))
+
+
+def rubric_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
+    """Conversation -> Conversation with one rubric per interjection (output: conversations.jsonl)."""
+    from bargein.llm.base import is_offline
+
+    if is_offline(llm):
+        return Stage(name="conversations", fn=_rubrics_offline, output=Conversation,
+                     config={"llm": "offline"}, version=RUBRIC_VERSION)
+    return Stage(name="conversations", fn=_rubrics_llm, output=Conversation, config={"llm": llm},
+                 version=RUBRIC_VERSION, prompts=("rubric_generator",), backends=(llm,),
+                 kind="io", concurrency=concurrency)

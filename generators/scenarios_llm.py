@@ -1,0 +1,352 @@
+"""The LLM path of scenario synthesis: goal writer, KB writer, system message writer, intent writer.
+
+    goals stage (per domain)        scenarios stage (per sampled spec)
+    Domain ──goal_writer──► Goals   Spec ──kb_writer──► KB ──validate──┐ re-ask with the
+                                         ▲                            │ violations (bounded),
+                                         └────────────────────────────┘ then fail with reasons
+                                    KB ──system_message_writer──► system prompt
+                                    KB ──intent_writer──► UserIntent ──► Scenario
+
+Every call goes through ``bargein.llm.get_llm(spec).structured(...)`` (schema re-asks happen
+there); content checks (workflow validity, placeholders, fact keys) re-ask here. Both stages are
+``kind="io"``: items run concurrently under the provider's limits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from bargein.errors import GenerationFailed
+from bargein.generators.catalogue_loader import Catalogue, load_catalogue
+from bargein.generators.facts import FACT_KINDS, find_placeholders, placeholders_in
+from bargein.generators.intents import profile_for
+from bargein.generators.scenarios import resolve_domains, sample_specs, scenario_today
+from bargein.generators.workflow import validate_kb
+from bargein.prompts import render
+from bargein.records import (
+    INTERRUPTION_TYPES, Correction, Domain, Goal, KnowledgeBase, Scenario, ScenarioSpec,
+    Transition, UserFact, UserIntent, Workflow, WorkflowStage,
+)
+from bargein.runner import Stage, StageContext, StageResult, run_stage
+from bargein.seeding import stable_int
+
+GOALS_STAGE = "goals"
+SCENARIOS_STAGE = "scenarios"
+PROMPTS = ("goal_writer", "kb_writer", "system_message_writer", "intent_writer")
+# answer budgets: a KB with talking points runs to several thousand tokens
+MAX_TOKENS = {"goal_writer": 1500, "kb_writer": 8192, "system_message_writer": 4096,
+              "intent_writer": 1500}
+
+
+# ---- what the LLM returns ------------------------------------------------------------------
+
+class GoalDraft(BaseModel):
+    name: str
+    description: str
+
+
+class GoalList(BaseModel):
+    goals: list[GoalDraft] = Field(min_length=1)
+
+
+class StageDraft(BaseModel):
+    name: str
+    description: str
+    required_info: list[str] = []
+    produces: list[str] = []
+    skip_conditions: list[str] = []
+    failure_handling: list[str] = []
+    termination_conditions: list[str] = []
+    talking_points: list[str] = []
+
+
+class TransitionDraft(BaseModel):
+    source: str
+    target: str
+    kind: str = Field(pattern="^(next|skip|fail|terminate)$")
+    condition: str = ""
+
+
+class FactDraft(BaseModel):
+    key: str
+    value: str
+    kind: str = "text"
+    spoken: str = ""
+
+
+class KBDraft(BaseModel):
+    stages: list[StageDraft] = Field(min_length=1)
+    transitions: list[TransitionDraft]
+    start: str
+    terminals: list[str]
+    guidelines: list[str] = []
+    user_facts: list[FactDraft] = []
+
+
+class SystemMessageDraft(BaseModel):
+    system_message: str = Field(min_length=200)
+
+
+class ProbsDraft(BaseModel):
+    normal: float = Field(ge=0)
+    impatient: float = Field(ge=0)
+    correction: float = Field(ge=0)
+    topic_switch: float = Field(ge=0)
+    filler: float = Field(ge=0)
+    pushback: float = Field(ge=0)
+
+
+class CorrectionDraft(BaseModel):
+    key: str
+    first_value: str
+    corrected_value: str
+
+
+class IntentDraft(BaseModel):
+    profile: str
+    interruption_probs: ProbsDraft
+    interruption_rate: float = Field(ge=0, le=1)
+    hidden_facts: list[FactDraft] = []
+    provides: list[str] = []
+    corrections: list[CorrectionDraft] = []
+
+
+# ---- conversions and checks ----------------------------------------------------------------
+
+def snake(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
+
+
+def kb_from_draft(draft: KBDraft, domain: str, goal: str) -> KnowledgeBase:
+    stages = tuple(WorkflowStage(name=s.name, description=s.description,
+                                 required_info=tuple(s.required_info), produces=tuple(s.produces),
+                                 skip_conditions=tuple(s.skip_conditions),
+                                 failure_handling=tuple(s.failure_handling),
+                                 termination_conditions=tuple(s.termination_conditions),
+                                 talking_points=tuple(s.talking_points)) for s in draft.stages)
+    wf = Workflow(stages=stages, start=draft.start, terminals=tuple(draft.terminals),
+                  transitions=tuple(Transition(source=t.source, target=t.target, kind=t.kind,
+                                               condition=t.condition) for t in draft.transitions))
+    facts = tuple(UserFact(key=f.key, value=f.value, kind=f.kind, spoken=f.spoken)
+                  for f in draft.user_facts)
+    return KnowledgeBase(domain=domain, goal=goal, workflow=wf, guidelines=tuple(draft.guidelines),
+                         user_facts=facts)
+
+
+def kb_problems(kb: KnowledgeBase, min_stages: int = 4) -> list[str]:
+    """Workflow violations plus content rules: enough stages, text present, no placeholders."""
+    problems = validate_kb(kb)
+    if len(kb.workflow.stages) < min_stages:
+        problems.append(f"only {len(kb.workflow.stages)} stages; at least {min_stages} needed")
+    for s in kb.workflow.stages:
+        for fld in ("skip_conditions", "failure_handling", "termination_conditions",
+                    "talking_points"):
+            if not getattr(s, fld):
+                problems.append(f"stage {s.name!r} has no {fld}")
+    keys = [f.key for f in kb.user_facts]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        problems.append(f"duplicate user_facts keys {dupes}")
+    problems += [f"placeholder {p}" for p in placeholders_in(kb)]
+    return problems
+
+
+def intent_from_draft(draft: IntentDraft, kb: KnowledgeBase) -> tuple[UserIntent | None, list[str]]:
+    """The intent and the problems that stop it (probabilities are renormalised if close)."""
+    problems: list[str] = []
+    raw = draft.interruption_probs.model_dump()
+    total = sum(raw.values())
+    if not 0.95 <= total <= 1.05:
+        problems.append(f"interruption_probs sum to {total:.3f}, must sum to 1")
+    keys = {f.key for f in kb.user_facts}
+    bad = [k for k in draft.provides if k not in keys]
+    bad += [c.key for c in draft.corrections if c.key not in keys]
+    if bad:
+        problems.append(f"unknown fact keys {sorted(set(bad))}; use keys from: {sorted(keys)}")
+    for c in draft.corrections:
+        if c.first_value.strip() == c.corrected_value.strip():
+            problems.append(f"correction of {c.key!r} does not change the value")
+    problems += [f"placeholder {p}" for p in placeholders_in(draft)]
+    if problems:
+        return None, problems
+    probs = {t: round(raw[t] / total, 3) for t in INTERRUPTION_TYPES}
+    top = max(probs, key=lambda t: probs[t])
+    probs[top] = round(1.0 - sum(p for t, p in probs.items() if t != top), 3)
+    intent = UserIntent(
+        profile=draft.profile.strip(), interruption_probs=probs,
+        interruption_rate=round(draft.interruption_rate, 2),
+        hidden_facts=tuple(UserFact(key=h.key, value=h.value, kind=h.kind or "text",
+                                    spoken=h.spoken) for h in draft.hidden_facts),
+        provides=tuple(dict.fromkeys(draft.provides)),
+        corrections=tuple(Correction(key=c.key, first_value=c.first_value,
+                                     corrected_value=c.corrected_value) for c in draft.corrections))
+    return intent, []
+
+
+def kb_text(kb: KnowledgeBase) -> str:
+    """The KB as indented JSON for prompts (ids dropped)."""
+    data = kb.model_dump(mode="json", exclude={"id"})
+    for s in data["workflow"]["stages"]:
+        s.pop("id", None)
+    for t in data["workflow"]["transitions"]:
+        t.pop("id", None)
+    data["workflow"].pop("id", None)
+    for f in data["user_facts"]:
+        f.pop("id", None)
+    return json.dumps(data, indent=1, ensure_ascii=False)
+
+
+async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseModel], *,
+                    agent: str, check: Callable[[Any], tuple[Any, list[str]]],
+                    max_reasks: int, sample: int = 0) -> Any:
+    """``structured`` plus content checks: re-ask with the problems, then fail with evidence."""
+    attempts: list[dict[str, Any]] = []
+    for _ in range(max_reasks + 1):
+        draft = await llm.structured(messages, schema, agent=agent, sample=sample,
+                                     max_tokens=MAX_TOKENS.get(agent))
+        value, problems = check(draft)
+        if not problems:
+            return value
+        attempts.append({"answer": draft.model_dump(mode="json"), "problems": problems})
+        messages = messages + [
+            {"role": "assistant", "content": draft.model_dump_json()},
+            {"role": "user", "content": "That answer is not acceptable:\n- " + "\n- ".join(problems)
+             + "\nReturn the complete corrected JSON object."}]
+    raise GenerationFailed(
+        f"{agent}: {len(attempts)} answers failed validation; last problems: "
+        + "; ".join(attempts[-1]["problems"])[:600],
+        evidence={"agent": agent, "attempts": attempts})
+
+
+# ---- stage functions -----------------------------------------------------------------------
+
+def _brand(cat: Catalogue, domain: str) -> str:
+    return cat.domain(domain).brand
+
+
+async def write_goals(domain: Domain, ctx: StageContext) -> list[Goal]:
+    """Goal writer: ``n_goals`` goals for one domain."""
+    cfg, llm = ctx.config, ctx.resources["llm"]
+    cat = load_catalogue()
+    msgs = [{"role": "user", "content": render(
+        "goal_writer", domain=domain, brand=_brand(cat, domain.name), n_goals=cfg["n_goals"],
+        existing_goals=[])}]
+
+    def check(draft: GoalList):
+        goals, problems, seen = [], [], set()
+        for g in draft.goals:
+            name = snake(g.name)
+            if not name or name in seen:
+                problems.append(f"goal name {g.name!r} is empty or repeated")
+                continue
+            seen.add(name)
+            goals.append(Goal(domain=domain.name, name=name, description=g.description.strip()))
+        if len(goals) < cfg["n_goals"]:
+            problems.append(f"{len(goals)} distinct goals, {cfg['n_goals']} requested")
+        problems += [f"placeholder {p}" for p in placeholders_in(draft)]
+        return goals[: cfg["n_goals"]], problems
+
+    return await ask_valid(llm, msgs, GoalList, agent="goal_writer", check=check,
+                           max_reasks=cfg["max_reasks"])
+
+
+async def write_scenario(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
+    """KB writer -> validate (re-ask) -> system message writer -> intent writer."""
+    cfg, llm = ctx.config, ctx.resources["llm"]
+    cat = load_catalogue()
+    dom = cat.domain(spec.domain).domain
+    brand = _brand(cat, spec.domain)
+    goal = Goal(domain=spec.domain, name=spec.goal,
+                description=cfg["goals"][spec.domain][spec.goal])
+    # "today" and the KB depend only on (domain, goal): intents of one goal share its KB
+    today = scenario_today(stable_int("kb-today", spec.domain, spec.goal)).strftime("%A, %B %-d, %Y")
+    kb_msgs = [{"role": "user", "content": render(
+        "kb_writer", domain=dom, goal=goal, brand=brand, today=today,
+        min_stages=cfg["min_stages"], fact_kinds=sorted(FACT_KINDS) + ["text"])}]
+
+    def check_kb(draft: KBDraft):
+        kb = kb_from_draft(draft, spec.domain, spec.goal)
+        return kb, kb_problems(kb, cfg["min_stages"])
+
+    kb = await ask_valid(llm, kb_msgs, KBDraft, agent="kb_writer", check=check_kb,
+                         max_reasks=cfg["max_kb_reasks"])
+    sm_msgs = [{"role": "user", "content": render(
+        "system_message_writer", domain=dom, goal=goal, brand=brand, today=today,
+        kb_text=kb_text(kb))}]
+
+    def check_sm(draft: SystemMessageDraft):
+        found = find_placeholders(draft.system_message)
+        return draft.system_message.strip() + "\n", [f"placeholder {p!r}" for p in found]
+
+    system = await ask_valid(llm, sm_msgs, SystemMessageDraft, agent="system_message_writer",
+                             check=check_sm, max_reasks=cfg["max_reasks"])
+    prof = profile_for(cat, spec.domain, spec.goal, spec.intent_index)
+    in_msgs = [{"role": "user", "content": render(
+        "intent_writer", domain=dom, goal=goal, brand=brand, facts=kb.user_facts,
+        intent_index=spec.intent_index, profile_hint=prof["profile"])}]
+    intent = await ask_valid(llm, in_msgs, IntentDraft, agent="intent_writer",
+                             check=lambda d: intent_from_draft(d, kb),
+                             max_reasks=cfg["max_reasks"], sample=spec.intent_index)
+    return Scenario(domain=dom, goal=goal, kb=kb, system_prompt=system, intent=intent,
+                    seed=ctx.item_seed, agents=cfg["llm"])
+
+
+# ---- wiring --------------------------------------------------------------------------------
+
+def _config(llm: str, **extra: Any) -> dict[str, Any]:
+    return {"llm": llm, "n_goals": 5, "min_stages": 4, "max_reasks": 1, "max_kb_reasks": 2,
+            **extra}
+
+
+def llm_scenarios_stage(llm: str, goals: dict[str, dict[str, str]] | None = None,
+                        concurrency: int = 8, **config: Any) -> Stage:
+    return Stage(name=SCENARIOS_STAGE, fn=write_scenario, output=Scenario,
+                 config=_config(llm, goals=goals or {}, **config), version="1", prompts=PROMPTS,
+                 backends=(llm,), kind="io", concurrency=concurrency)
+
+
+def generate_llm_scenarios(n: int, seed: int, *, llm: str, workdir: str | os.PathLike,
+                           domains: Sequence[str] | str | None = None,
+                           progress: bool | None = None, n_goals: int = 5,
+                           max_kb_reasks: int = 2, max_reasks: int = 1,
+                           client: Any = None, **llm_options: Any) -> StageResult:
+    """Goals per domain, then ``n`` sampled scenarios, all written by ``llm``.
+
+    ``llm_options`` go to :func:`bargein.llm.get_llm` (``base_url``, ``budget_usd``, …);
+    ``client`` replaces it with a ready :class:`~bargein.llm.LLMClient`. Domains whose goal
+    writer failed are left out of sampling (their failures are in ``goals.failures.jsonl``).
+    """
+    from bargein.llm import get_llm
+
+    cat = load_catalogue()
+    names = resolve_domains(domains, cat)
+    client = client or get_llm(llm, workdir=workdir, **llm_options)
+    resources = {"llm": client, "ledger": client.ledger}
+    conc = int(llm_options.get("concurrency") or 8)
+    cfg = {"n_goals": n_goals, "max_reasks": max_reasks, "max_kb_reasks": max_kb_reasks}
+    gstage = Stage(name=GOALS_STAGE, fn=write_goals, output=Goal, config=_config(llm, **cfg),
+                   version="1", prompts=("goal_writer",), backends=(llm,), kind="io",
+                   concurrency=conc)
+    gres = run_stage(gstage, [cat.domain(d).domain for d in names], workdir=workdir, seed=seed,
+                     resources=resources, progress=progress)
+    goals: dict[str, dict[str, str]] = {}
+    for g in gres.outputs:
+        goals.setdefault(g.domain, {})[g.name] = g.description
+    if not goals:
+        client.flush()
+        return StageResult(stage=SCENARIOS_STAGE, outputs=[], failures=gres.failures,
+                           budget_stopped=gres.budget_stopped)
+    specs = sample_specs(n, seed, domains=[d for d in names if d in goals], catalogue=cat,
+                         goals={d: list(v) for d, v in goals.items()})
+    stage = llm_scenarios_stage(llm, goals=goals, concurrency=gstage.concurrency, **cfg)
+    res = run_stage(stage, specs, workdir=workdir, seed=seed, resources=resources,
+                    progress=progress)
+    client.flush()
+    res.failures = gres.failures + res.failures
+    return res

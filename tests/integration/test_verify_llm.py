@@ -1,0 +1,185 @@
+"""The LLM path of the verifier–modifier loop, end to end through the OpenAI SDK against the
+loopback server (scripted verifier / modifier answers)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import pytest
+
+from bargein.llm import get_llm
+from bargein.records.conversation import VerifiedConversation
+from bargein.runner import run_stage
+from bargein.testing.loopback import LoopbackLLMServer
+from bargein.verify import EditCommand, amodify, averify_conversation, verify_stage
+from bargein.verify.examples import EXAMPLE_TURNS, build_conversation, example_scenario
+
+pytestmark = pytest.mark.integration
+
+SCN = example_scenario()
+FIXED_11 = "I already did all that, can we just book someone?"
+FIXED_19 = "Yes, please do that. Thanks!"
+
+
+def conv_with(changes):
+    return build_conversation(SCN, [changes.get(i, t) for i, t in enumerate(EXAMPLE_TURNS)])
+
+
+# fixable: a deterministic issue that only a rewrite can fix (reacting to the unheard "power
+# cord" in one sentence) and an LLM naturalness issue (markdown in a spoken turn)
+FIXABLE = conv_with({11: ("user", "I already unplugged the power cord, can we just book someone?"),
+                     19: ("user", "Yes, please do that. **Thanks!**")})
+# unfixable: the pushback interjection agrees with the assistant (a type the LLM check catches)
+UNFIXABLE = conv_with({15: ("user", "Thursday? Great, that works perfectly.")})
+
+
+def _agent(req: dict) -> tuple[str, str, int]:
+    """(agent, its prompt, attempt number) of a chat request."""
+    users = [m["content"] for m in req["messages"] if m["role"] == "user"]
+    agent = "verifier" if users[0].startswith("You are the quality verifier") else "modifier"
+    return agent, users[0], len(users)
+
+
+def responder(req: dict) -> str:
+    agent, prompt, attempt = _agent(req)
+    if agent == "verifier":
+        if "**Thanks!**" in prompt:
+            return json.dumps({"issues": [{
+                "check": "naturalness", "message_index": 19, "fixable": True,
+                "issue": "markdown emphasis in a spoken turn",
+                "instruction": "remove the asterisks"}]})
+        if "Great, that works perfectly." in prompt:
+            if attempt == 1:     # first answer names a message that does not exist: re-asked
+                return json.dumps({"issues": [{"check": "type_fit", "message_index": 99,
+                                               "issue": "x", "fixable": False}]})
+            return json.dumps({"issues": [{
+                "check": "type_fit", "message_index": 15, "fixable": False,
+                "issue": "the pushback interjection agrees with the assistant"}]})
+        return json.dumps({"issues": []})
+    wanted = sorted(int(k) for k in re.findall(r"^- message (\d+):", prompt, re.M))
+    texts = {11: FIXED_11, 19: FIXED_19}
+    return json.dumps({"edits": [{"message_index": k, "text": texts[k]} for k in wanted]})
+
+
+@pytest.fixture
+def server():
+    with LoopbackLLMServer(responder=responder) as srv:
+        yield srv
+
+
+def test_llm_loop_repairs_the_fixable_and_discards_the_unfixable(server, tmp_path):
+    llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=server.openai_base_url)
+
+    async def both():
+        return await asyncio.gather(averify_conversation(FIXABLE, llm=llm),
+                                    averify_conversation(UNFIXABLE, llm=llm))
+
+    fixed, dropped = asyncio.run(both())
+
+    assert fixed.accepted and fixed.rounds == 1
+    msgs = fixed.conversation.messages
+    assert msgs[11].text == FIXED_11 and msgs[10].interruption.interjection == FIXED_11
+    assert msgs[19].text == FIXED_19
+    assert {(v.round, v.check) for v in fixed.verdicts} == {
+        (0, "undelivered_content"), (0, "llm_naturalness")}
+    assert [m for i, m in enumerate(msgs) if i not in (10, 11, 19)] == \
+        [m for i, m in enumerate(FIXABLE.messages) if i not in (10, 11, 19)]
+
+    assert not dropped.accepted and dropped.rounds == 0
+    assert dropped.discard_reasons == (
+        "llm_type_fit: the pushback interjection agrees with the assistant (message 15)",)
+    assert dropped.conversation == UNFIXABLE
+    assert [(v.round, v.check, v.fixable) for v in dropped.verdicts] == [(0, "llm_type_fit", False)]
+
+    # the modifier was asked once and saw neither the KB, the goal, nor the intent
+    mod = [r for r in server.requests if _agent(r.json)[0] == "modifier"]
+    assert len(mod) == 1
+    sent = json.dumps(mod[0].json["messages"])
+    kb = SCN.kb
+    secrets = [SCN.intent.profile, SCN.goal.description, SCN.system_prompt, *kb.guidelines,
+               *(s.name for s in kb.workflow.stages), *(s.description for s in kb.workflow.stages)]
+    assert all(s not in sent for s in secrets)
+    # the verifier did see them
+    ver = next(r for r in server.requests if _agent(r.json)[0] == "verifier")
+    assert SCN.intent.profile in json.dumps(ver.json["messages"])
+
+
+def test_llm_stage_through_the_runner_caches(server, tmp_path):
+    llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=server.openai_base_url)
+    stage = verify_stage("openai:loopback-verifier", max_rounds=2)
+    assert stage.kind == "io" and stage.prompts == ("verifier", "modifier")
+    res = run_stage(stage, [FIXABLE, UNFIXABLE], workdir=tmp_path / "w", seed=3,
+                    resources={"llm": llm})
+    assert not res.failures, res.failures
+    assert [o.accepted for o in res.outputs] == [True, False]
+    assert isinstance(res.outputs[0], VerifiedConversation)
+    n = server.request_count
+    again = run_stage(stage, [FIXABLE, UNFIXABLE], workdir=tmp_path / "w", seed=3,
+                      resources={"llm": llm})
+    assert again.cached == 2 and server.request_count == n
+    assert [o.model_dump_json() for o in again.outputs] == [o.model_dump_json() for o in res.outputs]
+
+
+def test_verifier_that_never_answers_validly_fails_the_item_with_evidence(tmp_path):
+    bad = json.dumps({"issues": [{"check": "other", "message_index": 500, "issue": "?",
+                                  "fixable": True, "instruction": "?"}]})
+    with LoopbackLLMServer(responder=lambda req: bad) as srv:
+        llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=srv.openai_base_url)
+        res = run_stage(verify_stage("openai:loopback-verifier"), [UNFIXABLE.with_(
+            messages=UNFIXABLE.messages)], workdir=tmp_path / "w", seed=1, resources={"llm": llm})
+    assert res.outputs == [] and len(res.failures) == 1
+    f = res.failures[0]
+    assert f.error_type == "GenerationFailed" and "verifier" in f.reason
+    assert "outside 0..20" in json.dumps(f.evidence)
+
+
+def test_llm_modifier_rejects_edits_outside_the_request_and_broken_cuts(tmp_path):
+    """A rewrite of an unrequested message, or one that drops the heard prefix of a cut message,
+    is re-asked; what is still wrong after the re-asks is skipped with the reason."""
+    conv = conv_with({})
+    heard = conv.messages[10].heard_text
+    answers = [
+        {"edits": [{"message_index": 3, "text": "Right."}]},                      # not requested
+        {"edits": [{"message_index": 10, "text": "Let me explain the restart first."}]},  # no prefix
+        {"edits": [{"message_index": 10, "text": heard + " now: unplug the power cord."}]},
+    ]
+    with LoopbackLLMServer(answers=[json.dumps(a) for a in answers]) as srv:
+        llm = get_llm("openai:loopback-modifier", workdir=tmp_path, base_url=srv.openai_base_url)
+        edit = EditCommand(op="rewrite", message=10, instruction="shorten the unheard part")
+        res = asyncio.run(amodify(conv.messages, [edit], llm=llm))
+        assert srv.request_count == 3
+        last = srv.requests[-1].json["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user"]
+    assert "was not to be edited" in last[2]["content"]
+    assert "word-boundary prefix" in last[4]["content"]
+    new = res.messages[10]
+    assert res.applied == [edit] and new.text == heard + " now: unplug the power cord."
+    assert new.heard_text == heard and new.interruption.cut_char_offset == len(heard)
+    assert res.messages[:10] == conv.messages[:10] and res.messages[11:] == conv.messages[11:]
+
+    with LoopbackLLMServer(answers=[json.dumps(answers[0])] * 3) as srv:
+        llm = get_llm("openai:loopback-modifier", workdir=tmp_path / "2", base_url=srv.openai_base_url)
+        res = asyncio.run(amodify(conv.messages, [edit], llm=llm))
+    assert res.applied == [] and res.messages == conv.messages
+    assert "LLM modifier failed after 3 attempts" in res.skipped[0][1]
+
+
+def test_cli_with_llm(server, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from bargein.cli import cli
+    from bargein.store import read_jsonl, write_jsonl
+
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    src = tmp_path / "convs.jsonl"
+    write_jsonl(src, [FIXABLE, UNFIXABLE])
+    out = CliRunner().invoke(cli, ["--workdir", str(tmp_path / "w"), "verify", "--conversations",
+                                   str(src), "--llm", "openai:loopback-verifier"])
+    assert out.exit_code == 0, out.output
+    assert "1 accepted (1 repaired), 1 discarded, 0 failed" in out.output
+    assert "llm_type_fit" in out.output and "llm_naturalness" in out.output
+    rows = read_jsonl(tmp_path / "w" / "verified.jsonl", VerifiedConversation)
+    assert [r.accepted for r in rows] == [True, False]
+    assert rows[0].conversation.messages[19].text == FIXED_19

@@ -1,0 +1,315 @@
+"""LLMClient end to end: real openai/anthropic SDKs over HTTP against the loopback server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from pydantic import BaseModel
+
+from bargein.errors import BackendUnavailable, BudgetExceeded, ConfigError, GenerationFailed
+from bargein.llm import get_llm, parse_spec
+from bargein.records import ChatMessage
+from bargein.testing import FAULT_KINDS, LoopbackLLMServer
+
+KEY = "sk-test-SECRET123"
+MODELS = {"openai": "openai:gpt-4o-mini", "anthropic": "anthropic:claude-haiku-4-5"}
+
+
+class Echo(BaseModel):
+    text: str
+    n: int
+
+
+@pytest.fixture
+def keys(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+
+
+def llm_for(srv, provider, tmp_path, **kw):
+    base = srv.openai_base_url if provider == "openai" else srv.anthropic_base_url
+    kw.setdefault("backoff_s", (0.01, 0.05))
+    kw.setdefault("workdir", tmp_path)
+    return get_llm(MODELS[provider], base_url=base, **kw)
+
+
+def ask(llm, text="hello", schema=Echo, **kw):
+    return asyncio.run(llm.structured([{"role": "user", "content": text}], schema, agent="test", **kw))
+
+
+def user_texts(req):
+    return [m["content"] for m in req.json["messages"] if m["role"] == "user"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_structured_end_to_end(provider, keys, tmp_path):
+    with LoopbackLLMServer(answers=['{"text": "hi", "n": 3}']) as srv:
+        llm = llm_for(srv, provider, tmp_path)
+        msgs = [ChatMessage(role="system", content="be terse"), {"role": "user", "content": "say hi"}]
+        obj = asyncio.run(llm.structured(msgs, Echo, agent="greeter"))
+        req = srv.requests[0]
+    assert obj == Echo(text="hi", n=3)
+    schema = (req.json["response_format"]["json_schema"]["schema"] if provider == "openai"
+              else req.json["output_config"]["format"]["schema"])
+    assert set(schema["properties"]) == {"text", "n"}
+    if provider == "anthropic":
+        assert req.json["system"] == "be terse" and schema["additionalProperties"] is False
+    summary = llm.ledger.summary()
+    [entry] = summary["entries"]
+    assert entry["agent"] == "greeter" and entry["calls"] == 1 and entry["input_tokens"] > 0
+    assert isinstance(entry["cost_usd"], float) and entry["cost_usd"] > 0
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_complete_returns_text_usage_and_finish_reason(provider, keys, tmp_path):
+    with LoopbackLLMServer(answers=["plain words here"]) as srv:
+        llm = llm_for(srv, provider, tmp_path)
+        c = asyncio.run(llm.complete([{"role": "user", "content": "x"}], agent="a", max_tokens=2))
+    assert c.text == "plain wo" and c.finish_reason == "length" and c.truncated
+    assert c.provider == provider and c.usage.output_tokens == 2 and not c.cached
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_every_fault_kind_is_recovered(kind, provider, keys, tmp_path):
+    ok = '{"text": "ok", "n": 1}'           # twice: "truncated" cuts the first one it takes
+    with LoopbackLLMServer(answers=[ok, ok], faults=[kind], hang_s=3.0,
+                           retry_after_s=0.01) as srv:
+        llm = llm_for(srv, provider, tmp_path, timeout_s=0.3)
+        assert ask(llm) == Echo(text="ok", n=1)
+        first, second = srv.requests
+    assert first.fault == kind and second.fault is None
+    if kind in ("rate_limit", "server_error", "timeout", "malformed_json"):
+        assert second.body == first.body                  # retried as is
+    else:                                                 # re-asked with the errors
+        assert "could not be used" in user_texts(second)[-1]
+        assert second.json["messages"][1]["role"] == "assistant"
+
+
+def test_retry_after_is_honoured(keys, tmp_path):
+    with LoopbackLLMServer(faults=["rate_limit"], retry_after_s=0.4) as srv:
+        llm = llm_for(srv, "openai", tmp_path, backoff_s=(0.001, 0.001))
+        ask(llm)
+        first, second = srv.requests
+    assert second.t_start - first.t_end >= 0.4
+
+
+def test_retries_exhausted_fail_with_evidence(keys, tmp_path):
+    with LoopbackLLMServer(faults=["server_error"] * 3) as srv:
+        llm = llm_for(srv, "openai", tmp_path, max_retries=2)
+        with pytest.raises(GenerationFailed) as ei:
+            ask(llm)
+        assert srv.request_count == 3
+    ev = ei.value.evidence
+    assert "gave up after 3 attempts" in str(ei.value)
+    [attempt] = ev["attempts"]
+    assert attempt["details"]["attempts"] == 3 and all("HTTP 500" in e for e in attempt["details"]["errors"])
+
+
+def test_reask_then_success(keys, tmp_path):
+    answers = ["Sure, here it is!", '{"text": "x"}', '```json\n{"text": "fixed", "n": 2}\n```']
+    with LoopbackLLMServer(answers=answers) as srv:
+        llm = llm_for(srv, "openai", tmp_path)
+        assert ask(llm, max_reasks=2) == Echo(text="fixed", n=2)
+        reqs = srv.requests
+    assert len(reqs) == 3
+    last = reqs[2].json["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user"]
+    assert "not valid JSON" in last[2]["content"] and "n: Field required" in last[4]["content"]
+
+
+def test_reask_exhausted_raises_with_every_attempt(keys, tmp_path):
+    with LoopbackLLMServer(answers=["nope", '{"text": 5, "n": 1}', '{"n": "many"}']) as srv:
+        llm = llm_for(srv, "anthropic", tmp_path)
+        with pytest.raises(GenerationFailed) as ei:
+            ask(llm, max_reasks=2)
+    ev = ei.value.evidence
+    assert ev["schema"] == "Echo" and ev["agent"] == "test"
+    assert [a["raw"] for a in ev["attempts"]] == ["nope", '{"text": 5, "n": 1}', '{"n": "many"}']
+    assert any("text: Input should be a valid string" in e for e in ev["attempts"][1]["errors"])
+    assert ev["usage"]["output_tokens"] == sum(a["usage"]["output_tokens"] for a in ev["attempts"]) > 0
+    json.dumps(ev)                                    # evidence is JSON-ready for the failures file
+
+
+def test_cache_hit_makes_no_request_and_survives_a_new_client(keys, tmp_path):
+    with LoopbackLLMServer(answers=['{"text": "a", "n": 1}', '{"text": "b", "n": 2}']) as srv:
+        llm = llm_for(srv, "openai", tmp_path)
+        first = ask(llm)
+        again = ask(llm)
+        fresh = ask(llm_for(srv, "openai", tmp_path))          # a new client, same workdir
+        assert srv.request_count == 1
+        other_sample = ask(llm, sample=1)
+        assert srv.request_count == 2
+    assert first == again == fresh == Echo(text="a", n=1) and other_sample.n == 2
+    assert llm.ledger.summary()["this_run"]["cached_calls"] == 2
+    c = asyncio.run(llm.complete([{"role": "user", "content": "hello"}], agent="test",
+                                 json_schema=Echo.model_json_schema()))
+    assert c.cached                                         # same request as ask() -> the cached answer
+    assert list((tmp_path / "llm_cache").rglob("*.json"))
+
+
+def test_cache_key_ignores_base_url(keys, tmp_path):
+    with LoopbackLLMServer(answers=['{"text": "a", "n": 1}']) as one, LoopbackLLMServer() as two:
+        ask(llm_for(one, "openai", tmp_path))
+        assert ask(llm_for(two, "openai", tmp_path)) == Echo(text="a", n=1)
+        assert two.request_count == 0
+
+
+def test_budget_cap_stops_new_calls_but_lets_in_flight_ones_finish(keys, tmp_path):
+    dear = {"gpt-4o-mini": {"input": 1e6, "output": 1e6}}      # $1 per token
+    with LoopbackLLMServer(latency_s=0.2) as srv:
+        llm = llm_for(srv, "openai", tmp_path, budget_usd=5.0, prices=dear)
+
+        async def three_at_once():
+            return await asyncio.gather(*(llm.structured([{"role": "user", "content": f"q{i}"}], Echo,
+                                                         agent="t") for i in range(3)))
+
+        assert len(asyncio.run(three_at_once())) == 3       # all started under budget, all finish
+        assert llm.ledger.spent_usd > 5.0
+        with pytest.raises(BudgetExceeded, match="budget of \\$5.0000 reached"):
+            ask(llm, "a new question")
+        assert srv.request_count == 3
+        assert ask(llm, "q0") is not None                  # a cached answer is still free
+    assert "unpriced" not in llm.ledger.spend_str() and "/$5.00" in llm.ledger.spend_str()
+
+
+def test_unknown_model_is_unpriced_and_a_budget_needs_a_price(keys, tmp_path):
+    with LoopbackLLMServer() as srv:
+        llm = get_llm("openai:my-local-model", base_url=srv.openai_base_url, workdir=tmp_path)
+        asyncio.run(llm.complete([{"role": "user", "content": "x"}], agent="a"))
+        with pytest.raises(ConfigError, match="my-local-model.*prices="):
+            get_llm("openai:my-local-model", base_url=srv.openai_base_url, workdir=tmp_path, budget_usd=1)
+    llm.flush()
+    saved = json.loads((tmp_path / "llm_ledger.json").read_text())
+    assert saved["entries"][0]["cost_usd"] == "unpriced" and saved["total"]["unpriced_calls"] == 1
+    assert "1 unpriced" in llm.ledger.spend_str()
+
+
+def test_the_key_is_sent_but_never_written(keys, tmp_path):
+    work = tmp_path / "work"
+    with LoopbackLLMServer(answers=["bad", "bad", "bad", '{"text": "t", "n": 0}'],
+                           faults=["rate_limit", "server_error"]) as srv:
+        for provider in ("openai", "anthropic"):
+            llm = llm_for(srv, provider, tmp_path, workdir=work)
+            try:
+                ask(llm, provider, max_reasks=1)
+            except GenerationFailed as e:
+                (work / "failure.json").write_text(json.dumps(e.evidence) + str(e))
+            llm.flush()
+        sent = {r.headers.get("authorization") for r in srv.requests}
+    assert sent == {f"Bearer {KEY}"}
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "llm_ledger.json" for p in files) and len(files) >= 4
+    for p in files:
+        assert KEY.encode() not in p.read_bytes(), p
+    assert KEY not in repr(llm) and KEY not in repr(llm.provider)
+
+
+def test_rejected_key_names_the_variable_and_hides_the_key(keys, tmp_path):
+    with LoopbackLLMServer(api_key="sk-the-right-one") as srv:
+        for provider, var in (("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")):
+            with pytest.raises(ConfigError) as ei:
+                ask(llm_for(srv, provider, tmp_path))
+            assert var in str(ei.value) and KEY not in str(ei.value)
+
+
+def test_missing_key_and_local_placeholder(tmp_path, monkeypatch):
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        get_llm("openai:gpt-4o-mini", workdir=tmp_path)
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        get_llm("anthropic:claude-haiku-4-5", workdir=tmp_path)
+    with LoopbackLLMServer() as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)     # a local server from the env
+        c = asyncio.run(get_llm("openai:local", workdir=tmp_path).complete(
+            [{"role": "user", "content": "x"}], agent="a"))
+        assert c.text == "loopback: x"
+        assert srv.requests[0].headers["authorization"] == "Bearer sk-no-key-required"
+        assert "max_tokens" in srv.requests[0].json                      # compatible-server field
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", "openai:", "nonsense:model", "", "openai"])
+def test_malformed_spec_lists_the_valid_forms(spec):
+    with pytest.raises(ConfigError, match="openai:MODEL.*anthropic:MODEL.*llamacpp:"):
+        get_llm(spec) if spec else parse_spec(spec)
+
+
+def test_offline_and_bad_numbers_are_config_errors(keys, tmp_path):
+    with pytest.raises(ConfigError, match="is_offline"):
+        get_llm("offline")
+    with pytest.raises(ConfigError, match="concurrency=0"):
+        get_llm("openai:gpt-4o-mini", concurrency=0)
+    with pytest.raises(ConfigError, match="structured='yaml'"):
+        get_llm("openai:gpt-4o-mini", structured="yaml")
+
+
+def test_llamacpp_needs_its_extra_or_a_real_file(tmp_path):
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        with pytest.raises(BackendUnavailable, match=r"bargein\[llamacpp\]"):
+            get_llm(f"llamacpp:{tmp_path / 'model.gguf'}")
+    else:
+        with pytest.raises(ConfigError, match="no GGUF file"):
+            get_llm(f"llamacpp:{tmp_path / 'model.gguf'}")
+
+
+@pytest.mark.parametrize("mode", ["prompt", "json"])
+def test_non_native_structured_modes_put_the_schema_in_the_prompt(mode, keys, tmp_path):
+    with LoopbackLLMServer(answers=['{"text": "a", "n": 1}']) as srv:
+        llm = llm_for(srv, "openai", tmp_path, structured=mode)
+        assert ask(llm) == Echo(text="a", n=1)
+        body = srv.requests[0].json
+    assert body["messages"][0]["role"] == "system" and '"required":["text","n"]' in body["messages"][0]["content"]
+    assert body.get("response_format") == ({"type": "json_object"} if mode == "json" else None)
+
+
+def test_concurrency_is_bounded(keys, tmp_path):
+    with LoopbackLLMServer(latency_s=0.1) as srv:
+        llm = llm_for(srv, "openai", tmp_path, concurrency=3)
+
+        async def many():
+            await asyncio.gather(*(llm.complete([{"role": "user", "content": f"{i}"}], agent="a")
+                                   for i in range(9)))
+
+        asyncio.run(many())
+        reqs = srv.requests
+    events = sorted([(r.t_start, 1) for r in reqs] + [(r.t_end, -1) for r in reqs])
+    level = peak = 0
+    for _, d in events:
+        level += d
+        peak = max(peak, level)
+    assert peak == 3
+
+
+def test_requests_per_minute_limit(keys, tmp_path):
+    with LoopbackLLMServer() as srv:
+        llm = llm_for(srv, "openai", tmp_path, rpm=1200, concurrency=40)     # 20/s, burst 20
+
+        async def many():
+            t = time.perf_counter()
+            await asyncio.gather(*(llm.complete([{"role": "user", "content": f"{i}"}], agent="a")
+                                   for i in range(40)))
+            return time.perf_counter() - t
+
+        took = asyncio.run(many())
+        starts = sorted(r.t_start for r in srv.requests)
+    assert took >= 0.95                                   # 20 at once, then 20 more at 20/s
+    for i, t in enumerate(starts):                        # never more than burst + rate * window
+        assert sum(1 for u in starts[i:] if u - t <= 0.5) <= 20 + 10 + 1
+
+
+def test_one_client_serves_successive_event_loops(keys, tmp_path, recwarn, caplog):
+    import gc
+
+    with LoopbackLLMServer() as srv:
+        llm = llm_for(srv, "openai", tmp_path)
+        for i in range(3):                                 # the runner starts a loop per stage
+            asyncio.run(llm.complete([{"role": "user", "content": f"loop {i}"}], agent="a"))
+            gc.collect()
+        assert srv.request_count == 3
+    # each loop's connections were closed with it: no "Event loop is closed" from a late close
+    assert not [w for w in recwarn if issubclass(w.category, ResourceWarning)]
+    assert not [r for r in caplog.records if r.name == "asyncio" and r.levelname == "ERROR"]

@@ -1,0 +1,208 @@
+"""The five perturbations, each re-measured by VAD on its output audio; inputs; bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from random import Random
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from bargein.audio.io import active_rms, read_audio, write_audio
+from bargein.audio.vad import get_vad, segments_to_tuples
+from bargein.perturb.sources import load_sources
+from bargein.perturb.stage import run_perturb
+from bargein.perturb.synth import burst_audio, random_timeline
+from bargein.records.derived import PERTURBATION_TYPES, PerturbationPair
+from bargein.store import read_jsonl
+
+TOL = 0.035          # energy VAD: 10 ms frames, exact noise-burst edges
+
+
+def _timeline(seed: int, duration_s: float = 90.0):
+    segs: list[list[tuple[float, float]]] = [[], []]
+    for ch, start, length, _kind in random_timeline(Random(seed), duration_s):
+        segs[ch].append((round(start, 3), round(start + length, 3)))
+    return [sorted(s) for s in segs]
+
+
+def _write_dialogues(folder: Path, seeds=(1, 2, 3)) -> None:
+    for s in seeds:
+        segs = _timeline(s)
+        write_audio(folder / f"dlg{s}.flac", burst_audio(segs, 92.0, 16000, seed=s, floor=1e-4), 16000)
+
+
+@pytest.fixture(scope="module")
+def perturbed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("perturb")
+    _write_dialogues(root / "in")
+    d = load_sources(root / "in", root / "work")
+    summary = run_perturb(d, types=list(PERTURBATION_TYPES), per_type=2, out_dir=root / "out",
+                          workdir=root / "work", seed=7, vad="energy")
+    return root, summary, read_jsonl(root / "out" / "pairs.jsonl", PerturbationPair)
+
+
+def _vad(path: Path):
+    x, sr = read_audio(path)
+    return [segments_to_tuples(s) for s in get_vad("energy").channel_segments(x, sr)], x, sr
+
+
+def _near(values, t, within=0.3):
+    v = min(values, key=lambda v: abs(v - t))
+    assert abs(v - t) <= within, (values, t)
+    return v
+
+
+def test_every_type_is_produced(perturbed):
+    _, summary, pairs = perturbed
+    assert summary["per_type"] == {t: 2 for t in PERTURBATION_TYPES}, summary
+    assert {p.type for p in pairs} == set(PERTURBATION_TYPES)
+
+
+def test_each_edit_remeasured_on_the_output(perturbed):
+    root, _, pairs = perturbed
+    out = root / "out"
+    for p in pairs:
+        nat, xn, sr = _vad(out / p.natural_path)
+        pert, xp, _ = _vad(out / p.perturbed_path)
+        side = json.loads((out / "sidecars" / f"{p.id}.json").read_text())
+        assert side["type"] == p.type and len(side["edits"]) == len(p.edits)
+        assert 10.0 <= side["fade_ms"] <= 12.0
+        assert 20.0 <= p.crop_end_s - p.crop_start_s <= 25.0
+        e = p.edits[0]
+        if p.type == "late_response":
+            on_b = [x for x, _ in nat[p.edits[1].channel]]
+            t0 = _near(on_b, p.edits[1].at_s)
+            t1 = _near([x for x, _ in pert[p.edits[1].channel]], p.edits[1].at_s + p.edits[1].duration_s)
+            assert 1.2 - TOL <= t1 - t0 <= 2.0 + TOL
+            a_ch = p.edits[0].channel
+            assert _near([y for _, y in pert[a_ch]], e.at_s) == pytest.approx(
+                _near([y for _, y in nat[a_ch]], e.at_s), abs=0.015)
+        elif p.type == "early_entry":
+            b = e.channel
+            t0 = _near([x for x, _ in nat[b]], e.source_start_s)
+            t1 = _near([x for x, _ in pert[b]], e.at_s)
+            assert 1.2 - TOL <= t0 - t1 <= 2.5 + TOL
+            assert any(s < t1 < t for s, t in pert[1 - b]), "the response must start inside the other's speech"
+        elif p.type == "hold_instead_of_shift":
+            b = e.channel
+            a = 1 - b
+            off = _near([y for _, y in pert[a]], e.at_s, within=0.9)
+            nxt = min(x for x, _ in pert[a] if x > off)
+            assert 0.5 - TOL <= nxt - off <= 1.5 + TOL
+            assert not any(s < nxt and t > off for s, t in pert[b])
+            assert 1.2 - TOL <= e.duration_s <= 8.0 + TOL
+        elif p.type == "shift_instead_of_hold":
+            b = e.channel
+            ins = [(s, t) for s, t in pert[b] if e.at_s - 0.1 <= s <= e.at_s + 0.3]
+            assert len(ins) == 1 and 1.0 - TOL <= ins[0][1] - ins[0][0] <= 4.0 + TOL
+            assert not any(s < ins[0][1] and t > ins[0][0] for s, t in pert[1 - b])
+            assert pert[1 - b][-1][1] == pytest.approx(nat[1 - b][-1][1] + e.duration_s, abs=0.015)
+        else:
+            b = e.channel
+            new = [(s, t) for s, t in pert[b] if not any(s < y and t > x for x, y in nat[b])]
+            assert 2 <= len(new) <= 3 and len(new) == len(p.edits)
+            assert all(n1[0] - n0[1] >= 0.8 - TOL for n0, n1 in zip(new, new[1:]))
+        assert p.measured["in_spec"] == 1.0
+        for x in (xn, xp):                         # -20 dBFS speech level, peak <= -1 dBFS
+            assert np.max(np.abs(x)) <= 10 ** (-1 / 20) + 1e-3
+        for c in range(2):
+            assert 20 * np.log10(active_rms(xn[:, c], sr)) == pytest.approx(-20.0, abs=0.6)
+
+
+def test_same_seed_same_bytes(perturbed, tmp_path):
+    root, _, pairs = perturbed
+    d = load_sources(root / "in", tmp_path / "work")
+    run_perturb(d, types=list(PERTURBATION_TYPES), per_type=2, out_dir=tmp_path / "out",
+                workdir=tmp_path / "work", seed=7, vad="energy")
+    assert (tmp_path / "out" / "pairs.jsonl").read_bytes() == (root / "out" / "pairs.jsonl").read_bytes()
+    for p in pairs[:4]:
+        assert (tmp_path / "out" / p.perturbed_path).read_bytes() == (root / "out" / p.perturbed_path).read_bytes()
+        assert (tmp_path / "out" / "sidecars" / f"{p.id}.json").read_text() == \
+            (root / "out" / "sidecars" / f"{p.id}.json").read_text()
+
+
+def test_bad_inputs_fail_per_item_and_the_rest_runs(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    segs = _timeline(5)
+    good = burst_audio(segs, 92.0, 44100, seed=5)               # another rate: resampled
+    sf.write(src / "good44k.flac", good, 44100)
+    sf.write(src / "mono.flac", good[:, 0], 44100)
+    sf.write(src / "short.flac", good[: 44100 * 12], 44100)
+    silent = good.copy()
+    silent[:, 1] = 0.0
+    sf.write(src / "silent_channel.flac", silent, 44100)
+    bad = good[: 44100 * 30].copy()
+    bad[1000, 0] = np.nan
+    sf.write(src / "nan.wav", bad, 44100, subtype="FLOAT")
+    d = load_sources(src, tmp_path / "work")
+    s = run_perturb(d, types=["late_response"], per_type=1, out_dir=tmp_path / "out",
+                    workdir=tmp_path / "work", seed=1, vad="energy")
+    assert s["per_type"]["late_response"] == 1
+    reasons = {f["item_id"]: f["reason"] for f in map(json.loads, (tmp_path / "out" / "skipped.jsonl").open())}
+    assert "mono" in reasons["src-mono"]
+    assert "shorter than a 20-25 s crop" in reasons["src-short"]
+    assert "channel 1 has no speech" in reasons["src-silent_channel"]
+    assert "NaN" in reasons["src-nan"]
+    pair = read_jsonl(tmp_path / "out" / "pairs.jsonl", PerturbationPair)[0]
+    assert pair.source_id == "src-good44k" and sf.info(tmp_path / "out" / pair.natural_path).samplerate == 16000
+
+
+def test_hf_dataset_and_parquet_inputs(tmp_path):
+    import datasets
+
+    segs = _timeline(9)
+    audio = burst_audio(segs, 92.0, 16000, seed=9)
+    write_audio(tmp_path / "a.flac", audio, 16000)
+    ds = datasets.Dataset.from_dict(       # encoding through Audio needs torchcodec: cast instead
+        {"id": ["dlg-a"], "audio": [{"bytes": (tmp_path / "a.flac").read_bytes(), "path": "a.flac"}]})
+    ds = ds.cast_column("audio", datasets.Audio())          # a normal (decoding) Audio column
+    ds.save_to_disk(str(tmp_path / "hf"))
+    ds.to_parquet(str(tmp_path / "d.parquet"))
+    for path in (tmp_path / "hf", tmp_path / "d.parquet"):
+        d = load_sources(path, tmp_path / "work")
+        assert [x.conversation_id for x in d] == ["dlg-a"]
+        x, sr = read_audio(d[0].audio_path)
+        assert x.shape == audio.shape and sr == 16000
+    s = run_perturb(d, types=["early_entry"], per_type=1, out_dir=tmp_path / "out",
+                    workdir=tmp_path / "work", seed=3, vad="energy")
+    assert s["per_type"]["early_entry"] == 1
+
+
+def test_real_speech_with_silero_and_transcript_backchannels(tmp_path):
+    from bargein.perturb.synth import speech_dialogue
+    from bargein.records.audio import RenderedDialogue
+    from bargein.store import write_jsonl
+
+    x, segs = speech_dialogue(Random(11), duration_s=80)
+    write_audio(tmp_path / "d.flac", x, 16000)
+    write_jsonl(tmp_path / "rendered.jsonl", [RenderedDialogue(
+        conversation_id="c", audio_path="d.flac", duration_s=len(x) / 16000, segments=tuple(segs))])
+    d = load_sources(tmp_path / "rendered.jsonl", tmp_path / "work")
+    s = run_perturb(d, types=["late_response", "excessive_backchannel"], per_type=1,
+                    out_dir=tmp_path / "out", workdir=tmp_path / "work", seed=2, vad="silero")
+    assert s["per_type"] == {"late_response": 1, "excessive_backchannel": 1}, \
+        (tmp_path / "out" / "skipped.jsonl").read_text()[:2000]
+    pairs = read_jsonl(tmp_path / "out" / "pairs.jsonl", PerturbationPair)
+    bc = next(p for p in pairs if p.type == "excessive_backchannel")
+    texts = [e.note for e in bc.edits]
+    assert len(set(texts)) == len(texts) and all(t.startswith("backchannel ") for t in texts)
+
+
+def test_cli(tmp_path):
+    from click.testing import CliRunner
+
+    from bargein.cli import cli
+
+    _write_dialogues(tmp_path / "in", seeds=(4,))
+    r = CliRunner().invoke(cli, ["--workdir", str(tmp_path / "w"), "perturb", "--input", str(tmp_path / "in"),
+                                 "--types", "late_response,hold_instead_of_shift", "--per-type", "1",
+                                 "--vad", "energy"])
+    assert r.exit_code == 0, r.output
+    assert "late_response" in r.output and (tmp_path / "w" / "perturb" / "pairs.jsonl").exists()
+    r = CliRunner().invoke(cli, ["--workdir", str(tmp_path / "w"), "perturb", "--input",
+                                 str(tmp_path / "in"), "--types", "bogus"])
+    assert r.exit_code != 0 and "valid" in str(r.exception)
