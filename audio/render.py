@@ -199,7 +199,7 @@ def _context(e: BargeinError, where: str) -> BargeinError:
     return type(e)(f"{where}: {e}", evidence=e.evidence)
 
 
-def _ipus(seg: Segment, sr: int) -> list[tuple[float, float, str]]:
+def _ipus(seg: Segment) -> list[tuple[float, float, str]]:
     """Speech units of a segment: its words merged across gaps < 180 ms (whole segment if untimed)."""
     if not seg.words:
         return [(seg.start_s, seg.end_s, seg.kind)]
@@ -213,26 +213,16 @@ def _ipus(seg: Segment, sr: int) -> list[tuple[float, float, str]]:
     return [(a, b, seg.kind) for a, b in out]
 
 
-def render_dialogue(conv: Conversation, *, config: RenderConfig, voices: dict[str, str],
-                    synth: Callable[[str, str], Speech], seed: int, workdir: Path,
-                    engines: Sequence[str] = ()) -> RenderedDialogue:
-    """Render one conversation (see the module docstring). ``seed`` is the item's seed."""
-    sr = config.sample_rate
-    workdir = Path(workdir)
-    tag = stable_hash("render-files", conv.id, config, voices, seed)[:12]
-    out_dir = workdir / "artifacts" / STAGE / f"{conv.id}-{tag}"
-    rel = lambda p: p.relative_to(workdir).as_posix()  # noqa: E731
-    rng_cut = random.Random(stable_int("render.cut", seed))
-    rng_gap = random.Random(stable_int("render.gaps", seed))
-    rng_bc = random.Random(stable_int("render.backchannels", seed))
-    clips: list[Clip] = []
-    cuts = {}
-    msgs = conv.messages
+def message_clips(conv: Conversation, *, config: RenderConfig, voices: dict[str, str],
+                  synth: Callable[[str, str], Speech], rng: random.Random) -> tuple[list[Clip], dict]:
+    """One clip per message at the output rate; interrupted messages cut (``{position: CutIn}``)."""
+    sr, msgs = config.sample_rate, conv.messages
     if not msgs:
         raise AudioError(f"conversation {conv.id} has no messages to render")
+    clips: list[Clip] = []
+    cuts = {}
     for i, m in enumerate(msgs):
         vid = voices[m.role]
-        where = f"conversation {conv.id} message {m.index} ({m.role}, voice {vid})"
         try:
             check_text(m.text, vid)
             samples, words = prepare_speech(synth(vid, m.text), sr)
@@ -243,67 +233,93 @@ def render_dialogue(conv: Conversation, *, config: RenderConfig, voices: dict[st
                     raise AudioError("is interrupted but is not followed by a user interjection")
                 if not words:
                     raise AlignmentFailed("has no word timings, so the cut-in cannot be placed")
-                cut = plan_cut(words, len(samples), sr, m.text, m.interruption, rng=rng_cut,
+                cut = plan_cut(words, len(samples), sr, m.text, m.interruption, rng=rng,
                                jitter_ms=config.jitter_ms)
                 samples, words, onset = apply_cut(samples, cut, sr, config.fade_ms), cut_words(words, cut), cut.onset
                 cuts[i] = cut
         except BargeinError as e:
-            raise _context(e, where) from e
+            raise _context(e, f"conversation {conv.id} message {m.index} ({m.role}, voice {vid})") from e
         clips.append(Clip(i, CHANNEL[m.role], samples, words, m.text, vid, onset=onset))
-    placements = place_clips(clips, config.gaps, rng_gap, sr, lead_in_s=config.lead_in_s)
+    return clips, cuts
+
+
+def _backchannel_maker(voices: dict[str, str], synth: Callable[[str, str], Speech], sr: int,
+                       rng: random.Random) -> Callable[[int, int, int], Clip | None]:
+    def make(ch: int, idx: int, k: int) -> Clip | None:
+        vid = voices["user" if ch == 0 else "assistant"]
+        phrases = list(BACKCHANNEL_PHRASES)
+        rng.shuffle(phrases)
+        for phrase in phrases:          # an engine may reject a phrase (e.g. its alignment)
+            try:
+                s, w = prepare_speech(synth(vid, phrase), sr)
+            except BargeinError as e:
+                log.debug("backchannel %r in voice %s failed: %s", phrase, vid, e)
+                continue
+            return Clip(idx, ch, s, w, phrase, vid, kind="backchannel")
+        return None
+
+    return make
+
+
+def _write_labels(path: Path, segments: Sequence[Segment], duration: float, audio: np.ndarray,
+                  sr: int, label_vad: str, augmented: bool) -> None:
+    """Timeline (truth) labels, plus ``vad_*`` labels measured on the final audio."""
+    per_ch: list[list[tuple[float, float, str]]] = [[], []]
+    for s in segments:
+        per_ch[s.channel].extend(_ipus(s))
+    lab = L.frame_labels(per_ch, duration)
+    source = "timeline"
+    if label_vad == "auto":     # energy is exact on clean synthetic audio; noise needs silero
+        label_vad = "silero" if augmented else "energy"
+    if label_vad != "none":
+        vad = _vad(label_vad)
+        measured = L.frame_labels(vad.channel_segments(audio, sr), duration)
+        lab.update({f"vad_{k}": v for k, v in measured.items()})
+        source = f"timeline+vad:{vad.id}"
+    L.save_frame_labels(path, labels=lab, source=source)
+
+
+def render_dialogue(conv: Conversation, *, config: RenderConfig, voices: dict[str, str],
+                    synth: Callable[[str, str], Speech], seed: int, workdir: Path,
+                    engines: Sequence[str] = ()) -> RenderedDialogue:
+    """Render one conversation (see the module docstring). ``seed`` is the item's seed."""
+    sr = config.sample_rate
+    workdir = Path(workdir)
+    tag = stable_hash("render-files", conv.id, config, voices, seed)[:12]
+    out_dir = workdir / "artifacts" / STAGE / f"{conv.id}-{tag}"
+    rel = lambda p: p.relative_to(workdir).as_posix()  # noqa: E731
+    rng_bc = random.Random(stable_int("render.backchannels", seed))
+    clips, cuts = message_clips(conv, config=config, voices=voices, synth=synth,
+                                rng=random.Random(stable_int("render.cut", seed)))
+    placements = place_clips(clips, config.gaps, random.Random(stable_int("render.gaps", seed)), sr,
+                             lead_in_s=config.lead_in_s)
     if config.backchannels:
         plans = plan_backchannels(placements, rng_bc, sr, prob=config.backchannel_prob,
                                   min_turn_s=config.backchannel_min_turn_s)
-
-        def make_bc(ch: int, idx: int, k: int) -> Clip | None:
-            vid = voices["user" if ch == 0 else "assistant"]
-            phrases = list(BACKCHANNEL_PHRASES)
-            rng_bc.shuffle(phrases)
-            for phrase in phrases:          # an engine may reject a phrase (e.g. alignment)
-                try:
-                    s, w = prepare_speech(synth(vid, phrase), sr)
-                except BargeinError as e:
-                    log.debug("backchannel %r in voice %s failed: %s", phrase, vid, e)
-                    continue
-                return Clip(idx, ch, s, w, phrase, vid, kind="backchannel")
-            return None
-
-        placements = add_backchannels(placements, plans, make_bc, sample_rate=sr)
+        placements = add_backchannels(placements, plans, _backchannel_maker(voices, synth, sr, rng_bc),
+                                      sample_rate=sr)
     n = timeline_length(placements, sr, config.tail_s)
     clean, _gains = normalize_channels(mix(placements, n), sr)
     clean_path = write_stereo(out_dir / "clean.flac", clean, sr)
     aug = make_augmentation(config.noise, config.snr_db, config.telephony,
                             seed=stable_int("render.augment", seed), babble_voices=config.babble_voices)
     final, audio_path = clean, clean_path
-    if aug.noise != "none" or aug.telephony:
+    augmented = aug.noise != "none" or aug.telephony
+    if augmented:
         sources = ([prepare_speech(synth(v, t), sr)[0] for v in config.babble_voices
                     for t in BABBLE_SENTENCES] if aug.noise == "babble" else [])
         final = augment(clean, sr, aug, babble_sources=sources, babble_talkers=config.babble_talkers)
         audio_path = write_stereo(out_dir / "dialogue.flac", final, sr)
-    segments = [_segment(p, msgs, cuts.get(p.clip.message_index) if p.clip.kind == "message" else None,
-                         sr, final if config.clips else None, out_dir, rel)
+    segments = [_segment(p, conv.messages, cuts.get(p.clip.message_index) if p.clip.kind == "message"
+                         else None, sr, final if config.clips else None, out_dir, rel)
                 for p in sorted(placements, key=lambda p: (p.start, p.clip.channel))]
-    duration = n / sr
     labels_path = out_dir / "labels.npz"
-    per_ch: list[list[tuple[float, float, str]]] = [[], []]
-    for s in segments:
-        per_ch[s.channel].extend(_ipus(s, sr))
-    lab = L.frame_labels(per_ch, duration)
-    source = "timeline"
-    vad_name = config.label_vad
-    if vad_name == "auto":      # energy is exact on clean synthetic audio; noise needs silero
-        vad_name = "energy" if final is clean else "silero"
-    if vad_name != "none":
-        vad = _vad(vad_name)
-        measured = L.frame_labels(vad.channel_segments(final, sr), duration)
-        lab.update({f"vad_{k}": v for k, v in measured.items()})
-        source = f"timeline+vad:{vad.id}"
-    L.save_frame_labels(labels_path, labels=lab, source=source)
+    _write_labels(labels_path, segments, n / sr, final, sr, config.label_vad, augmented)
     return RenderedDialogue(
-        conversation_id=conv.id, audio_path=rel(audio_path), sample_rate=sr, duration_s=duration,
+        conversation_id=conv.id, audio_path=rel(audio_path), sample_rate=sr, duration_s=n / sr,
         segments=tuple(segments), voices=dict(voices), augmentation=aug,
         frame_labels_path=rel(labels_path), engines=tuple(engines),
-        clean_audio_path=rel(clean_path) if audio_path != clean_path else None)
+        clean_audio_path=rel(clean_path) if augmented else None)
 
 
 def _segment(p: Placement, msgs, cut, sr: int, audio: np.ndarray | None, out_dir: Path, rel) -> Segment:
@@ -312,8 +328,8 @@ def _segment(p: Placement, msgs, cut, sr: int, audio: np.ndarray | None, out_dir
                              char_start=w.char_start) for w in c.words)
     clip_path = None
     if audio is not None and c.kind == "message":
-        role = msgs[c.message_index].role
-        path = write_clip(out_dir / f"m{c.message_index:03d}_{role}.flac", audio, c.channel,
+        m = msgs[c.message_index]
+        path = write_clip(out_dir / f"m{m.index:03d}_{m.role}.flac", audio, c.channel,
                           p.start, p.end, sr)
         clip_path = rel(path)
     return Segment(

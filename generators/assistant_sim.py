@@ -123,7 +123,9 @@ class RuleAssistant:
         if unit.kind == "ask":
             labels = " and ".join(P.label(k) for k in unit.keys) or "details"
             q = P.pick(rng, "assistant", "ask", label=labels)
-            return P.join(P.pick(rng, "assistant", "ask_lead"), q) if lead else q
+            if not lead:
+                return q
+            return P.join(P.pick(rng, "assistant", "ask_lead"), q, P.pick(rng, "assistant", "ask_reason"))
         if unit.kind == "close":
             return P.pick(rng, "assistant", "closing_cap" if "cap" in unit.keys else "closing_offer")
         if unit.kind == "outcome":

@@ -8,7 +8,7 @@ email domains) and ``_profiles.yaml`` (user behaviour profiles); other YAML file
     terminals: [resolved, escalated, caller_ended]     # default outcomes of every goal
     facts: {full_name: name, account_number: {kind: code, format: "#### ####"}}
     every_stage: {termination_conditions: [...], transitions: ["terminate -> caller_ended: ..."]}
-    stages: {authenticate: {...}}                      # shared stages, used as `- use: authenticate`
+    stages: {authenticate: {...}}            # shared stages, used as `- use: authenticate`
     hidden_facts: [{key, value, facts}]
     goals: [{name, description, facts, terminals?, correctable?, hidden_facts?, stages: [...]}]
 
@@ -98,13 +98,13 @@ class Catalogue:
         return d.goals[goal]
 
 
-def _catalogue_dir() -> Path:
+def catalogue_dir() -> Path:
     return Path(str(resources.files("bargein.generators.catalogue")))
 
 
 def domain_files(directory: Path | None = None) -> list[Path]:
     """The domain files of a catalogue folder (``domain_*.yaml``), sorted."""
-    return sorted((directory or _catalogue_dir()).glob("domain_*.yaml"))
+    return sorted((directory or catalogue_dir()).glob("domain_*.yaml"))
 
 
 def _read_yaml(path: Path) -> Any:
@@ -133,9 +133,9 @@ def _strs(obj: dict, key: str, where: str) -> tuple[str, ...]:
 
 
 def load_common(directory: Path | None = None) -> dict[str, Any]:
-    d = directory or _catalogue_dir()
+    d = directory or catalogue_dir()
     common = _read_yaml(d / "_common.yaml") if (d / "_common.yaml").exists() else \
-        _read_yaml(_catalogue_dir() / "_common.yaml")
+        _read_yaml(catalogue_dir() / "_common.yaml")
     for key in ("cities", "street_names", "street_suffixes", "email_domains"):
         _need(common, key, "_common.yaml", list)
     common["street_suffixes"] = [tuple(x) for x in common["street_suffixes"]]
@@ -240,7 +240,8 @@ def _parse_goal(raw: dict, d: dict, where: str, source: str) -> GoalEntry:
     correctable = _strs(raw, "correctable", w) or tuple(
         k for k, v in facts.items()
         if v.kind in ("email", "work_email", "phone", "address", "date", "time", "code", "choice"))
-    goal = Goal(domain=domain, name=name, description=" ".join(_need(raw, "description", w).split()))
+    goal = Goal(domain=domain, name=name,
+                description=" ".join(_need(raw, "description", w).split()))
     return GoalEntry(domain=domain, goal=goal, workflow=workflow, facts=facts,
                      hidden=tuple(hidden), correctable=correctable, source=source)
 
@@ -276,7 +277,7 @@ def load_catalogue(directory: str | Path | None = None) -> Catalogue:
 
 @lru_cache(maxsize=4)
 def _load(directory: str) -> Catalogue:
-    d = Path(directory) if directory else _catalogue_dir()
+    d = Path(directory) if directory else catalogue_dir()
     if not d.is_dir():
         raise ConfigError(f"catalogue folder {str(d)!r} does not exist")
     domains: dict[str, DomainEntry] = {}
@@ -290,7 +291,7 @@ def _load(directory: str) -> Catalogue:
     domains = dict(sorted(domains.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
     profiles_path = d / "_profiles.yaml"
     if not profiles_path.exists():
-        profiles_path = _catalogue_dir() / "_profiles.yaml"
+        profiles_path = catalogue_dir() / "_profiles.yaml"
     profiles = tuple(_need(_read_yaml(profiles_path), "profiles", "_profiles.yaml", list))
     return Catalogue(domains=domains, common=load_common(d), profiles=profiles)
 
@@ -303,7 +304,7 @@ def validate_catalogue(cat: Catalogue, *, min_goals: int = 5, min_stages: int = 
         missing = [n for n in DOMAIN_NAMES if n not in cat.domains]
         if missing:
             problems.append(f"catalogue lacks domains {missing}")
-    for dname, d in cat.domains.items():
+    for d in cat.domains.values():
         if len(d.goals) < min_goals:
             problems.append(f"{d.source}: {len(d.goals)} goals, need at least {min_goals}")
         if not d.domain.guidelines:

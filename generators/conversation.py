@@ -12,12 +12,13 @@ the errors, then the round is re-planned, then the conversation fails with all t
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
+import os
 import random
 from collections import deque
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -32,9 +33,12 @@ from bargein.generators.user_sim import (
     check_reply, user_plan,
 )
 from bargein.generators.user_sim import llm_messages as user_messages
-from bargein.records import Conversation, Interruption, Message, Scenario
-from bargein.runner import Stage, StageContext
+from bargein.records import (
+    Conversation, EvalItem, Interruption, Message, Scenario, VerifiedConversation,
+)
+from bargein.runner import Stage, StageContext, StageResult, run_stage
 from bargein.seeding import stable_hash
+from bargein.store import atomic_write_text, write_jsonl
 
 ASK_ATTEMPTS = 3        # one answer + two re-asks with the errors
 REPLANS = 2             # then the round is planned again, at most this often
@@ -282,11 +286,58 @@ def simulate_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
 
     if is_offline(llm):
         return Stage(name="simulate", fn=_simulate_offline, output=Conversation,
-                     config={"llm": "offline"}, version=SIMULATE_VERSION)
+                     config={"llm": "offline", "phrases": P.fingerprint()}, version=SIMULATE_VERSION)
     return Stage(name="simulate", fn=_simulate_llm, output=Conversation, config={"llm": llm},
                  version=SIMULATE_VERSION, prompts=PROMPTS, backends=(llm,), kind="io",
                  concurrency=concurrency)
 
 
-def run_async(coro: Awaitable[Any]) -> Any:
-    return asyncio.run(coro)  # type: ignore[arg-type]
+# ---- the whole conversation pipeline --------------------------------------------------------
+@dataclasses.dataclass
+class ConversationRun:
+    """What :func:`generate_conversations` produced (every stage's result, the statistics)."""
+
+    results: dict[str, StageResult]
+    verified: list[VerifiedConversation]
+    items: list[EvalItem]
+    stats: dict
+    exports: dict[str, int]
+
+    @property
+    def accepted(self) -> list[Conversation]:
+        return [v.conversation for v in self.verified if v.accepted]
+
+
+def generate_conversations(scenarios: list[Scenario], *, seed: int, workdir: str | os.PathLike,
+                           llm: str = "offline", verify_rounds: int = 3, sft: bool = True,
+                           dpo: bool = True, resources: dict[str, Any] | None = None,
+                           progress: bool | None = None) -> ConversationRun:
+    """Simulate -> rubrics -> verify/modify -> eval items -> SFT/DPO exports -> statistics.
+
+    Writes ``simulate.jsonl``, ``conversations.jsonl`` (with rubrics), ``verified.jsonl``
+    (accepted and discarded, every verdict), ``eval_items.jsonl``, ``sft.jsonl``, ``dpo.jsonl``,
+    ``stats.json`` and a ``<stage>.failures.jsonl`` per stage into ``workdir``.
+    """
+    from bargein.generators.eval_items import eval_items_stage
+    from bargein.generators.exports import write_exports
+    from bargein.generators.rubric import rubric_stage
+    from bargein.generators.stats import run_stats
+    from bargein.verify.loop import verify_stage
+
+    workdir = Path(workdir)
+    kw = dict(workdir=workdir, seed=seed, resources=resources, progress=progress)
+    results = {"simulate": run_stage(simulate_stage(llm), scenarios, **kw)}
+    results["conversations"] = run_stage(rubric_stage(llm), results["simulate"].outputs, **kw)
+    vstage = verify_stage(llm, max_rounds=verify_rounds)
+    results["verify"] = run_stage(vstage, results["conversations"].outputs, write_outputs=False, **kw)
+    verified = list(results["verify"].outputs)
+    write_jsonl(workdir / "verified.jsonl", verified)
+    write_jsonl(workdir / f"{vstage.name}.failures.jsonl", results["verify"].failures)
+    results["eval_items"] = run_stage(eval_items_stage(), verified, **kw)
+    items = list(results["eval_items"].outputs)
+    accepted = [v.conversation for v in verified if v.accepted]
+    exports = write_exports(items, accepted, workdir, seed=seed, sft=sft, dpo=dpo)
+    stats = run_stats(verified, items, {k: r.failures for k, r in results.items()}, agents=llm)
+    atomic_write_text(workdir / "stats.json", json.dumps(stats, indent=2, sort_keys=True) + "\n")
+    return ConversationRun(results=results, verified=verified, items=items, stats=stats,
+                           exports=exports)

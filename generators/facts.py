@@ -81,7 +81,10 @@ def iter_strings(obj: Any, path: str = ""):
 
 def placeholders_in(obj: Any) -> list[str]:
     """``path: span`` for every placeholder in every string of a record (empty when clean)."""
-    return [f"{p}: {s!r}" for p, t in iter_strings(obj) for s in find_placeholders(t)]
+    first_path: dict[str, str] = {}
+    for path, text in iter_strings(obj):        # each distinct string is scanned once
+        first_path.setdefault(text, path)
+    return [f"{p}: {s!r}" for t, p in first_path.items() for s in find_placeholders(t)]
 
 
 # ---- fact specs ----------------------------------------------------------------------------
@@ -226,8 +229,9 @@ class FactMaker:
                and chars[i].isdigit() == chars[i + 1].isdigit() and chars[i] != chars[i + 1]]
         if not pos:                 # e.g. "7777": change one character instead
             i = next(i for i, c in enumerate(chars) if c.isalnum())
+            similar = {"B": "D", "D": "B", "M": "N", "N": "M", "E": "F"}
             chars[i] = str((int(chars[i]) + 3) % 10) if chars[i].isdigit() else \
-                {"B": "D", "D": "B", "M": "N", "N": "M"}.get(chars[i], "E" if chars[i] != "E" else "F")
+                similar.get(chars[i], "E")
         else:
             i = self.rng.choice(pos)
             chars[i], chars[i + 1] = chars[i + 1], chars[i]

@@ -61,6 +61,18 @@ def _load(name: str) -> dict[str, Any]:
     return data
 
 
+@lru_cache(maxsize=1)
+def fingerprint() -> str:
+    """SHA-256 over every phrase bank: editing one invalidates cached offline conversations."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in BANK_FILES:
+        path = resources.files("bargein.generators.catalogue") / f"phrases_{name}.yaml"
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def bank(file: str, key: str) -> tuple[Any, ...]:
     """All alternatives of one phrase bank entry (strings, or dicts for ``pairs``)."""
     data = _load(file)

@@ -125,9 +125,10 @@ def task_criterion(conv: Conversation, idx: int, rng: random.Random) -> str:
         return f"{lead} wraps up the request and asks whether the caller needs anything else."
     if unit.get("kind") == "outcome":
         return f"{lead} tells the caller how the request ends and what happens next."
-    if keys and unit.get("kind") == "ask":
+    text = unit.get("text") or ""
+    if keys and unit.get("kind") == "ask" and (not text or "?" in text):
         return f"{lead} asks the caller for their {' and '.join(keys)} to continue the {stage} step."
-    text = unit.get("text") or cut.text[cut.interruption.cut_char_offset:]
+    text = text or cut.text[cut.interruption.cut_char_offset:]
     return f"{lead} continues the {stage} step by covering: \"{_words(text, 14)}...\"."
 
 

@@ -24,7 +24,10 @@ from typing import Any
 
 from bargein.errors import ConfigError, GenerationFailed
 from bargein.generators.catalogue_loader import (
-    Catalogue, _catalogue_dir, domain_files, load_catalogue, validate_catalogue,
+    Catalogue, domain_files, load_catalogue, validate_catalogue,
+)
+from bargein.generators.catalogue_loader import (
+    catalogue_dir as default_catalogue_dir,
 )
 from bargein.generators.facts import FactMaker, placeholders_in
 from bargein.generators.intents import fact_values, fill_slots, make_intent
@@ -155,7 +158,7 @@ def offline_stage_fn(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
 @lru_cache(maxsize=8)
 def catalogue_fingerprint(directory: str = "") -> str:
     """SHA-256 over every catalogue file, so editing the YAML invalidates cached scenarios."""
-    d = Path(directory) if directory else _catalogue_dir()
+    d = Path(directory) if directory else default_catalogue_dir()
     h = hashlib.sha256()
     for p in [*domain_files(d), d / "_common.yaml", d / "_profiles.yaml"]:
         if not p.exists():

@@ -265,7 +265,8 @@ async def write_scenario(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
     goal = Goal(domain=spec.domain, name=spec.goal,
                 description=cfg["goals"][spec.domain][spec.goal])
     # "today" and the KB depend only on (domain, goal): intents of one goal share its KB
-    today = scenario_today(stable_int("kb-today", spec.domain, spec.goal)).strftime("%A, %B %-d, %Y")
+    today = scenario_today(stable_int("kb-today", spec.domain, spec.goal))
+    today = today.strftime("%A, %B %-d, %Y")
     kb_msgs = [{"role": "user", "content": render(
         "kb_writer", domain=dom, goal=goal, brand=brand, today=today,
         min_stages=cfg["min_stages"], fact_kinds=sorted(FACT_KINDS) + ["text"])}]

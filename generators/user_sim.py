@@ -102,7 +102,8 @@ def anchors(heard_content: str) -> list[str]:
                 words.append(w)
                 if raw[j][-1] in ".,;:!?":
                     break
-            if len(words) >= 2 and len(words[-1]) >= 4 and words[-1] not in _WEAK:
+            head = words[-1]
+            if len(words) >= 2 and len(head) >= 4 and head not in _WEAK and not head.endswith(("ing", "ly")):
                 out.append((i, " ".join(_SWAP.get(w, w) for w in words)))
         elif t.isdigit() and i + 1 < len(toks) and toks[i + 1].isalpha() and toks[i + 1] not in V_STOP:
             out.append((i, f"{raw[i].strip('.,;:')} {toks[i + 1]}"))
@@ -218,6 +219,9 @@ class RuleUser:
             return P.pick(rng, "user", "pushback_sensitive", label=d["label"])
         found = anchors(heard_content)
         anchor = rng.choice(found[-3:]) if found else "that"
+        label = d.get("label", "")
+        if t == "normal" and label and contains_phrase(heard_content, label):
+            anchor = f"my {label}"
         detail["anchor"] = anchor
         if t == "normal":
             return P.pick(rng, "user", "normal_clarify", anchor=anchor)

@@ -1,9 +1,9 @@
 """A knowledge base's workflow as a state machine, held as a networkx DiGraph and validated.
 
-    authenticate --next--> verify_account --next--> process_request --next--> confirm --next--> (resolved)
-         |fail                  |skip------------------------------------------^     |terminate
-         v                                                                           v
-    (escalated)                                                               (caller_ended)
+    authenticate --next--> verify --next--> process --next--> confirm --next--> (resolved)
+         |fail                |skip-----------------------------^     |terminate
+         v                                                            v
+    (escalated)                                                (caller_ended)
 
 Stages are nodes with ``type="stage"``; terminal outcomes are nodes with ``type="terminal"``;
 every transition is an edge labelled with its kind and condition (several transitions between

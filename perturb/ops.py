@@ -70,16 +70,17 @@ def _turn_end(segs_b: Sequence[Span], b0: float, until: float) -> float:
 
 
 def _responses(segs: Sequence[Sequence[Span]]):
-    """(A, B, A segment, B response) where B starts within [a1 - 0.2, a1 + 1.0]."""
+    """(A, B, A segment, B response): B starts within [a1 - 0.2, a1 + 1.0], B was silent
+    during A's segment, B's response lasts >= 1 s and A stays silent for its first second."""
     for ca in (0, 1):
         cb = 1 - ca
         for a0, a1 in segs[ca]:
             b0 = _next_start(segs[cb], a1 - MAX_OVERLAP_S)
             if b0 <= a0 or b0 > a1 + RESPONSE_MAX_GAP_S or _active(segs[cb], a0, b0 - 1e-6):
                 continue
-            if _next_start(segs[ca], a1 + 1e-6) <= b0:
-                continue
             b1 = next(b for a, b in segs[cb] if a == b0)
+            if b1 - b0 < TURN_MIN_S or _next_start(segs[ca], a1 + 1e-6) < min(b1, b0 + 1.0):
+                continue                    # a short reply, or A goes on: not a turn shift
             yield ca, cb, (a0, a1), (b0, b1)
 
 
@@ -88,7 +89,7 @@ def find_candidates(segs: Sequence[Sequence[Span]], duration_s: float,
     """Every place each perturbation could be applied; ``need`` must lie inside the crop."""
     out: dict[str, list[dict[str, Any]]] = {t: [] for t in SPEC}
     for ca, cb, (a0, a1), (b0, b1) in _responses(segs):
-        if a1 - a0 >= TURN_MIN_S and b1 - b0 >= TURN_MIN_S:
+        if a1 - a0 >= TURN_MIN_S:
             out["late_response"].append(dict(a=ca, b=cb, a0=a0, a1=a1, b0=b0, b1=b1,
                                              need=(a1 - 1.0, b0 + 1.0)))
         until = _next_start(segs[ca], b0 + 1e-6)

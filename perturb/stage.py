@@ -130,9 +130,11 @@ def _normalise_pair(nat: np.ndarray, pert: np.ndarray, sr: int, segs) -> tuple[n
 
 
 def _turn_sources(job: PerturbJob, a: int, b: int) -> list[tuple[float, float]]:
-    """Complete 1-4 s turns of speaker ``b`` with ``a`` silent around them."""
-    return [(s, e) for s, e in job.segments[b]
-            if 1.0 <= e - s <= 4.0 and not _active(job.segments[a], s - 0.2, e + 0.2)]
+    """Complete 1-4 s turns of speaker ``b``: those with ``a`` silent around them (no cross-talk
+    on b's channel) when there are any, else every 1-4 s segment of ``b``."""
+    turns = [(s, e) for s, e in job.segments[b] if 1.0 <= e - s <= 4.0]
+    clean = [(s, e) for s, e in turns if not _active(job.segments[a], s - 0.2, e + 0.2)]
+    return clean or turns
 
 
 def make_pair(job: PerturbJob, ctx: StageContext) -> PerturbationPair:

@@ -17,9 +17,10 @@ import numpy as np
 
 from bargein.audio.io import write_audio
 from bargein.records import (
-    INTERRUPTION_TYPES, Conversation, Domain, EvalItem, Goal, Interruption, KnowledgeBase,
-    Message, RenderedDialogue, Rubric, Scenario, Segment, Transition, UserFact, UserIntent,
-    Verdict, VerifiedConversation, WordTiming, Workflow, WorkflowStage,
+    INTERRUPTION_TYPES, Conversation, Domain, Edit, EvalItem, Goal, Interruption, KnowledgeBase,
+    MaskedItem, MaskSpan, Message, PerturbationPair, RenderedDialogue, Rubric, Scenario, Segment,
+    Transition, UserFact, UserIntent, Verdict, VerifiedConversation, WordTiming, Workflow,
+    WorkflowStage,
 )
 from bargein.records.conversation import ChatMessage
 from bargein.seeding import item_rng
@@ -245,6 +246,50 @@ def render(conv: Conversation, voice: _Voice, root: Path, sub: str = "audio") ->
                             engines=(voice.kind,))
 
 
+def derived(rd: RenderedDialogue, root: Path, n: int) -> tuple[MaskedItem | None, PerturbationPair]:
+    """A masked repair item (one user word span under white noise at matched RMS) and a
+    late-response timing pair (1.5 s of silence inserted before the first reply)."""
+    from bargein.audio.io import read_audio, rms
+
+    stereo, sr = read_audio(root / rd.audio_path)
+    masked = None
+    seg = next((s for s in rd.segments if s.channel == 0 and len(s.words) >= 3), None)
+    if seg is not None:
+        clip, _ = read_audio(root / seg.clip_path)
+        w = seg.words[1]
+        a, b = int((w.start_s - seg.start_s) * sr), int((w.end_s - seg.start_s) * sr)
+        noise = np.random.default_rng(n).standard_normal(max(1, b - a)).astype(np.float32)
+        out = clip.copy()
+        out[a:b] = noise[: len(out[a:b])] * (rms(clip[a:b]) or 0.01)
+        rel = f"masked/{rd.conversation_id}_m{seg.message_index:03d}.flac"
+        write_audio(root / rel, out, sr)
+        cond = "answerable" if n % 2 == 0 else "unanswerable"
+        masked = MaskedItem(
+            source_id=rd.id, message_index=seg.message_index, audio_path=rel,
+            original_audio_path=seg.clip_path, sample_rate=sr, transcript=seg.text,
+            words=tuple(x.with_(start_s=round(x.start_s - seg.start_s, 6),
+                                end_s=round(x.end_s - seg.start_s, 6)) for x in seg.words),
+            spans=(MaskSpan(word_start=1, word_end=2, start_s=round(w.start_s - seg.start_s, 6),
+                            end_s=round(w.end_s - seg.start_s, 6), text=w.word),),
+            condition=cond, signal="white_noise", answer=w.word,
+            expected_behaviour="answer" if cond == "answerable" else f"ask again for '{w.word}'")
+    end = min(len(stereo), int(8.0 * sr))
+    natural = stereo[:end]
+    at = int(rd.segments[1].start_s * sr) if len(rd.segments) > 1 else end // 2
+    gap = np.zeros((int(1.5 * sr), 2), np.float32)
+    perturbed = np.concatenate([natural[:at], gap, natural[at:]])[:end]
+    nat_rel, per_rel = f"timing/{rd.conversation_id}_nat.flac", f"timing/{rd.conversation_id}_late.flac"
+    write_audio(root / nat_rel, natural, sr)
+    write_audio(root / per_rel, perturbed, sr)
+    pair = PerturbationPair(source_id=rd.id, type="late_response", natural_path=nat_rel,
+                            perturbed_path=per_rel, sample_rate=sr, crop_start_s=0.0,
+                            crop_end_s=round(end / sr, 6),
+                            edits=(Edit(op="insert_silence", channel=0, at_s=round(at / sr, 6),
+                                        duration_s=1.5, note="delay the first reply"),),
+                            measured={"delay_s": 1.5})
+    return masked, pair
+
+
 @dataclass(frozen=True)
 class SyntheticRun:
     conversations: Path
@@ -252,21 +297,25 @@ class SyntheticRun:
     eval_items: Path
     sft: Path
     dpo: Path
+    repair: Path
+    timing: Path
     root: Path
     audio_kind: str
 
 
 def write_synthetic(root: Path, n: int, *, seed: int = 7, audio: str = "espeak",
-                    discard_every: int = 0) -> SyntheticRun:
+                    discard_every: int = 0, derived_items: int = 4) -> SyntheticRun:
     """Write JSONL stage outputs + audio for ``n`` conversations under ``root``.
 
     Streams: one conversation in memory at a time. ``discard_every`` marks every k-th one as
-    discarded by the verifier (to exercise discard counts).
+    discarded by the verifier (to exercise discard counts); the first ``derived_items``
+    rendered ones also give a repair item and a timing pair.
     """
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     voice = _Voice(audio)
-    paths = {k: root / f"{k}.jsonl" for k in ("verify", "render", "eval_items", "sft", "dpo")}
+    paths = {k: root / f"{k}.jsonl"
+             for k in ("verify", "render", "eval_items", "sft", "dpo", "repair", "timing")}
     files = {k: open(p.with_suffix(".jsonl.tmp"), "w", encoding="utf-8") for k, p in paths.items()}
     try:
         for i in range(n):
@@ -280,7 +329,13 @@ def write_synthetic(root: Path, n: int, *, seed: int = 7, audio: str = "espeak",
             files["verify"].write(v.model_dump_json() + "\n")
             if discarded:
                 continue
-            files["render"].write(render(conv, voice, root).model_dump_json() + "\n")
+            rd = render(conv, voice, root)
+            files["render"].write(rd.model_dump_json() + "\n")
+            if i < derived_items:
+                masked, pair = derived(rd, root, i)
+                if masked is not None:
+                    files["repair"].write(masked.model_dump_json() + "\n")
+                files["timing"].write(pair.model_dump_json() + "\n")
             for item in eval_items(conv):
                 files["eval_items"].write(item.model_dump_json() + "\n")
                 prompt = [{"role": "system", "content": item.system_prompt}] + [
@@ -299,4 +354,5 @@ def write_synthetic(root: Path, n: int, *, seed: int = 7, audio: str = "espeak",
     atomic_write_text(root / "audio_kind.txt", voice.kind + "\n")
     return SyntheticRun(conversations=paths["verify"], rendered=paths["render"],
                         eval_items=paths["eval_items"], sft=paths["sft"], dpo=paths["dpo"],
+                        repair=paths["repair"], timing=paths["timing"],
                         root=root, audio_kind=voice.kind)

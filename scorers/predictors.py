@@ -92,6 +92,7 @@ def contexts(activity: np.ndarray, frame_hz: int = FRAME_HZ) -> np.ndarray:
     return np.stack([lvl0, lvl1, lvl2, now], axis=1)
 
 
+BETA = 1.0            # Witten-Bell backoff weight: lambda(h) = beta*T(h) / (N(h) + beta*T(h))
 _NR, _NL = len(RUN_EDGES_S) + 1, len(LAST_LEN_EDGES_S) + 1
 LEVEL_SIZES = (4 * _NR * _NR * 3 * _NL, 4 * _NR * _NR * 3, 4 * _NR * 3, 4)
 
@@ -106,8 +107,13 @@ class BuiltinPredictor:
     def __init__(self, counts: list[np.ndarray], meta: dict | None = None):
         self.counts = counts
         self.meta = meta or {}
+        self.beta = float(self.meta.get("beta", BETA))
         self.version = str(self.meta.get("sha", "untrained"))
         self.logp = np.log(self._probs())
+
+    def with_beta(self, beta: float) -> BuiltinPredictor:
+        """The same counts with another backoff weight."""
+        return type(self)(self.counts, dict(self.meta, beta=float(beta)))
 
     def _probs(self) -> np.ndarray:
         uni = self.counts[-1].sum(axis=0) + 1.0              # add-one unigram over 256 classes
@@ -119,7 +125,7 @@ class BuiltinPredictor:
             else:
                 parent = p[self._parent_map(level)]
             n = c.sum(axis=1, keepdims=True)
-            types = (c > 0).sum(axis=1, keepdims=True)
+            types = self.beta * (c > 0).sum(axis=1, keepdims=True)
             p = np.where(n > 0, (c + types * parent) / np.maximum(n + types, 1e-12), parent)
         return np.maximum(p, 1e-12)
 

@@ -15,6 +15,7 @@ from bargein.cliutil import get_globals, require_file
 from bargein.errors import BargeinError, ConfigError
 
 log = logging.getLogger("bargein.turnnat")
+BETAS = (1.0, 3.0, 10.0, 30.0, 100.0)      # Witten-Bell backoff weights tried on held-out data
 
 
 def dialogue_activities(dialogues: Sequence, *, vad_name: str = "silero", labels: str = "vad",
@@ -63,14 +64,18 @@ def train_predictor(dialogues_path: Path, out: Path, *, workdir: Path, vad: str 
     model = BuiltinPredictor.train(train, swap=swap, tbu_weight=tbu_weight)
     summary = {"dialogues": len(acts), "skipped": skipped, "train_frames": model.meta["frames"],
                "hours": round(sum(len(a) for a in train) / 50 / 3600, 3)}
-    if dev:          # held-out NLL against a state-only model (does the history earn its keep?)
-        full = np.concatenate([model.frame_nll(a) for a in dev])
+    if dev:          # pick the backoff weight on held-out TBU frames; compare with state-only
+        from bargein.scorers.turnnat import tbu_mask
+
+        def dev_nll(m: BuiltinPredictor) -> float:
+            return float(np.nanmean(np.concatenate([m.frame_nll(a)[tbu_mask(a)] for a in dev])))
+
+        scores = {b: dev_nll(model.with_beta(b)) for b in BETAS}
+        beta = min(scores, key=lambda b: (scores[b], b))
         base = BuiltinPredictor([np.zeros_like(c) for c in model.counts[:3]] + [model.counts[3]],
-                                dict(model.meta))
-        ref = np.concatenate([base.frame_nll(a) for a in dev])
-        summary["dev_nll"] = round(float(np.nanmean(full)), 4)
-        summary["dev_nll_state_only"] = round(float(np.nanmean(ref)), 4)
-        model = BuiltinPredictor.train(acts, swap=swap, tbu_weight=tbu_weight)    # final: all data
+                                dict(model.meta, beta=beta))
+        summary.update(beta=beta, dev_nll=round(scores[beta], 4), dev_nll_state_only=round(dev_nll(base), 4))
+        model = BuiltinPredictor.train(acts, swap=swap, tbu_weight=tbu_weight).with_beta(beta)
     model.meta.update(vad=vad, labels=labels)
     model.save(out)
     summary.update(out=str(out), seconds=round(time.perf_counter() - t0, 2))
@@ -104,7 +109,8 @@ def train(dialogues: Path, out: Path | None, vad: str, labels: str, tbu_weight: 
     click.echo(f"trained on {s['dialogues']} dialogues ({s['hours']} h, {s['train_frames']} frames) "
                f"in {s['seconds']} s -> {s['out']}")
     if "dev_nll" in s:
-        click.echo(f"held-out frame NLL {s['dev_nll']} (state-only baseline {s['dev_nll_state_only']})")
+        click.echo(f"held-out TBU-frame NLL {s['dev_nll']} with backoff weight {s['beta']} "
+                   f"(state-only baseline {s['dev_nll_state_only']})")
     if s["skipped"]:
         click.echo(f"skipped {len(s['skipped'])} dialogue(s): " +
                    "; ".join(f"{x['item_id']}: {x['reason']}" for x in s["skipped"][:5]))

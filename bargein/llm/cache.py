@@ -18,7 +18,6 @@ from typing import Any
 
 from bargein.llm.base import Completion, Usage
 from bargein.seeding import stable_hash
-from bargein.store import atomic_write_text
 
 log = logging.getLogger("bargein.llm")
 CACHE_VERSION = 1
@@ -77,10 +76,25 @@ class ResponseCache:
             return None
 
     def put(self, key: str, c: Completion) -> None:
-        atomic_write_text(self.path(key), json.dumps({
+        """Write atomically: a temp file named by process and thread, renamed into place."""
+        data = json.dumps({
             "v": CACHE_VERSION, "text": c.text, "model": c.model, "provider": c.provider,
             "finish_reason": c.finish_reason,
             "usage": {"input_tokens": c.usage.input_tokens, "output_tokens": c.usage.output_tokens},
-        }, sort_keys=True, ensure_ascii=False))
+        }, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        name = f"{key}.json"
+        folder = self.root / key[:2]
         with self._lock:
-            self._listed.setdefault(key[:2], set()).add(f"{key}.json")
+            known = self._listed.get(key[:2])
+        if known is None or not known and not folder.is_dir():
+            folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, folder / name)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        with self._lock:
+            self._listed.setdefault(key[:2], set()).add(name)

@@ -17,7 +17,6 @@ stay deterministic. API keys never leave the provider: messages and evidence are
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import weakref
@@ -124,8 +123,8 @@ class LLMClient:
                                                                comp.usage.output_tokens)
         self.ledger.record(self.provider.name, self.model_id, agent, comp.usage, cost_usd=cost,
                            cached=False)
-        if self.cache is not None:      # off the event loop: file creation is slow on some disks
-            await asyncio.to_thread(self.cache.put, key, comp)
+        if self.cache is not None:
+            self.cache.put(key, comp)
         return comp
 
     def _wait(self, state: RetryCallState) -> float:

@@ -17,8 +17,8 @@ batch answer carries ``chunk_size``) and a verify ``POST``; then one NDJSON ``PO
 {rev}`` (header, ``file`` base64, ``lfsFile`` oid, ``deletedFile``); ``POST .../tag/{rev}``.
 Downloads: ``GET .../tree/{rev}``, ``HEAD``/``GET /{prefix}{repo}/resolve/{rev}/{path}``.
 
-Not implemented: Xet storage (the client uses it when ``hf_xet`` is installed — set
-``HF_HUB_DISABLE_XET=1`` for the LFS protocol), pull requests, Spaces hardware.
+Not implemented: Xet storage (the client uses it when ``hf_xet`` is installed; set
+``HF_HUB_DISABLE_XET=1`` for the LFS protocol), copies (paths-info), tag deletion, PRs.
 """
 
 from __future__ import annotations
@@ -372,11 +372,6 @@ class _Handler(BaseHTTPRequestHandler):
             repo = self._repo(rtype, repo_id, write=True)
             h.tag(repo, arg, json.loads(self._body())["tag"])
             return self._send(200, {})
-        if op == "tag" and cmd == "DELETE":
-            repo = self._repo(rtype, repo_id, write=True)
-            if repo.tags.pop(arg, None) is None:
-                raise HubError(404, f"no tag {arg}", "RevisionNotFound")
-            return self._send(200, {})
         if op == "tree" and cmd == "GET":
             repo = self._repo(rtype, repo_id)
             rev, _, sub = arg.partition("/")
@@ -385,14 +380,6 @@ class _Handler(BaseHTTPRequestHandler):
                 raise HubError(404, f"Invalid rev id: {rev}", "RevisionNotFound")
             recursive = query.get("recursive", ["false"])[0].lower() in ("1", "true")
             return self._send(200, self._tree(commit, sub, recursive))
-        if op == "paths-info" and cmd == "POST":
-            repo = self._repo(rtype, repo_id)
-            commit = repo.resolve(arg)
-            if commit is None:
-                raise HubError(404, f"Invalid rev id: {arg}", "RevisionNotFound")
-            form = parse_qs(self._body().decode())
-            return self._send(200, [self._entry(p, commit.files[p]) for p in form.get("paths", [])
-                                    if p in commit.files])
         raise HubError(404, f"loopback hub: no route for {cmd} /api/{rtype}s/{repo_id}/{rest}")
 
     @staticmethod

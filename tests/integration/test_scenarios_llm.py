@@ -125,7 +125,8 @@ def test_llm_path_end_to_end(tmp_path, provider):
     assert any("unreachable" in r["messages"][-1]["content"]
                or "more than one start" in r["messages"][-1]["content"] for r in reasks)
     # outputs and failures are on disk through the runner; a re-run is free (cache hits)
-    assert [s.id for s in read_jsonl(tmp_path / "scenarios.jsonl", Scenario)] == [s.id for s in outs]
+    on_disk = read_jsonl(tmp_path / "scenarios.jsonl", Scenario)
+    assert [s.id for s in on_disk] == [s.id for s in outs]
     with LoopbackLLMServer(responder=responder) as srv2:
         base2 = srv2.openai_base_url if provider == "openai" else srv2.anthropic_base_url
         again = generate_scenarios(12, 5, llm=f"{provider}:loop-model", workdir=tmp_path,

@@ -10,7 +10,7 @@ import yaml
 
 from bargein.errors import ConfigError
 from bargein.generators.catalogue_loader import (
-    DOMAIN_NAMES, SLOT, _catalogue_dir, domain_files, load_catalogue, validate_catalogue,
+    DOMAIN_NAMES, SLOT, catalogue_dir, domain_files, load_catalogue, validate_catalogue,
 )
 from bargein.generators.facts import FACT_KINDS
 from bargein.generators.workflow import stage_path, to_graph
@@ -74,7 +74,7 @@ def _copy_catalogue(tmp_path: Path, only: str = "domain_telecom.yaml") -> Path:
     d = tmp_path / "cat"
     d.mkdir(parents=True)
     for name in ("_common.yaml", "_profiles.yaml", only):
-        shutil.copy(_catalogue_dir() / name, d / name)
+        shutil.copy(catalogue_dir() / name, d / name)
     return d
 
 

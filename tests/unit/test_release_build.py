@@ -28,7 +28,8 @@ PROV = {"seed": 7, "llm": "offline", "git_commit": "test-commit",
 
 def sources(run, **kw) -> ReleaseSources:
     return ReleaseSources(conversations=run.conversations, rendered=run.rendered,
-                          eval_items=run.eval_items, sft={"train": run.sft}, dpo={"train": run.dpo},
+                          eval_items=run.eval_items, repair=run.repair, timing=run.timing,
+                          sft={"train": run.sft}, dpo={"train": run.dpo},
                           audio_roots=(run.root,), **kw)
 
 
@@ -56,10 +57,12 @@ def test_rebuild_is_byte_identical_across_processes(run, release, tmp_path):
         "a=json.loads(sys.argv[1])\n"
         "build_release(Path(a['out']), name='bargein-test', version='1.0.0', provenance=a['prov'],"
         " sources=ReleaseSources(conversations=Path(a['c']), rendered=Path(a['r']),"
-        " eval_items=Path(a['e']), sft={'train': Path(a['s'])}, dpo={'train': Path(a['d'])},"
+        " eval_items=Path(a['e']), repair=Path(a['m']), timing=Path(a['t']),"
+        " sft={'train': Path(a['s'])}, dpo={'train': Path(a['d'])},"
         " audio_roots=(Path(a['root']),)))\n")
     args = {"out": str(again), "prov": PROV, "c": str(run.conversations), "r": str(run.rendered),
-            "e": str(run.eval_items), "s": str(run.sft), "d": str(run.dpo), "root": str(run.root)}
+            "e": str(run.eval_items), "s": str(run.sft), "d": str(run.dpo), "root": str(run.root),
+            "m": str(run.repair), "t": str(run.timing)}
     subprocess.run([sys.executable, "-c", code, json.dumps(args)], check=True, timeout=300)
     a, b = _tree(release), _tree(again)
     assert sorted(a) == sorted(b)
@@ -71,7 +74,8 @@ def test_rebuild_is_byte_identical_across_processes(run, release, tmp_path):
 
 def test_every_config_loads_with_datasets_and_audio_decodes_without_torch(release):
     m = read_manifest(release)
-    assert set(m.configs) == {"conversations", "ihbench", "eval_items", "baseline", "sft", "dpo"}
+    assert set(m.configs) == {"conversations", "ihbench", "eval_items", "baseline", "repair",
+                              "timing", "sft", "dpo"}
     for config, rows in m.configs.items():
         total = 0
         for split in splits(release, config):
@@ -89,6 +93,21 @@ def test_every_config_loads_with_datasets_and_audio_decodes_without_torch(releas
             if config == "eval_items":
                 x, _ = decode_audio(ds[0]["interjection_audio"])
                 assert x.ndim == 1 and np.abs(x).max() > 0.01
+            if config == "repair":
+                masked, _ = decode_audio(ds[0]["audio"])
+                orig, _ = decode_audio(ds[0]["original_audio"])
+                span = ds[0]["spans"][0]
+                assert masked.ndim == 1 and masked.shape == orig.shape
+                assert not np.allclose(masked, orig) and ds[0]["condition"] == "answerable"
+                assert 0 <= span["start_s"] < span["end_s"] <= len(orig) / 16000
+            if config == "timing":
+                nat, sr = decode_audio(ds[0]["natural_audio"])
+                per, _ = decode_audio(ds[0]["perturbed_audio"])
+                assert nat.shape[1] == per.shape[1] == 2 and nat.shape == per.shape
+                edit = json.loads(ds[0]["edits"])[0]
+                assert edit["op"] == "insert_silence" and edit["duration_s"] == 1.5
+                at = int(edit["at_s"] * sr)
+                assert np.abs(per[at:at + int(1.4 * sr)]).max() == 0.0     # the inserted gap
         assert total == rows
     sft = load_config(release, "sft", "train")
     assert sft[0]["messages"][0]["role"] == "system" and sft[0]["messages"][-1]["role"] == "assistant"

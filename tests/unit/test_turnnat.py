@@ -159,7 +159,7 @@ def test_train_and_score_cli(tmp_path):
     w = str(tmp_path / "w")
     r = run(cli, ["--workdir", w, "turnnat", "train", "--dialogues", str(tmp_path / "train"), "--vad", "energy"])
     assert r.exit_code == 0, r.output
-    assert "trained on 6 dialogues" in r.output and "held-out frame NLL" in r.output
+    assert "trained on 6 dialogues" in r.output and "held-out TBU-frame NLL" in r.output
     run_perturb(load_sources(tmp_path / "test", tmp_path / "w"), types=["late_response", "early_entry"],
                 per_type=2, out_dir=tmp_path / "pairs", workdir=tmp_path / "w", seed=1, vad="energy")
     pairs = tmp_path / "pairs" / "pairs.jsonl"

@@ -1,0 +1,267 @@
+"""Round-plan records and the planner's conversation state (used by ``bargein.generators.planner``).
+
+A :class:`RoundPlan` is what one round does; a :class:`Unit` is a piece of stage content (a
+talking point, a question for required info, a closing); :class:`ConversationState` is what the
+planner tracks between rounds (stage, queued units, facts the user stated, a pending recovery).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from collections import deque
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from bargein.generators import phrases as P
+from bargein.records import InterruptionType, Scenario, UserFact
+
+UnitKind = Literal["open", "inform", "ask", "close", "farewell", "outcome"]
+UserAction = Literal["answer", "confirm", "choose", "unknown", "ack", "volunteer", "accept",
+                     "close", "interrupt", "none"]
+
+MIN_MESSAGES, MAX_MESSAGES = 19, 40
+EDGE_WORDS = 3                      # a cut keeps >= 3 content words heard and >= 3 words unheard
+MIN_CUT_WORDS = 10                  # shorter content is not interrupted
+EXPLANATION_WORDS = 12              # impatience needs something to skip
+UNIT_OVERHEAD = 0.8                 # a unit costs 1 / (1 - this * rate) rounds
+ELIGIBLE_SHARE = 0.80               # share of assistant turns that can be cut (not the farewell,
+                                    # not too short): the per-turn chance is rate / this share, so
+                                    # the realised share of cut turns matches interruption_rate
+OVERLAP_MS = {"filler": (100, 350), "default": (150, 600)}
+CLOSING_TYPES = ("filler", "topic_switch", "normal")
+_SYNONYMS = {"phone": ("mobile", "cell", "phone"), "email": ("email", "e-mail"),
+             "zip": ("zip", "postal"), "full": ("your",)}
+READBACK_KINDS = {"email", "work_email", "date", "address", "name", "choice", "time", "amount"}
+_CLOSING = re.compile(r"\banything else (?:i|we) can\b", re.I)
+_GENERIC = {"number", "name", "date", "code", "info", "details", "detail", "id", "type", "time"}
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Unit(_Frozen):
+    """A piece of stage content the assistant delivers in one message."""
+
+    kind: UnitKind
+    stage: str | None = None
+    text: str = ""                  # a talking point (or the resumed text); "" = generate
+    keys: tuple[str, ...] = ()      # the fact keys an ``ask`` requests
+    purpose: str = ""               # "readback" | "recap" for the confirmations the planner adds
+
+
+class Recovery(_Frozen):
+    """What the assistant is recovering from (filled in after the interruption happened)."""
+
+    type: InterruptionType
+    message_index: int              # the interjection message
+    planned_text: str
+    heard_text: str
+    remainder: str
+    interjection: str
+    content_start: int = 0          # where the stage content starts in planned_text
+    detail: dict[str, str] = {}
+
+
+class RoundPlan(_Frozen):
+    round: int
+    stage: str | None
+    assistant_mode: Literal["normal", "recovery"] = "normal"
+    assistant_action: str           # open | inform | ask | close | farewell | outcome | recover
+    unit: Unit | None = None
+    stage_lead: bool = False
+    ack: dict[str, str] = {}        # acknowledge the previous user message: kind, key, value
+    recovery: Recovery | None = None
+    user_action: UserAction = "none"
+    user_facts: dict[str, str] = {}  # key -> the words the user uses for it
+    user_style: str = "neutral"
+    user_profile: str = ""
+    interrupt: bool = False
+    type: InterruptionType | None = None
+    detail: dict[str, str] = {}     # type-specific: variant, key, label, old, new, pair
+    cut_fraction: float | None = None
+    overlap_ms: int | None = None
+    transition: str | None = None   # "kind:source->target" taken before this round
+    rationale: str = ""
+    assistant_goal: str = ""        # LLM planner's words (empty offline)
+    user_goal: str = ""
+    message_index: int | None = None    # filled after the round: the assistant message
+    cut_word_index: int | None = None
+
+
+# ---- helpers over the scenario --------------------------------------------------------------
+def user_style(profile: str) -> str:
+    p = profile.lower()
+    if any(w in p for w in ("rushed", "impatien", "time-pressed", "short on patience", "hurry")):
+        return "terse"
+    if any(w in p for w in ("skeptic", "suspic", "privacy", "argument", "disput", "frustrat")):
+        return "skeptical"
+    if any(w in p for w in ("polite", "anxious", "first-timer", "friendly")):
+        return "polite"
+    return "neutral"
+
+
+def spoken(fact: UserFact, value: str | None = None) -> str:
+    """How the user says a fact's value (its spoken form when it is the KB value)."""
+    v = fact.value if value is None else value
+    return fact.spoken if (v == fact.value and fact.spoken) else v
+
+
+def asked_keys(text: str, keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The required-info keys a question mentions, in the order it mentions them.
+
+    A key matches by its label ("account number"), or with a synonym for the label's first word
+    when the last word is generic ("mobile number" for ``phone_number``).
+    """
+    low = text.lower()
+    found = []
+    for k in keys:
+        toks = P.label(k).split()
+        alts = [" ".join(toks)]
+        if len(toks) > 1 and toks[-1] in _GENERIC:
+            alts += [" ".join([s] + toks[1:]) for s in _SYNONYMS.get(toks[0], ())]
+        elif toks and toks[-1] not in _GENERIC and len(toks) == 1:
+            alts += list(_SYNONYMS.get(toks[0], ()))
+        pos = [m.start() for a in alts for m in [re.search(rf"\b{re.escape(a)}\b", low)] if m]
+        if pos:
+            found.append((min(pos), k))
+    return tuple(k for _, k in sorted(found))
+
+
+def _produced(scenario: Scenario) -> set[str]:
+    return {k for s in scenario.kb.workflow.stages for k in getattr(s, "produces", ())}
+
+
+def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
+    """Talking points in order, questions for required info no talking point covers before a
+    closing talking point. A key whose value a talking point reads out is covered by it."""
+    st = scenario.kb.workflow.stage(stage_name)
+    askable = tuple(k for k in st.required_info if k not in _produced(scenario))
+    facts = {f.key: f for f in scenario.kb.user_facts}
+    wf = scenario.kb.workflow
+    ends = any(t.source == stage_name and t.kind == "next" and t.target in wf.terminals
+               for t in wf.transitions)
+    units, covered, close = [], set(), []
+    for tp in tuple(getattr(st, "talking_points", ()) or ()):
+        said = tuple(k for k in askable if k in facts and (facts[k].value in tp or (
+            facts[k].spoken and facts[k].spoken in tp)))
+        if _CLOSING.search(tp) and ends:
+            close.append(Unit(kind="close", stage=stage_name, text=tp))
+        elif "?" in tp:
+            keys = tuple(dict.fromkeys(k for k in asked_keys(tp, askable) + said if k not in covered))
+            covered |= set(keys)
+            units.append(Unit(kind="ask", stage=stage_name, text=tp, keys=keys))
+        else:
+            covered |= set(said)
+            units.append(Unit(kind="inform", stage=stage_name, text=tp))
+    for k in askable:
+        if k not in covered:
+            units.append(Unit(kind="ask", stage=stage_name, keys=(k,)))
+    units += close
+    if not units:
+        units.append(Unit(kind="inform", stage=stage_name, text=P.sentence(st.description)))
+    return units
+
+
+def choose_option(question: str, rng: random.Random) -> str | None:
+    """One option of an 'A, B, or C?' question, as the user would name it."""
+    qs = [q for q in re.findall(r"[^.?!]*\?", question) if " or " in q]
+    if not qs:
+        return None
+    head, _, last = qs[-1].rstrip("?").strip().rpartition(" or ")
+    parts = [p.strip() for p in head.split(",") if p.strip()] + [last.strip()]
+    if len(parts) < 3:
+        return None                         # "Is that correct, or has it changed?" is no choice
+    opts = [re.sub(r"^(?:more|a|an|the|some)\s+", "", p) for p in parts[1:] if 0 < len(p.split()) <= 5]
+    return rng.choice(opts) if opts else None
+
+
+# ---- state ----------------------------------------------------------------------------------
+@dataclass
+class ConversationState:
+    """Everything the planner tracks between rounds (mutable; internal to one simulation)."""
+
+    scenario: Scenario
+    target_messages: int
+    round: int = 0
+    n_messages: int = 0
+    stage: str | None = None
+    units: deque = field(default_factory=deque)
+    visits: dict[str, int] = field(default_factory=dict)
+    phase: str = "workflow"          # workflow | closing | farewell | done
+    outcome: str | None = None
+    terminal_kind: str | None = None
+    close_offered: bool = False
+    recapped: bool = False
+    stated: dict[str, str] = field(default_factory=dict)     # key -> words the user used
+    read_back: set[str] = field(default_factory=set)         # keys the assistant said aloud
+    corrected: set[str] = field(default_factory=set)
+    unknown_in_stage: bool = False
+    used_pairs: dict[str, set[int]] = field(default_factory=dict)
+    last_user: dict[str, str] = field(default_factory=dict)  # ack info for the next message
+    pending: Recovery | None = None                          # an interruption to recover from
+    pending_unit: Unit | None = None                         # the unit that was cut
+    fast: bool = False
+
+    @property
+    def facts(self) -> dict[str, UserFact]:
+        out = {f.key: f for f in self.scenario.kb.user_facts}
+        out.update({f.key: f for f in self.scenario.intent.hidden_facts})
+        return out
+
+    def correction(self, key: str):
+        return next((c for c in self.scenario.intent.corrections if c.key == key), None)
+
+    def value_for(self, key: str) -> str | None:
+        """The words the user uses for ``key`` now (the first value of a planned correction)."""
+        if key in self.stated:
+            return self.stated[key]
+        fact = self.facts.get(key)
+        if fact is None:
+            return None
+        corr = self.correction(key)
+        if corr is not None and key not in self.corrected:
+            return corr.first_value
+        return spoken(fact)
+
+    def correctable(self) -> list[str]:
+        return [c.key for c in self.scenario.intent.corrections
+                if self.stated.get(c.key) == c.first_value and c.key not in self.corrected]
+
+    def free_pairs(self, bank: str) -> list[int]:
+        used = self.used_pairs.get(bank, set())
+        return [i for i in range(len(P.bank("pairs", bank))) if i not in used]
+
+    def volunteerable(self, relevant: set[str] | None = None) -> list[str]:
+        """Facts the user may offer unasked: hidden facts, and ``provides`` keys that are
+        ``relevant`` (needed soon), not yet given."""
+        intent = self.scenario.intent
+        hidden = [f.key for f in intent.hidden_facts]
+        corrected = [c.key for c in intent.corrections]   # said early, so they can be corrected
+        keys = corrected + [k for k in intent.provides if relevant is None or k in relevant] + hidden
+        facts = self.facts
+        return [k for k in dict.fromkeys(keys) if k in facts and k not in self.stated]
+
+    def is_hidden(self, key: str) -> bool:
+        return any(f.key == key for f in self.scenario.intent.hidden_facts)
+
+    def say(self, key: str) -> str:
+        """What the user says to volunteer ``key`` (hidden facts as a first-person clause)."""
+        if self.is_hidden(key):
+            return P.first_person(self.facts[key].value)
+        return self.value_for(key) or ""
+
+    def fill_values(self, text: str) -> str:
+        """Talking points say the values the user actually gave (after corrections)."""
+        for key in sorted(self.corrected):
+            c, fact = self.correction(key), self.facts.get(key)
+            if c is None:
+                continue
+            olds = [c.first_value] + ([fact.spoken] if fact and fact.spoken and
+                                      fact.value == c.first_value else [])
+            for old in olds:
+                text = text.replace(old, c.corrected_value)
+        return text

@@ -1,0 +1,202 @@
+"""Round planner: cut placement, stage content, the workflow walk, type sampling, corrections."""
+
+from __future__ import annotations
+
+import inspect
+import random
+
+import pytest
+
+from bargein.generators import phrases as P
+from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+from bargein.generators.planner import (
+    EDGE_WORDS, MAX_MESSAGES, MIN_MESSAGES, RulePlanner, asked_keys, choose_option, place_cut,
+    stage_units,
+)
+from bargein.generators.scenarios import generate_scenarios
+from bargein.generators.user_sim import RuleUser, UserPlan, llm_messages, user_plan
+from bargein.records import Conversation, Scenario, UserIntent
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory) -> list[Scenario]:
+    res = generate_scenarios(24, 11, workdir=tmp_path_factory.mktemp("scn"), progress=False)
+    assert not res.failures
+    return res.outputs
+
+
+def run(scn: Scenario, seed: int = 0) -> Conversation:
+    return _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+
+
+@pytest.fixture(scope="module")
+def convs(scenarios) -> list[Conversation]:
+    return [run(s, n) for n, s in enumerate(scenarios)]
+
+
+def with_intent(scn: Scenario, **changes) -> Scenario:
+    return scn.with_(intent=scn.intent.with_(**changes, id=""), id="")
+
+
+# ---- cut placement ------------------------------------------------------------------------
+def test_place_cut_stays_inside_the_content_away_from_both_ends():
+    rng = random.Random(0)
+    words = "one two three four five six seven eight nine ten eleven twelve thirteen".split()
+    for _ in range(300):
+        n = rng.randint(1, len(words))
+        ack = " ".join(words[: rng.randint(0, 3)])
+        content = " ".join(rng.choice(words) for _ in range(n))
+        text = P.join(ack, content)
+        start = len(ack) + 1 if ack else 0
+        k = place_cut(text, start, rng.random(), rng)
+        first = P.n_words(ack)
+        if n < 2 * EDGE_WORDS:
+            assert k is None
+            continue
+        assert k is not None and first + EDGE_WORDS <= k <= P.n_words(text) - EDGE_WORDS
+        assert text.startswith(P.prefix_words(text, k))
+
+
+def test_place_cut_prefers_mid_sentence_and_honours_min_word():
+    text = "First part ends here. Then the second sentence goes on for a while longer."
+    k = place_cut(text, 0, 0.2, random.Random(1))
+    assert not P.prefix_words(text, k).endswith((".", ","))
+    assert place_cut(text, 0, 0.0, random.Random(1), min_word=9) >= 9
+    assert place_cut("too short to cut", 0, 0.5, random.Random(1)) is None
+
+
+# ---- stage content ------------------------------------------------------------------------
+def test_asked_keys_finds_labels_and_synonyms_in_order():
+    q = "Could you give me the mobile number on the account and your full name?"
+    assert asked_keys(q, ("full_name", "phone_number", "account_number")) == ("phone_number", "full_name")
+    assert asked_keys("What is your account number?", ("account_number", "full_name")) == ("account_number",)
+    assert asked_keys("Is that still correct?", ("billing_address",)) == ()
+
+
+def test_choose_option_picks_one_listed_option():
+    q = ("Before I quote anything, can you tell me what matters most to you, more high-speed "
+         "data, a mobile hotspot, or international calling? That tells me which plan fits.")
+    picks = {choose_option(q, random.Random(i)) for i in range(20)}
+    assert picks <= {"high-speed data", "mobile hotspot", "international calling"} and len(picks) > 1
+    assert choose_option("Is that still correct, or has it changed recently?", random.Random(0)) is None
+
+
+def test_every_required_key_is_asked_or_read_out(scenarios):
+    for scn in scenarios:
+        produced = {k for s in scn.kb.workflow.stages for k in s.produces}
+        facts = {f.key: f for f in scn.kb.user_facts}
+        for st in scn.kb.workflow.stages:
+            units = stage_units(scn, st.name)
+            asked = [k for u in units for k in u.keys]
+            assert len(asked) == len(set(asked)), (st.name, asked)
+            for key in st.required_info:
+                if key in produced or key in asked:
+                    continue
+                f = facts[key]
+                assert any(f.value in u.text or (f.spoken and f.spoken in u.text) for u in units), key
+            assert all(u.kind != "close" or u is units[-1] for u in units)
+
+
+# ---- the workflow walk --------------------------------------------------------------------
+def test_conversations_walk_the_graph_to_an_end_within_the_length_range(convs):
+    for conv in convs:
+        wf = conv.scenario.kb.workflow
+        edges = {(t.kind, t.source, t.target) for t in wf.transitions}
+        msgs = conv.messages
+        assert MIN_MESSAGES <= len(msgs) <= MAX_MESSAGES, len(msgs)
+        assert msgs[0].role == "assistant" and msgs[-1].role == "assistant"
+        assert all(m.role == ("assistant" if i % 2 == 0 else "user") for i, m in enumerate(msgs))
+        assert msgs[0].stage == wf.start
+        for p in conv.plan:
+            t = p["transition"]
+            if t and not t.startswith("end:"):
+                kind, rest = t.split(":", 1)
+                assert (kind, *rest.split("->")) in edges, t
+        stages = [m.stage for m in msgs if m.role == "assistant" and m.stage]
+        order = {s: i for i, s in enumerate(wf.stage_names)}
+        assert all(order[a] <= order[b] or any(tr.target == b for tr in wf.transitions)
+                   for a, b in zip(stages, stages[1:]))
+        assert conv.outcome is None or conv.outcome in wf.terminals
+
+
+def test_lengths_and_interruption_rate_are_paper_like(convs):
+    lens = [len(c.messages) for c in convs]
+    assert 24 <= sum(lens) / len(lens) <= 36
+    cut = sum(len(c.interruptions) for c in convs)
+    turns = sum(1 for c in convs for m in c.messages if m.role == "assistant")
+    rate = sum(c.scenario.intent.interruption_rate for c in convs) / len(convs)
+    assert abs(cut / turns - rate) < 0.12, (cut / turns, rate)
+
+
+def test_cuts_fall_inside_the_stage_content(convs):
+    for conv in convs:
+        recoveries = {p["recovery"]["message_index"]: p["recovery"] for p in conv.plan if p["recovery"]}
+        for cut, inter in conv.interruptions:
+            rec = recoveries[inter.index]
+            first = P.n_words(cut.text[: rec["content_start"]])
+            k = cut.interruption.cut_word_index
+            assert first + EDGE_WORDS <= k <= P.n_words(cut.text) - EDGE_WORDS
+            assert 100 <= cut.interruption.overlap_ms <= 600
+
+
+# ---- types and corrections ----------------------------------------------------------------
+def test_correction_only_changes_a_value_the_user_gave_before(convs):
+    seen = 0
+    for conv in convs:
+        for cut, inter in conv.interruptions:
+            if cut.interruption.type != "correction":
+                continue
+            seen += 1
+            d = next(p for p in conv.plan if p["message_index"] == cut.index)["detail"]
+            corr = next(c for c in conv.scenario.intent.corrections if c.key == d["key"])
+            assert (d["old"], d["new"]) == (corr.first_value, corr.corrected_value)
+            earlier = [m.text for m in conv.messages[: cut.index] if m.role == "user"]
+            assert any(d["old"] in t for t in earlier), (d, earlier)
+            assert d["new"] in inter.text
+    assert seen, "no correction in 24 conversations"
+
+
+def test_types_follow_the_profile_and_the_rate(scenarios):
+    scn = scenarios[0]
+    probs = dict.fromkeys(scn.intent.interruption_probs, 0.0)
+    fillers = run(with_intent(scn, interruption_probs={**probs, "filler": 1.0}, interruption_rate=0.7))
+    types = {c.interruption.type for c, _ in fillers.interruptions}
+    assert types == {"filler"}
+    quiet = run(with_intent(scn, interruption_rate=0.0))
+    assert quiet.interruptions == []
+
+
+def test_no_correction_without_a_correctable_value(scenarios):
+    scn = scenarios[1]
+    probs = dict.fromkeys(scn.intent.interruption_probs, 0.0)
+    only_corr = with_intent(scn, interruption_probs={**probs, "correction": 1.0},
+                            interruption_rate=1.0, corrections=())
+    assert run(only_corr).interruptions == []
+
+
+def test_filler_recovery_is_never_cut_when_too_short(convs):
+    for conv in convs:
+        for p in conv.plan:
+            rec = p["recovery"]
+            if rec and rec["type"] == "filler" and P.n_words(rec["remainder"]) < 10:
+                assert not p["interrupt"]
+
+
+# ---- the user simulator gets the plan, not the intent -------------------------------------
+def test_user_simulator_never_receives_the_intent(convs):
+    for fn in (RuleUser.reply, RuleUser.interject, llm_messages):
+        for param in inspect.signature(fn).parameters.values():
+            assert "UserIntent" not in str(param.annotation)
+    assert not set(UserPlan.model_fields) & set(UserIntent.model_fields) - {"profile"}
+    conv = next(c for c in convs if c.interruptions)
+    plan = next(p for p in conv.plan if p["interrupt"])
+    from bargein.generators.planner import RoundPlan
+
+    up = user_plan(RoundPlan.model_validate(plan))
+    cut = conv.messages[plan["message_index"]]
+    _, msgs = llm_messages(up, [], cut.text, 0)
+    prompt = msgs[0]["content"]
+    for secret in ("interruption_probs", "interruption_rate", "hidden_facts", "provides"):
+        assert secret not in prompt
+    probs = conv.scenario.intent.interruption_probs
+    assert sum(f"{v}" in prompt for v in probs.values()) < len(probs)   # not the profile's numbers
