@@ -83,7 +83,7 @@ def whisper_model_dir() -> Path:
     return d
 
 
-_MODELS: dict[tuple[str, int, str], Any] = {}
+_MODELS: dict[tuple[str, int, str, int], Any] = {}
 _MODEL_LOCK = threading.Lock()
 
 
@@ -95,7 +95,7 @@ def load_whisper(model_dir: str | os.PathLike | None = None, cpu_threads: int = 
     except ImportError:
         raise missing_extra("faster_whisper", "whisper", "The Whisper aligner") from None
     path = str(model_dir or whisper_model_dir())
-    key = (path, int(cpu_threads), compute_type)
+    key = (path, int(cpu_threads), compute_type, os.getpid())   # CTranslate2 models do not survive fork
     with _MODEL_LOCK:
         if key not in _MODELS:
             _MODELS[key] = WhisperModel(path, device="cpu", compute_type=compute_type,
@@ -123,8 +123,9 @@ class WhisperAligner:
         self.cpu_threads, self.compute_type = int(cpu_threads), compute_type
         self.min_mean_prob = float(min_mean_prob)
 
-    @cached_property
+    @property
     def model(self):
+        """The shared model of this process (a forked worker loads its own)."""
         return load_whisper(self.model_dir, self.cpu_threads, self.compute_type)
 
     @cached_property
@@ -137,12 +138,16 @@ class WhisperAligner:
         window = "+full30s" if self.full_window else "+fitwin"
         return f"faster-whisper-{_pkg('faster-whisper')}+tiny.en-{h}+{self.compute_type}{window}+snap-v1"
 
-    @cached_property
+    @property
     def tokenizer(self):
         from faster_whisper.tokenizer import Tokenizer
 
-        return Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual, task="transcribe",
-                         language="en")
+        m = self.model
+        tok = getattr(m, "_bargein_tokenizer", None)
+        if tok is None:
+            tok = m._bargein_tokenizer = Tokenizer(m.hf_tokenizer, m.model.is_multilingual,
+                                                   task="transcribe", language="en")
+        return tok
 
     def align(self, samples: np.ndarray, sample_rate: int, transcript: str) -> tuple[WordTiming, ...]:
         words = split_words(transcript or "")

@@ -88,6 +88,13 @@ class RenderConfig(BaseModel):
                              "8000, 22050, 24000, 32000, 44100 or 48000")
         return v
 
+    @classmethod
+    def from_build(cls, audio: Any, **overrides: Any) -> "RenderConfig":
+        """From the build config's ``audio`` section (:class:`bargein.config.AudioConfig`)."""
+        return cls(assistant_voice=audio.assistant_voice, user_voice=audio.user_voice,
+                   sample_rate=audio.sample_rate, noise=audio.noise, snr_db=audio.snr_db,
+                   telephony=audio.telephony, backchannels=audio.backchannels, **overrides)
+
     def voice_ids(self) -> list[str]:
         ids = {self.assistant_voice, self.user_voice}
         for vs in self.voice_pool.values():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import threading
 from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version as pkg_version
@@ -132,8 +133,6 @@ class PiperTTS:
             raise ConfigError(f"unknown piper voice {voice!r}; valid: {', '.join(VOICE_FILES)}")
         self.voice_name = voice
         self.model_path, self.config_path = VOICE_FILES[voice]()
-        import json
-
         cfg = json.loads(self.config_path.read_text(encoding="utf-8"))
         inf = cfg.get("inference", {})
         self.scales = (float(inf.get("noise_scale", 0.667) if noise_scale is None else noise_scale),

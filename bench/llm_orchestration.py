@@ -26,7 +26,6 @@ import re
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -34,9 +33,9 @@ from pydantic import BaseModel
 from bargein.llm import get_llm
 from bargein.records import ChatMessage
 from bargein.runner import Stage, StageContext, run_stage
-from bargein.store import read_jsonl
 from bargein.records import Failure
-from bargein.testing import FAULT_KINDS, LoopbackLLMServer
+from bargein.store import read_jsonl
+from bargein.testing import FAULT_KINDS, LoopbackProcess
 from bargein.testing.wire import first_user_text
 
 FAKE_KEY = "sk-bench-not-a-real-key"
@@ -75,14 +74,14 @@ async def converse(item: ChatMessage, ctx: StageContext) -> ChatMessage:
             raise ValueError(f"step {step}: got {turn.token!r}, expected {want!r}")
         prev = turn.token
         tokens.append(prev)
-    return ChatMessage(role="assistant", content=" ".join(tokens))
+    return ChatMessage(role="assistant", content=f"{item.content} " + " ".join(tokens))
 
 
 def items(n: int, tag: str) -> list[ChatMessage]:
     return [ChatMessage(role="user", content=f"{tag}-{i:03d}") for i in range(n)]
 
 
-def run(srv: LoopbackLLMServer, its: list[ChatMessage], workdir: Path, *, cache_dir: Path,
+def run(srv: LoopbackProcess, its: list[ChatMessage], workdir: Path, *, cache_dir: Path,
         concurrency: int, steps: int, timeout_s: float = 30.0, max_retries: int = 4):
     llm = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, cache_dir=cache_dir,
                   workdir=workdir, concurrency=concurrency, timeout_s=timeout_s,
@@ -108,19 +107,21 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="bargein-bench-llm-"))
     ok = True
     try:
-        with LoopbackLLMServer(responder=responder, latency_s=lat) as srv:
+        # the server runs in its own process, as a real one would: its CPU is not the client's
+        with LoopbackProcess(responder=responder, latency_s=lat) as srv:
             # warm up imports and the SDK once (not timed)
             run(srv, items(1, "warm"), root / "warm", cache_dir=root / "warm_cache", concurrency=1, steps=1)
 
             srv.clear()
             res, _ = run(srv, items(n, "conv"), root / "main", cache_dir=root / "cache",
                          concurrency=n, steps=steps)
+            requests = srv.request_count
             wall = res.wall_s
             assert not res.failures and len(res.outputs) == n, res.summary()
             ideal = steps * lat
             eff = ideal / wall
             print(f"concurrent: {n} conversations x {steps} calls in {wall:.3f}s "
-                  f"({srv.request_count} requests)")
+                  f"({requests} requests)")
 
             k = args.sequential_subset
             seq, _ = run(srv, items(k, "seq"), root / "seq", cache_dir=root / "seq_cache",
@@ -136,30 +137,29 @@ def main() -> int:
                            concurrency=n, steps=steps)
             assert [o.content for o in rerun.outputs] == [o.content for o in res.outputs]
             print(f"cached rerun: {rerun.wall_s:.3f}s, outputs identical")
-            print(f"cached_rerun_calls={srv.request_count}")
-            ok &= srv.request_count == 0
+            rerun_calls = srv.request_count
+            print(f"cached_rerun_calls={rerun_calls}")
+            ok &= rerun_calls == 0
 
-        with LoopbackLLMServer(responder=responder, latency_s=lat, fault_rate=args.fault_rate,
-                               fault_kinds=FAULT_KINDS, seed=7, hang_s=5.0,
-                               retry_after_s=0.1) as srv:
-            res, llm = run(srv, items(n, "fault"), root / "faults", cache_dir=root / "faults_cache",
+        with LoopbackProcess(responder=responder, latency_s=lat, fault_rate=args.fault_rate,
+                             fault_kinds=FAULT_KINDS, seed=7, hang_s=5.0,
+                             retry_after_s=0.1) as srv:
+            res, _ = run(srv, items(n, "fault"), root / "faults", cache_dir=root / "faults_cache",
                            concurrency=n, steps=steps, timeout_s=1.0)
-            faults: dict[str, int] = {}
-            for r in srv.requests:
-                if r.fault:
-                    faults[r.fault] = faults.get(r.fault, 0) + 1
+            stats = srv.stats()
+            faults: dict[str, int] = stats["faults"]
             failures = read_jsonl(root / "faults" / "bench_conversations.failures.jsonl", Failure)
-            with_evidence = {f.item_id for f in failures if f.evidence and f.evidence.get("attempts")}
-            correct = {o.id for o in res.outputs}   # converse() checked every token
-            out_ids = {it.id: it for it in items(n, "fault")}
-            correct_items = {i for i, it in out_ids.items()
-                             if any(o.content.split()[-1] == _last_token(it.content, steps) for o in res.outputs)}
-            lost = n - len(correct_items) - len(with_evidence - correct_items)
-            print(f"faults: {srv.request_count} requests, injected {sum(faults.values())} "
+            convs = items(n, "fault")
+            # correct: the output's final token is the one the whole chain must end with
+            finals = {o.content.split()[0]: o.content.split()[-1] for o in res.outputs}
+            correct = {it.id for it in convs if finals.get(it.content) == final_token(it.content, steps)}
+            with_evidence = {f.item_id for f in failures
+                             if isinstance(f.evidence, dict) and f.evidence.get("attempts")}
+            lost = sum(1 for it in convs if it.id not in correct and it.id not in with_evidence)
+            print(f"faults: {stats['requests']} requests, injected {sum(faults.values())} "
                   f"({', '.join(f'{k}={v}' for k, v in sorted(faults.items()))}); "
-                  f"{len(correct_items)} correct, {len(with_evidence)} failed with evidence, "
+                  f"{len(correct)} correct, {len(with_evidence)} failed with evidence, "
                   f"wall {res.wall_s:.2f}s")
-            del correct
             print(f"faults_lost_items={lost}")
             ok &= lost == 0
     finally:
@@ -167,7 +167,7 @@ def main() -> int:
     return 0 if ok else 1
 
 
-def _last_token(conv: str, steps: int) -> str:
+def final_token(conv: str, steps: int) -> str:
     prev = "start"
     for step in range(steps):
         prev = expected_token(conv, step, prev)

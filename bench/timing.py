@@ -43,8 +43,9 @@ from bargein.scorers.turnnat_cli import train_predictor
 from bargein.store import read_jsonl, write_jsonl
 
 
-def rendered(n: int, seed: int, work: Path) -> Path:
-    """Render ``n`` offline conversations with espeak voices; returns render.jsonl."""
+def rendered(n: int, seed: int, work: Path, voices: str = "default") -> Path:
+    """Render ``n`` offline conversations (default voices: hibari heart + Piper joe, or
+    espeak); returns render.jsonl."""
     from bargein.audio.render import RenderConfig, render_conversations
     from bargein.generators.conversation import simulate_stage
     from bargein.generators.scenarios import generate_scenarios
@@ -52,15 +53,18 @@ def rendered(n: int, seed: int, work: Path) -> Path:
 
     scen = generate_scenarios(n, seed, workdir=work, progress=False).outputs
     convs = run_stage(simulate_stage(), scen, workdir=work, seed=seed, progress=False).outputs
-    cfg = RenderConfig(assistant_voice="espeak:en-gb+f3", user_voice="espeak:en-us",
-                       backchannels=True, backchannel_prob=0.6)
+    if voices == "espeak":
+        cfg = RenderConfig(assistant_voice="espeak:en-gb+f3", user_voice="espeak:en-us",
+                           backchannels=True, backchannel_prob=0.6)
+    else:
+        cfg = RenderConfig(backchannels=True, backchannel_prob=0.6)
     res = render_conversations(convs, workdir=work, seed=seed, config=cfg, progress=False)
     if not res.outputs:
         raise RuntimeError(f"rendering produced nothing: {res.failures[:2]}")
     return work / "render.jsonl"
 
 
-def synthetic(n: int, seed: int, work: Path) -> Path:
+def synthetic(n: int, seed: int, work: Path, voices: str = "espeak") -> Path:
     from bargein.perturb.synth import speech_dialogue
 
     rds = []
@@ -79,6 +83,9 @@ def main() -> None:
     ap.add_argument("--test", type=int, default=8)
     ap.add_argument("--per-type", type=int, default=6)
     ap.add_argument("--source", choices=["render", "synth"], default="render")
+    ap.add_argument("--voices", choices=["default", "espeak"], default="default",
+                    help="render voices: hibari heart + Piper joe (default; their sentence pauses "
+                         "give 0.3-1.0 s holds) or espeak (fast; pauses ~0.25 s: few holds)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the work folder here")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-timing-"))
@@ -86,10 +93,10 @@ def main() -> None:
     t0 = time.perf_counter()
     (root / "train").mkdir(parents=True, exist_ok=True)
     (root / "test").mkdir(parents=True, exist_ok=True)
-    train_jsonl = make(args.train, 101, root / "train")
-    test_jsonl = make(args.test, 202, root / "test")
+    train_jsonl = make(args.train, 101, root / "train", args.voices)
+    test_jsonl = make(args.test, 202, root / "test", args.voices)
     hours = sum(r.duration_s for r in read_jsonl(train_jsonl, RenderedDialogue)) / 3600
-    print(f"source={args.source} train_dialogues={args.train} ({hours:.2f} h) "
+    print(f"source={args.source} voices={args.voices} train_dialogues={args.train} ({hours:.2f} h) "
           f"test_dialogues={args.test} built_in_s={time.perf_counter() - t0:.1f}")
 
     t = time.perf_counter()

@@ -57,6 +57,11 @@ def brand(scenario: Scenario) -> str:
     return m.group(1) if m else scenario.domain.title
 
 
+def _yours(phrase: str) -> str:
+    """The caller's words as the assistant says them back ("my bill" -> "your bill")."""
+    return re.sub(r"\bmy\b", "your", phrase)
+
+
 def lower_first(text: str) -> str:
     first = text.split(" ", 1)[0].lower().strip(",.")
     return text[:1].lower() + text[1:] if first in _LOWERABLE else text
@@ -65,6 +70,7 @@ def lower_first(text: str) -> str:
 def _resume(rng: random.Random, content: str) -> tuple[str, str]:
     """A resume lead and the content fitted to it ('So, as I was saying, your ...')."""
     leads = P.bank("assistant", "resume_fresh")
+    content = content[:1].upper() + content[1:]
     low = lower_first(content)
     options = [lead for lead in leads if lead.endswith(",") == (low != content)] or list(leads)
     lead = rng.choice(options)
@@ -146,7 +152,7 @@ class RuleAssistant:
             return AssistantTurn(acknowledgement=P.pick(rng, "assistant", "recover_impatient"),
                                  content=self.content(plan, rng, lead=False))
         if t == "pushback":
-            anchor = d.get("anchor") or d.get("label", "")
+            anchor = _yours(d.get("anchor") or (f"your {d['label']}" if d.get("label") else ""))
             parts = [P.pick(rng, "assistant", "recover_pushback_empathy")]
             if anchor:
                 parts.append(P.pick(rng, "assistant", "recover_pushback_grounded", anchor=anchor))

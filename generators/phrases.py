@@ -110,9 +110,18 @@ def join(*parts: str) -> str:
     return " ".join(p.strip() for p in parts if p and p.strip())
 
 
+_LABEL_WORDS = {"ssn": "Social Security number", "dob": "date of birth", "id": "ID", "url": "URL",
+                "zip": "ZIP code", "pin": "PIN", "addon": "add-on"}
+
+
 def label(key: str) -> str:
-    """``account_number`` -> ``account number``."""
-    return key.replace("_", " ").strip()
+    """How people say a fact key: ``account_number`` -> ``account number``,
+    ``card_last4`` -> ``last four digits of the card``, ``student_id`` -> ``student ID``."""
+    words = [w for w in key.split("_") if w]
+    if words and words[-1] == "last4":
+        rest = " ".join(_LABEL_WORDS.get(w, w) for w in words[:-1])
+        return f"last four digits of the {rest}" if rest else "last four digits"
+    return " ".join(_LABEL_WORDS.get(w, w) for w in words)
 
 
 # --- words -----------------------------------------------------------------------------------

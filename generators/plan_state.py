@@ -32,8 +32,9 @@ ELIGIBLE_SHARE = 0.80               # share of assistant turns that can be cut (
                                     # the realised share of cut turns matches interruption_rate
 OVERLAP_MS = {"filler": (100, 350), "default": (150, 600)}
 CLOSING_TYPES = ("filler", "topic_switch", "normal")
-_SYNONYMS = {"phone": ("mobile", "cell", "phone"), "email": ("email", "e-mail"),
-             "zip": ("zip", "postal"), "full": ("your",)}
+_SYNONYMS = {"phone": ("mobile", "cell", "phone"), "email": ("email", "e-mail")}
+_PHRASES = {"full_name": ("your name", "the name on"), "date_of_birth": ("birth date",),
+            "home_address": ("your address",), "email": ("email address",)}
 READBACK_KINDS = {"email", "work_email", "date", "address", "name", "choice", "time", "amount"}
 _CLOSING = re.compile(r"\banything else (?:i|we) can\b", re.I)
 _GENERIC = {"number", "name", "date", "code", "info", "details", "detail", "id", "type", "time"}
@@ -113,21 +114,27 @@ def spoken(fact: UserFact, value: str | None = None) -> str:
 def asked_keys(text: str, keys: tuple[str, ...]) -> tuple[str, ...]:
     """The required-info keys a question mentions, in the order it mentions them.
 
-    A key matches by its label ("account number"), or with a synonym for the label's first word
-    when the last word is generic ("mobile number" for ``phone_number``).
+    A key matches by its label ("account number", "last four digits of the card"); a label
+    ending in a generic word matches with a synonym in front ("mobile number" for
+    ``phone_number``); a label of distinctive words matches when they all occur close together
+    ("the email address on your account" asks for ``account_email``).
     """
     low = text.lower()
+    toks = re.findall(r"[a-z0-9]+", low)
     found = []
     for k in keys:
-        toks = P.label(k).split()
-        alts = [" ".join(toks)]
-        if len(toks) > 1 and toks[-1] in _GENERIC:
-            alts += [" ".join([s] + toks[1:]) for s in _SYNONYMS.get(toks[0], ())]
-        elif toks and toks[-1] not in _GENERIC and len(toks) == 1:
-            alts += list(_SYNONYMS.get(toks[0], ()))
-        pos = [m.start() for a in alts for m in [re.search(rf"\b{re.escape(a)}\b", low)] if m]
-        if pos:
-            found.append((min(pos), k))
+        lab = P.label(k).lower()
+        alts = [lab, *_PHRASES.get(k, ())]
+        words = re.findall(r"[a-z0-9]+", lab)
+        if len(words) == 2 and words[-1] in _GENERIC:
+            alts += [f"{syn} {words[-1]}" for syn in _SYNONYMS.get(words[0], ())]
+        hits = [m.start() for a in alts for m in [re.search(rf"\b{re.escape(a)}\b", low)] if m]
+        if not hits and words and not set(words) & _GENERIC:
+            pos = [[i for i, t in enumerate(toks) if t in _SYNONYMS.get(w, (w,))] for w in words]
+            if all(pos) and max(min(p) for p in pos) - min(min(p) for p in pos) <= 5:
+                hits = [low.find(toks[min(pos[0])])]
+        if hits:
+            found.append((min(hits), k))
     return tuple(k for _, k in sorted(found))
 
 

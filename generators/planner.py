@@ -349,6 +349,10 @@ class RulePlanner:
                 return {"variant": "hidden" if st.is_hidden(k) else variant, "key": k,
                         "label": P.label(k), "value": st.say(k)}
             return {"variant": "clarify"}
+        if itype == "pushback" and st.pending is not None and st.pending.type == "pushback":
+            prev = st.pending.detail           # still objecting to the same thing
+            anchor = prev.get("anchor") or (f"my {prev['label']}" if prev.get("label") else "that")
+            return {"variant": "persist", "anchor": anchor}
         if itype == "pushback":
             variants = ["suspicion", "resistance", "dispute", "disagreement"]
             if unit.kind == "ask" and unit.keys:

@@ -24,7 +24,7 @@ from bargein.generators import phrases as P
 from bargein.generators.assistant_sim import RuleAssistant
 from bargein.generators.planner import EDGE_WORDS, RoundPlan
 from bargein.generators.rubric import RQ
-from bargein.generators.user_sim import RuleUser, UserPlan
+from bargein.generators.user_sim import PlanBroken, RuleUser, UserPlan
 from bargein.records import Scenario
 from bargein.seeding import stable_int
 
@@ -106,7 +106,11 @@ class ScriptedLLM:
         spans = P.word_spans(message)
         content_start = spans[first][0] if first < len(spans) else 0
         history = call.prompt.split("The assistant's full planned message")[0]
-        out = RuleUser().interject(up, message, content_start, (history,), rng)
+        try:
+            out = RuleUser().interject(up, message, content_start, (history,), rng)
+        except PlanBroken:      # like a real model: answer anyway; the caller's checks re-ask
+            return {"heard_prefix": P.prefix_words(message, max(1, min(lo, P.n_words(message)))),
+                    "interjection": "Sorry, what was that?"}
         return {"heard_prefix": out.heard, "interjection": out.interjection}
 
     def _RubricOut(self, call: Call, rng: random.Random) -> dict:

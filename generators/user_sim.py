@@ -114,6 +114,22 @@ def anchors(heard_content: str) -> list[str]:
     return [a for _, a in sorted(out)]
 
 
+_CONTESTABLE = frozenset("""fee fees charge charges cost costs price prices credit deposit penalty
+balance dollars payment deadline code number address digits document documents photo id
+verification security refund interest rate rates month monthly annual cancellation renewal
+upgrade plan policy hold limit minimum late""".split())
+
+
+def pick_anchor(found: list[str], rng: random.Random) -> str:
+    """One of the latest anchors, favouring what callers dispute (fees, codes, deadlines)."""
+    if not found:
+        return "that"
+    recent = found[-4:]
+    weights = [3 if (set(a.split()) & _CONTESTABLE or any(c.isdigit() for c in a)) else 1
+               for a in recent]
+    return rng.choices(recent, weights=weights)[0]
+
+
 def _slots(up: UserPlan) -> dict[str, str]:
     return {k: v for k, v in up.detail.items() if isinstance(v, str)}
 
@@ -173,7 +189,13 @@ class RuleUser:
                     variant = rng.choice(["suspicion", "resistance", "dispute", "disagreement"])
                 else:
                     min_word = end
-            if (up.type == "pushback" and variant != "sensitive") or variant == "clarify":
+            if variant == "persist":           # the objection stays on what was disputed before
+                end = _phrase_end_word(message, content_start, _yours(up.detail.get("anchor", "")))
+                if end is None or end > P.n_words(message) - EDGE_WORDS:
+                    errors.append({"attempt": attempt, "error": "the earlier concern is not heard again"})
+                    break
+                min_word = end
+            elif (up.type == "pushback" and variant != "sensitive") or variant == "clarify":
                 ends = [e for e in _anchor_ends(message, content_start)
                         if e <= P.n_words(message) - EDGE_WORDS]
                 if not ends:
@@ -217,8 +239,9 @@ class RuleUser:
             return P.bank("pairs", "normal_constraint")[int(d["pair"])]["user"]
         if t == "pushback" and variant == "sensitive":
             return P.pick(rng, "user", "pushback_sensitive", label=d["label"])
-        found = anchors(heard_content)
-        anchor = rng.choice(found[-3:]) if found else "that"
+        if t == "pushback" and variant == "persist":
+            return P.pick(rng, "user", "pushback_persist", anchor=d["anchor"])
+        anchor = pick_anchor(anchors(heard_content), rng)
         label = d.get("label", "")
         if t == "normal" and label and contains_phrase(heard_content, label):
             anchor = f"my {label}"
@@ -238,6 +261,10 @@ def _anchor_ends(message: str, content_start: int) -> list[int]:
         if found and (not out or len(found) > out[-1][1]):
             out.append((k, len(found)))
     return [k for k, _ in out]
+
+
+def _yours(phrase: str) -> str:
+    return re.sub(r"\bmy\b", "your", phrase)
 
 
 def _phrase_end_word(message: str, content_start: int, label: str) -> int | None:
@@ -271,7 +298,8 @@ def check_interjection(up: UserPlan, message: str, content_start: int, heard: st
     if k is not None:
         rest = message[len(heard):]
         known = content_words(heard) | content_words(" ".join(context))
-        known |= content_words(" ".join(up.facts.values()) + " " + " ".join(_slots(up).values()))
+        said = [up.detail.get(k, "") for k in ("value", "old", "new")]   # values, never labels
+        known |= content_words(" ".join([*up.facts.values(), *said]))
         leaked = sorted((content_words(interjection) & content_words(rest)) - known)
         if leaked:
             errs.append(f"the interjection uses {leaked}, which the user never heard")

@@ -44,22 +44,23 @@ def choose_crop(segments: Sequence[Sequence[Span]], duration_s: float, need: Spa
     if hi - lo > max_s:
         return None
     silent = silent_times(segments, duration_s)
-    if len(silent) == 0:
+    a = silent[(silent <= max(0.0, lo)) & (silent >= hi - max_s)]
+    if len(a) == 0:
         return None
     centre = 0.5 * (need[0] + need[1])
     target = target_s if target_s is not None else 0.5 * (min_s + max_s)
-    starts = silent[(silent <= max(0.0, lo)) & (silent >= hi - max_s)]
+    e_lo, e_hi = np.maximum(a + min_s, hi), a + max_s
+    # the cost is convex in the end b, minimal at b = 2 centre - a: the best silent end is one
+    # of the two silent points around that optimum (clipped to the allowed range)
+    j = np.searchsorted(silent, np.clip(2 * centre - a, e_lo, e_hi))
     best, best_cost = None, np.inf
-    for a in starts:
-        j0 = np.searchsorted(silent, max(a + min_s, hi) - 1e-9)
-        j1 = np.searchsorted(silent, a + max_s + 1e-9)
-        if j1 <= j0:
-            continue
-        ends = silent[j0:j1]
-        cost = np.abs(0.5 * (a + ends) - centre) + 0.25 * np.abs(ends - a - target)
-        k = int(np.argmin(cost))
-        if cost[k] < best_cost - 1e-12:
-            best, best_cost = (float(a), float(ends[k])), float(cost[k])
+    for k in (j - 1, j):
+        b = silent[np.clip(k, 0, len(silent) - 1)]
+        ok = (k >= 0) & (k < len(silent)) & (b >= e_lo - 1e-9) & (b <= e_hi + 1e-9)
+        cost = np.where(ok, np.abs(0.5 * (a + b) - centre) + 0.25 * np.abs(b - a - target), np.inf)
+        i = int(np.argmin(cost))
+        if cost[i] < best_cost - 1e-12:
+            best, best_cost = (float(a[i]), float(b[i])), float(cost[i])
     return best
 
 

@@ -102,7 +102,9 @@ def scan_dialogue(rd: RenderedDialogue, ctx: StageContext) -> DialogueScan:
                              "a two-speaker dialogue is needed")
     ev = detect_events(segs, dur, rd.segments or None)
     cands = ops.find_candidates(segs, dur, ev.backchannels)
-    cands = {t: tuple(_round(c) for c in v) for t, v in cands.items()}
+    # keep the candidates around which a crop with silent ends exists at all
+    cands = {t: tuple(_round(c) for c in v if choose_crop(segs, dur, c["need"]) is not None)
+             for t, v in cands.items()}
     return DialogueScan(id=rd.id, source_id=rd.id, audio_path=rd.audio_path,
                         audio_sha256=file_sha256(rd.audio_path), duration_s=round(dur, 6),
                         segments=tuple(tuple((round(a, 6), round(b, 6)) for a, b in s) for s in segs),
@@ -217,7 +219,7 @@ def _resources(vad: str) -> dict[str, Any]:
 
 def run_perturb(dialogues: list[RenderedDialogue], *, types: list[str], per_type: int, out_dir: Path,
                 workdir: Path, seed: int, vad: str = "silero", sample_rate: int = 16000,
-                workers: int = 1, max_rounds: int = 4, strict: bool = True) -> dict[str, Any]:
+                workers: int = 1, max_rounds: int = 50, strict: bool = True) -> dict[str, Any]:
     """Scan, plan and build pairs; writes out/pairs.jsonl and out/skipped.jsonl. Returns a summary."""
     bad = [t for t in types if t not in PERTURBATION_TYPES]
     if bad:
@@ -226,14 +228,14 @@ def run_perturb(dialogues: list[RenderedDialogue], *, types: list[str], per_type
         raise ConfigError(f"--per-type must be >= 1, got {per_type}")
     factory = functools.partial(_resources, vad)
     base = {"vad": vad, "sample_rate": sample_rate}
-    scan_stage = Stage("perturb_scan", scan_dialogue, DialogueScan, config=base, version="1", kind="cpu",
+    scan_stage = Stage("perturb_scan", scan_dialogue, DialogueScan, config=base, version="2", kind="cpu",
                        backends=(vad,))
     res = run_stage(scan_stage, dialogues, workdir=workdir, seed=seed, resources_factory=factory,
                     workers=workers)
     scans = res.outputs
     skipped: list[Failure] = list(res.failures)
     cfg = dict(base, out_dir=str(Path(out_dir).resolve()), strict=strict)
-    pair_stage = Stage("perturb", make_pair, PerturbationPair, config=cfg, version="1", kind="cpu",
+    pair_stage = Stage("perturb", make_pair, PerturbationPair, config=cfg, version="2", kind="cpu",
                        backends=(vad,))
     pairs: dict[str, list[PerturbationPair]] = {t: [] for t in types}
     queues = {t: plan_jobs(scans, t, seed) for t in types}

@@ -328,7 +328,8 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
             extra = sources.stats if isinstance(sources.stats, Mapping) else json.loads(
                 Path(sources.stats).read_text(encoding="utf-8"))
             stats["generation"] = dict(extra)
-            for reason, n in dict(extra.get("discard_reasons", {})).items():
+            reasons = extra.get("discard_reasons") or extra.get("discards") or {}
+            for reason, n in dict(reasons).items():
                 if reason not in stats["discard_reasons"]:
                     stats["discard_reasons"][reason] = n
         prov = {**default_provenance(), **dict(provenance or {})}

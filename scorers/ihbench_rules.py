@@ -37,7 +37,15 @@ EMPATHY = ("understand", "sorry", "apolog", "appreciate", "fair", "hear you", "m
            "concern", "completely", "totally", "valid", "no problem", "of course", "i get it")
 ALTERNATIVE = ("alternativ", "instead", "another option", "other option", "option", "you can also",
                "you could", "if you prefer", "or i can", "or we can", "either", "another way",
-               "different way", "if you'd rather", "if you would rather")
+               "different way", "if you'd rather", "if you would rather", "if you'd prefer",
+               "would you prefer", "can also", "could also", "set this step aside",
+               "come back to it", "secure link")
+BLEND = ("both at once", "at the same time", "as part of that", "while we're at it",
+         "while we are at it", "together with")
+DISCOURSE = frozenset("""sorry actual actually wait mentio mention know way just quick questi
+random unrela hold hey also really think should said saying tell""".split())
+NOTED = ("thanks for telling me", "thanks for letting me know", "keep that in mind", "noted",
+         "take that into account", "good to know", "i'll note", "i will note", "makes sense")
 RETURN = ("back to", "now,", "now let", "let's continue", "continuing", "returning", "as for",
           "get back", "meanwhile", "in the meantime", "to continue", "moving on", "where we were",
           "let's pick up", "now for", "now, ")
@@ -67,11 +75,23 @@ def _has(text: str, markers: tuple[str, ...]) -> str | None:
     return next((m for m in markers if m in low), None)
 
 
-Check = Callable[[EvalItem, str], tuple[bool, str]]
+Check = Callable[[EvalItem, str, str], tuple[bool, str]]      # (item, response, criterion)
 
 
-def continues_cut(item: EvalItem, resp: str) -> tuple[bool, str]:
-    rem = words(remainder(item))
+def quoted(criterion: str) -> list[str]:
+    """Values a rubric criterion quotes: "..." first, then (...) groups (quotes stripped)."""
+    q = re.findall(r'"([^"]+)"', criterion or "")
+    parens = [re.sub(r'"', "", p).strip() for p in re.findall(r"\(([^()]+)\)", criterion or "")]
+    return q + [p for p in parens if p and not any(p in x or x in p for x in q)]
+
+
+def _norm(text: str) -> str:
+    return " ".join(words(text))
+
+
+def continues_cut(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
+    m = re.search(r'starting with "([^"]+)"', crit or "")
+    rem = words(m.group(1) if m else remainder(item))
     if not rem:
         return True, "nothing was left unsaid"
     k = min(4, len(rem))
@@ -82,25 +102,36 @@ def continues_cut(item: EvalItem, resp: str) -> tuple[bool, str]:
                    f"starts with '{' '.join(got)}'")
 
 
-def no_repeat_heard(item: EvalItem, resp: str) -> tuple[bool, str]:
+def delivers_remainder(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
+    rem = content(remainder(item))
+    share = len(rem & content(resp)) / len(rem) if rem else 1.0
+    if share >= 0.6:
+        return True, f"delivers the rest of the cut content ({share:.0%})"
+    return False, f"drops part of the interrupted content (only {share:.0%} delivered)"
+
+
+def no_repeat_heard(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
     heard = words(item.heard_text)
+    for q in quoted(crit):
+        if len(words(q)) >= 2 and _norm(q) in _norm(resp):
+            return False, f"repeats what the user already heard ('{q}')"
     if len(heard) < 4:
         return True, "heard part too short to repeat"
-    n = 4
-    hit = ngrams(heard, n) & ngrams(words(resp), n)
+    hit = ngrams(heard, 4) & ngrams(words(resp), 4)
     if hit:
         return False, f"repeats what the user already heard ('{' '.join(sorted(hit)[0])} …')"
     return True, "no heard content repeated"
 
 
-def no_ack(item: EvalItem, resp: str) -> tuple[bool, str]:
+def no_ack(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
     first = words(resp)[:2]
-    if any(w in ACK for w in first) or _has(resp, ("following along", "glad you", "great to hear")):
+    if any(w in ACK for w in first) or _has(resp[:80], ("following along", "glad you",
+                                                        "great to hear", "as i was saying")):
         return False, f"acknowledges the backchannel ('{' '.join(words(resp)[:3])} …')"
     return True, "no acknowledgement of the backchannel"
 
 
-def skips_remainder(item: EvalItem, resp: str) -> tuple[bool, str]:
+def skips_remainder(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
     rem = words(remainder(item))
     if len(rem) < 4:
         return True, "little was left to skip"
@@ -111,42 +142,68 @@ def skips_remainder(item: EvalItem, resp: str) -> tuple[bool, str]:
     return True, "skips the interrupted explanation"
 
 
+def brief(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
+    n = len(words(resp))
+    return (True, f"brief ({n} words)") if n <= 45 else (False, f"long-winded ({n} words)")
+
+
 def _values(text: str) -> list[str]:
     nums = ["".join(re.findall(r"\d", m)) for m in re.findall(r"\d[\d ,./-]*\d|\d", text)]
     emails = re.findall(r"[\w.+-]+@[\w-]+\.[\w.]+", text.lower())
     return [v for v in nums if v] + emails
 
 
-def contains_corrected_value(item: EvalItem, resp: str) -> tuple[bool, str]:
+def _mentions(value: str, resp: str) -> bool:
+    """Whether ``resp`` carries ``value``: digits, an email, or most of its content words."""
+    digits, low = "".join(re.findall(r"\d", resp)), resp.lower()
+    vals = _values(value)
+    if vals:
+        return all(("@" in v and v in low) or ("@" not in v and v in digits) for v in vals)
+    want = content(value)
+    return bool(want) and len(want & content(resp)) / len(want) >= 0.6
+
+
+def contains_corrected_value(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
+    q = quoted(crit)
+    if q:
+        new, old = q[0], (q[1] if len(q) > 1 and "no longer" in crit.lower() else None)
+        if not _mentions(new, resp):
+            return False, f"does not use the corrected value ({new})"
+        if old and _norm(old) in _norm(resp):
+            return False, f"still uses the earlier value ({old})"
+        return True, f"uses the corrected value {new}"
     vals = _values(item.interjection)
     if vals:
-        digits = "".join(re.findall(r"\d", resp))
-        low = resp.lower()
         for v in vals:
-            if ("@" in v and v in low) or ("@" not in v and v in digits):
+            if _mentions(v, resp):
                 return True, f"uses the corrected value {v}"
         return False, f"does not use the corrected value ({' / '.join(vals)})"
-    key = content(item.interjection) - {"actual", "sorry", "misspo", "meant", "wait", "correc"}
+    key = content(item.interjection) - {"actual", "sorry", "misspo", "meant", "wait", "correc",
+                                        "mistak", "oops"}
     hit = key & content(resp)
     if hit:
         return True, f"integrates the correction ({', '.join(sorted(hit))})"
     return False, "ignores what the user corrected"
 
 
-def no_pushback(item: EvalItem, resp: str) -> tuple[bool, str]:
+def no_pushback(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
     m = _has(resp, ARGUE)
     return (False, f"argues with the user ('{m.strip()}')") if m else (True, "no pushback")
 
 
-def addresses_interjection(item: EvalItem, resp: str) -> tuple[bool, str]:
-    key = content(item.interjection)
+def addresses_interjection(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
+    q = [x for x in quoted(crit) if content(x)]
+    key = (content(q[0]) if q else content(item.interjection)) - DISCOURSE
     hit = key & content(resp)
     if hit or not key:
         return True, f"addresses the interjection ({', '.join(sorted(hit)) or 'no content words'})"
-    return False, f"ignores what the user said ('{item.interjection[:60]}')"
+    noted = _has(resp, NOTED) if item.type == "normal" else None
+    if noted:             # a volunteered detail can be acknowledged without repeating it
+        return True, f"acknowledges the added detail ('{noted}')"
+    return False, f"ignores what the user said ('{(q[0] if q else item.interjection)[:60]}')"
 
 
-def steers_back(item: EvalItem, resp: str) -> tuple[bool, str]:
+def steers_back(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
     if _has(resp, RETURN):
         return True, "steers back to the workflow"
     flow = content(item.planned_text) - content(item.interjection)
@@ -155,56 +212,79 @@ def steers_back(item: EvalItem, resp: str) -> tuple[bool, str]:
     return False, "never steers back to the original workflow"
 
 
-def no_blend(item: EvalItem, resp: str) -> tuple[bool, str]:
-    topic = content(item.interjection)
+def no_blend(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
+    m = _has(resp, BLEND)
+    if m:
+        return False, f"blends the new topic into the workflow ('{m}')"
+    topic = content(item.interjection) - DISCOURSE
     flow = content(item.planned_text) - topic
-    for sent in re.split(r"(?<=[.!?])\s+", resp):
+    for sent in re.split(r"(?<=[.!?;])\s+", resp):
         c = content(sent)
         if c & topic and len(c & flow) >= 2:
             return False, f"blends the new topic with the workflow in one sentence ('{sent[:60]}')"
     return True, "keeps the topics apart"
 
 
-def empathy(item: EvalItem, resp: str) -> tuple[bool, str]:
+def empathy(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
     m = _has(resp, EMPATHY)
     return (True, f"shows empathy ('{m}')") if m else (False, "no empathy or de-escalation")
 
 
-def offers_alternative(item: EvalItem, resp: str) -> tuple[bool, str]:
+def offers_alternative(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
     m = _has(resp, ALTERNATIVE)
     return (True, f"offers an alternative ('{m}')") if m else (False, "offers no alternative")
 
 
-def fresh_start(item: EvalItem, resp: str) -> tuple[bool, str]:
+def holds_requirement(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
+    """Neither caves (drops the step) nor stonewalls (argues, or restates it verbatim)."""
+    ok, why = no_pushback(item, resp)
+    if not ok:
+        return False, f"stonewalls: {why}"
+    grams = ngrams(words(item.heard_text), 4)
+    share = len(grams & ngrams(words(resp), 4)) / len(grams) if grams else 0.0
+    if share >= 0.5:
+        return False, f"stonewalls: restates {share:.0%} of what the user pushed back on"
+    if _has(resp, ALTERNATIVE) or content(item.planned_text) & content(resp):
+        return True, "keeps the requirement while bending on how"
+    return False, "caves: drops the step the workflow needs"
+
+
+def fresh_start(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
     rem = words(remainder(item))
     if len(rem) >= 3 and words(resp)[:3] == rem[:3]:
         return False, "continues mid-sentence instead of starting fresh"
     return True, "starts fresh"
 
 
-def advances(item: EvalItem, resp: str) -> tuple[bool, str]:
-    ws = words(resp)
-    if len(ws) < 4:
+def advances(item: EvalItem, resp: str, crit: str = "") -> tuple[bool, str]:
+    if len(words(resp)) < 4:
         return False, "too short to move the workflow forward"
     return no_repeat_heard(item, resp)
 
 
 # (pattern over the criterion text, check) — first match wins
 CRITERION_CHECKS: tuple[tuple[re.Pattern, Check], ...] = tuple((re.compile(p, re.I), c) for p, c in (
-    (r"(without|not|no|never|avoid\w*)\s+(\w+\s+){0,2}acknowledg|ignor\w* the (filler|backchannel)", no_ack),
+    (r"(without|not|no|never|avoid\w*)\s+(\w+\s+){0,2}acknowledg|ignor\w* the (filler|backchannel)",
+     no_ack),
     (r"fresh start|start\w* fresh|anew|from the beginning of (a|the) (new )?sentence", fresh_start),
-    (r"continu\w* (the |its )?(interrupted|cut)|where (it|the \w+|they) (was |were )?(cut|left|stopped)"
-     r"|pick\w* up where|exactly where|from the cut", continues_cut),
+    (r"continu\w* (exactly )?(the |its )?(interrupted|cut)|where (it|the \w+|they) (was |were )?"
+     r"(cut|left|stopped)|pick\w* up where|exactly where|from the cut", continues_cut),
+    (r"deliver\w* the rest|without dropping|rest of the interrupted content", delivers_remainder),
+    (r"cave|stonewall", holds_requirement),
     (r"repeat|re-?deliver|re-?explain|already heard|restat|restart", no_repeat_heard),
     (r"skip", skips_remainder),
     (r"without (pushback|arguing|questioning|disput)|no pushback|not argu|accept", no_pushback),
-    (r"correct\w* value|updated value|new value|corrected|integrat|uses the correct", contains_corrected_value),
+    (r"correct\w* value|updated value|new value|corrected|integrat|uses the correct",
+     contains_corrected_value),
+    (r"engag\w* with|address|answer|respond\w* to|ignor\w* the interjection|as if nothing"
+     r"|into account|new information|what the (caller|user) (added|said)", addresses_interjection),
     (r"empath|de-?escalat|reassur|(concern|frustration|worry)|validat", empathy),
-    (r"alternativ|option|another way|instead", offers_alternative),
     (r"blend|mix|conflat|separate", no_blend),
-    (r"steer|return|back to|resum\w* (the )?(workflow|original|task)|original (task|workflow|topic)", steers_back),
-    (r"address|answer|respond\w* to|acknowledg|engag|handl", addresses_interjection),
-    (r"continu|proceed|advanc|next step|move\w* on", advances),
+    (r"alternativ|option|another way|instead", offers_alternative),
+    (r"steer|return|back to|resum\w* (the )?(workflow|original|task)|original (task|workflow|topic)"
+     r"|drop\w* the interrupted|interrupted task", steers_back),
+    (r"\bbrief and\b|concise|to the point|\bshort\b", brief),
+    (r"continu|proceed|advanc|next (\w+ )?step|mov\w* (directly|on|ahead|forward)", advances),
 ))
 TYPE_CHECKS: dict[str, tuple[Check, ...]] = {
     "filler": (continues_cut, no_repeat_heard, no_ack),
@@ -227,7 +307,7 @@ def assess(item: EvalItem, resp: str) -> list[tuple[str, bool, str]]:
     """[(criterion, met, reason)] over the item's RQ criteria."""
     out = []
     for crit in item.rubric.rq_criteria:
-        ok, why = check_for(crit, item.type)(item, resp)
+        ok, why = check_for(crit, item.type)(item, resp, crit)
         out.append((crit, ok, why))
     return out
 
@@ -238,7 +318,7 @@ def tf_score(item: EvalItem, resp: str) -> tuple[float, list[str]]:
     if not words(resp):
         return -1.0, ["is empty"]
     for check in TYPE_CHECKS[item.type]:
-        ok, why = check(item, resp)
+        ok, why = check(item, resp, "")
         score += ok
         if not ok:
             bad.append(why)
@@ -267,17 +347,18 @@ def respond(item: EvalItem, rng: random.Random) -> str:
     rem = remainder(item)
     flaw = rng.random() < 0.25
     kind = item.type
-    topic = ", ".join(sorted(content(item.interjection))[:3]) or "that"
+    topic = " ".join([w for w in words(item.interjection) if w not in STOP and len(w) > 2][:4]) or "that"
     if kind == "filler":
         return ("Great! " + item.planned_text) if flaw else (rem or "Let's continue.")
     if kind == "impatient":
         return ("Of course. " + rem) if flaw else rng.choice(
             ("Sure, let's skip ahead.", "Understood, moving on to the next step.")) + " What would you like to do next?"
     if kind == "correction":
-        vals = _values(item.interjection)
+        m = re.search(r"\b(?:is|to|was|it's)\s+(.+?)[.!?]*$", item.interjection.strip(), re.I)
+        value = m.group(1) if m else (_values(item.interjection) or [""])[0]
         if flaw:
             return "Are you sure? Let's keep what we have and continue."
-        return f"Thanks for the correction, I've updated it{' to ' + vals[0] if vals else ''}. Let's continue."
+        return f"Thanks for the correction, I've updated it{' to ' + value if value else ''}. Let's continue."
     if kind == "topic_switch":
         if flaw:
             return f"Let's finish this first. {rem}"

@@ -260,7 +260,11 @@ class VAPPredictor:
         sd = sd.get("state_dict", sd)
         sd = {k.removeprefix("model."): v for k, v in sd.items()}
         model = VapGPT(VapConfig())
-        model.load_state_dict(sd, strict=False)
+        try:
+            model.load_state_dict(sd, strict=True)
+        except RuntimeError as e:      # a different config: never score with half a model
+            raise ConfigError(f"{p} does not match vap.model.VapGPT(VapConfig()): {e}. Fix: export "
+                              "the model with torch.jit.script and pass that file") from e
         return model
 
     def logits(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:

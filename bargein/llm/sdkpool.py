@@ -4,9 +4,10 @@ SDK clients (and their httpx2 connection pools) belong to the event loop they we
 and the runner starts one loop per stage, so each loop gets its own clients. They are closed
 when the loop's ``asyncio.run`` finishes (a sentinel task closes them on cancellation).
 
-The pool is sharded: a connection pool's bookkeeping is linear in its size, so many small
-pools (``shard_size`` connections each, the least busy one chosen per call) cost less CPU per
-request than one large pool at high concurrency.
+The pool is sharded: httpcore2's bookkeeping is linear in the pool size, so many small pools
+(``shard_size`` connections each, the least busy one chosen per call) cost less CPU per request
+than one large pool at high concurrency. Plain-``http://`` origins (local servers) go through
+:class:`~bargein.llm.transport.LeanTransport` unless ``lean=False``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from bargein.errors import ConfigError
 from bargein.llm.base import ProviderRequestError, TransientError
+from bargein.llm.transport import LeanTransport
 
 RETRYABLE_STATUS = (408, 409, 425, 429)
 
@@ -49,8 +51,9 @@ class ClientPool:
     """``make(http_client)`` → one SDK client per shard, per running event loop."""
 
     def __init__(self, make: Callable[[Any], Any], *, max_connections: int, timeout_s: float,
-                 shard_size: int = 8):
+                 shard_size: int = 8, lean: bool = True):
         self.make = make
+        self.lean = lean
         self.max_connections = max(1, max_connections)
         self.timeout_s = timeout_s
         self.shard_size = max(1, shard_size)
@@ -63,9 +66,12 @@ class ClientPool:
         shards = math.ceil(self.max_connections / self.shard_size)
         per = math.ceil(self.max_connections / shards)
         timeout = httpx2.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s))
-        clients = [self.make(httpx2.AsyncClient(
-            timeout=timeout, verify=_ssl_context(), limits=httpx2.Limits(max_connections=per, max_keepalive_connections=per)))
-            for _ in range(shards)]
+        clients = []
+        for _ in range(shards):
+            standard = httpx2.AsyncHTTPTransport(
+                verify=_ssl_context(), limits=httpx2.Limits(max_connections=per, max_keepalive_connections=per))
+            transport = LeanTransport(max_connections=per, fallback=standard) if self.lean else standard
+            clients.append(self.make(httpx2.AsyncClient(timeout=timeout, transport=transport)))
         state = _LoopClients(clients=clients, busy=[0] * shards)
         state._stop = loop.create_future()
         state.sentinel = loop.create_task(self._close_at_end(loop, state), name="bargein-llm-pool-closer")

@@ -50,6 +50,8 @@ class MaskedItem(Record):
     slot: str | None = None                     # e.g. "account_number"
     expected_behaviour: str = ""                # "answer" or "slot-aware repair asking for ..."
     context: tuple[dict, ...] = ()              # chat history before the masked turn
+    masked_transcript: str | None = None        # transcript with masked words as "[inaudible]"
+    measured: dict[str, float] = {}             # levels and durations measured on the output
 
 
 class Edit(Record):

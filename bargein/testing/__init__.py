@@ -4,9 +4,8 @@ protocols, so tests and benchmarks drive the real SDKs without a network.
     from bargein.testing.loopback import LoopbackLLMServer
 """
 
-from bargein.testing.loopback import (
-    FAULT_KINDS, Fault, LoopbackLLMServer, LoopbackProcess, ReceivedRequest,
-)
+from bargein.testing.loopback import FAULT_KINDS, Fault, LoopbackLLMServer, ReceivedRequest
+from bargein.testing.loopback_process import LoopbackProcess
 from bargein.testing.wire import example_from_schema, last_user_text, request_schema, tone_speech
 
 __all__ = [

@@ -322,6 +322,9 @@ class LoopbackLLMServer:
         rec = self._record(method, path, api, headers, body, payload)
         try:
             reply = await self._reply(rec, payload)
+        except Exception as e:  # noqa: BLE001 - a broken responder is the test's bug: say so
+            err_api = "anthropic" if api == "anthropic" else "openai"
+            reply = self._json(500, wire.error_body(err_api, 500, f"loopback responder failed: {e!r}"))
         finally:
             rec.t_end = time.perf_counter() - self._t0
         return reply
@@ -360,6 +363,8 @@ class LoopbackLLMServer:
         if not isinstance(req, dict):
             return self._json(400, wire.error_body(err_api, 400, "request body is not a JSON object"))
         fault = self._next_fault(rec.body)
+        if rec.api == "speech" and fault not in TRANSPORT_FAULTS:
+            fault = None                          # content faults are about chat answers
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         answer: Answer | None = None
@@ -391,7 +396,7 @@ class LoopbackLLMServer:
                 answer = self._next_answer(req, queue=fault in (None, "truncated"))
                 if isinstance(answer, Fault):        # a fault answering a fault: plain text
                     answer = f"loopback fault {answer.kind}"
-            text = answer
+            text = answer if isinstance(answer, str) else json.dumps(answer)
             if fault == "truncated":
                 text, finish = text[: max(0, len(text) // 2)], "length"
         limit = wire.request_max_tokens(req)
@@ -410,83 +415,3 @@ class LoopbackLLMServer:
                  "mp3": "audio/mpeg", "opus": "audio/opus", "aac": "audio/aac"}.get(fmt, "application/octet-stream")
         return _Reply(200, audio, content_type=ctype)
 
-
-def _serve_in_child(kwargs: dict[str, Any], conn: Any) -> None:
-    srv = LoopbackLLMServer(**kwargs).start()
-    conn.send(srv.port)
-    try:
-        conn.recv()                 # blocks until the parent says stop (or dies)
-    except EOFError:
-        pass
-    srv.stop()
-
-
-class LoopbackProcess:
-    """A :class:`LoopbackLLMServer` in a child process (spawned), so that its CPU time does not
-    compete with the client under test. Same constructor arguments; ``responder`` and
-    ``speech_fn`` must be picklable (module-level functions). Requests are counted through
-    ``GET /_loopback/stats``; they are not shipped back.
-    """
-
-    def __init__(self, **kwargs: Any):
-        self.kwargs = kwargs
-        self.host = kwargs.get("host", "127.0.0.1")
-        self.port = 0
-        self._proc: Any = None
-        self._conn: Any = None
-
-    url = LoopbackLLMServer.url
-    openai_base_url = LoopbackLLMServer.openai_base_url
-    anthropic_base_url = LoopbackLLMServer.anthropic_base_url
-
-    def start(self) -> LoopbackProcess:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve_in_child, args=(self.kwargs, child), daemon=True,
-                                 name="loopback-llm")
-        self._proc.start()
-        if not self._conn.poll(60):
-            self.stop()
-            raise RuntimeError("loopback server process did not start within 60 s")
-        self.port = self._conn.recv()
-        return self
-
-    def stop(self) -> None:
-        if self._proc is None:
-            return
-        try:
-            self._conn.send("stop")
-        except (BrokenPipeError, OSError):
-            pass
-        self._proc.join(15)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join(5)
-        self._proc = None
-
-    def __enter__(self) -> LoopbackProcess:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-    def _control(self, method: str, route: str) -> dict[str, Any]:
-        import urllib.request
-
-        req = urllib.request.Request(f"{self.url}/_loopback/{route}", method=method,
-                                     data=b"" if method == "POST" else None)
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # never via a proxy
-        with opener.open(req, timeout=10) as r:
-            return json.loads(r.read())
-
-    def stats(self) -> dict[str, Any]:
-        return self._control("GET", "stats")
-
-    @property
-    def request_count(self) -> int:
-        return self.stats()["requests"]
-
-    def clear(self) -> None:
-        self._control("POST", "clear")

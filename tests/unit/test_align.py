@@ -223,3 +223,20 @@ def test_mfa_aligns_piper(piper_speech):
 def test_mfa_missing_says_how_to_install():
     with pytest.raises(BackendUnavailable, match="'mfa' command is not on PATH.*conda install"):
         get_aligner("mfa")
+
+
+def _align_in_worker(args):
+    samples, sr, text = args
+    return get_aligner("whisper").align(samples, sr, text)
+
+
+def test_whisper_survives_fork(whisper, piper_speech):
+    """Rendering uses worker processes: a forked worker must not reuse the parent's CTranslate2
+    model (it deadlocks); it loads its own and gets the same timings."""
+    import multiprocessing as mp
+
+    here = whisper.align(piper_speech.samples, piper_speech.sample_rate, SENTENCE)
+    with mp.get_context("fork").Pool(1) as pool:
+        there = pool.map_async(_align_in_worker,
+                               [(piper_speech.samples, piper_speech.sample_rate, SENTENCE)]).get(timeout=120)
+    assert there == [here]

@@ -136,6 +136,37 @@ def test_offline_rules_over_types():
     assert rules.compare(f, good, good) == ("tie", "")
 
 
+def test_offline_rules_follow_the_rubric_wording():
+    """Criteria worded like the rubric generator's map to the right check and use its quotes."""
+    cases = {
+        "Uses the corrected account email (sgreen@thomas-blake.com) and no longer the earlier "
+        "value (samantha_green@aol.com).": "contains_corrected_value",
+        'Continues exactly where the utterance was cut off (after "a photo of"), starting with '
+        '"the damage, the".': "continues_cut",
+        "Keeps the two topics separate instead of blending them together.": "no_blend",
+        "Neither caves by dropping the requirement nor stonewalls by repeating it.": "holds_requirement",
+        "Does not acknowledge the backchannel (no \"great\" or \"as I was saying\").": "no_ack",
+        "Skips the rest of the interrupted explanation instead of finishing it.": "skips_remainder",
+        "Engages with the caller's specific concern (police report).": "addresses_interjection",
+        "Does not drop the interrupted task in favour of the new topic.": "steers_back",
+        "Keeps the reply brief and to the point.": "brief",
+        "Moves directly to the next concrete step.": "advances",
+    }
+    for crit, name in cases.items():
+        assert rules.check_for(crit, "normal").__name__ == name, crit
+    crit = next(iter(cases))
+    c = item("correction", rq=(crit, "Accepts the correction without questioning or arguing."),
+             interjection="Oops, my account email is sgreen@thomas-blake.com.")
+    assert [ok for _, ok, _ in rules.assess(c, "Done, your email is now sgreen@thomas-blake.com.")] == [True, True]
+    old = rules.assess(c, "I'll keep samantha_green@aol.com on file.")[0]
+    assert not old[1] and "sgreen@thomas-blake.com" in old[2]
+    t = item("topic_switch", rq=("Briefly addresses the unrelated request (\"Can you check my "
+                                 "outstanding invoices?\").",
+                                 "Keeps the two topics separate instead of blending them together."))
+    blended = rules.assess(t, "Okay, I'll do both at once then and check your invoices as part of that.")
+    assert blended[0][1] and not blended[1][1] and "blends" in blended[1][2]
+
+
 class ScriptedModel:
     """Replays queued answers, like a mock provider; records what it was asked."""
 

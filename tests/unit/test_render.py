@@ -260,3 +260,37 @@ def test_cli_render(tmp_path):
     assert "(1 cached, 0 computed)" in again.output and "0 new clips" in again.output
     bad = CliRunner().invoke(cli, args[:-6] + ["--voices", "user=espeak:nope"])
     assert bad.exit_code != 0 and "unknown voice" in str(bad.exception)
+
+
+def test_missing_engine_and_rate_mismatch_fail_per_item(tmp_path):
+    from bargein.audio.voices import register_voice
+    from bargein.records import Voice
+
+    # a voice whose engine is not installed here, and one registered at the wrong rate
+    register_voice(Voice(engine="coqui", name="p225-render-test"))
+    register_voice(Voice(engine="espeak", name="en-rp", sample_rate=16000))   # espeak is 22050
+    a, b, ok = RC.verified(6), RC.verified(7), RC.verified(8)
+    cfg = CFG.model_copy(update={"voice_overrides": {
+        a.conversation.id: {"assistant": "coqui:p225-render-test"},
+        b.conversation.id: {"user": "espeak:en-rp"}}})
+    res = render_conversations([a, b, ok], workdir=tmp_path, seed=1, config=cfg, progress=False,
+                               pool=TTSPool(tmp_path / "tts_cache"))
+    assert [o.conversation_id for o in res.outputs] == [ok.conversation.id]
+    f = {x.item_id: x for x in res.failures}
+    assert f[a.id].error_type == "BackendUnavailable" and "pip install 'bargein[coqui]'" in f[a.id].reason
+    assert f[b.id].error_type == "AudioError" and "sample-rate mismatch" in f[b.id].reason
+    assert "22050 Hz" in f[b.id].reason and "16000 Hz" in f[b.id].reason
+
+
+def test_config_from_build_and_bad_values():
+    from pydantic import ValidationError
+
+    from bargein.config import AudioConfig
+
+    cfg = RenderConfig.from_build(AudioConfig(noise="pink", snr_db=12, backchannels=True))
+    assert (cfg.assistant_voice, cfg.user_voice) == ("hibari:heart", "piper:joe")
+    assert cfg.noise == "pink" and cfg.snr_db == 12 and cfg.backchannels and cfg.sample_rate == 16000
+    with pytest.raises(ValidationError, match="standard release rate"):
+        RenderConfig(sample_rate=12345)
+    with pytest.raises(ValidationError, match="fade_ms"):
+        RenderConfig(fade_ms=40)

@@ -181,6 +181,34 @@ def test_piper_seeded_noise_is_deterministic_and_varied(piper):
     assert "seeded-noise" in piper.version and "joe-" in piper.version
 
 
+def test_seeded_noise_graph_is_standard_normal():
+    """The RandomNormalLike replacement: same seed same noise, N(0, 1), shape kept (a real ORT run)."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from bargein.audio.tts_piper import _seed_noise
+
+    node = helper.make_node("RandomNormalLike", ["x"], ["y"], dtype=TensorProto.FLOAT)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, None])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)], ir_version=8)
+    assert _seed_noise(model, "noise_seed") == 1
+    onnx.checker.check_model(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.zeros((1, 4, 20000), np.float32)
+
+    def run(seed: int) -> np.ndarray:
+        return sess.run(None, {"x": x, "noise_seed": np.array([seed], np.int64)})[0]
+
+    a, b, c = run(7), run(7), run(8)
+    assert a.shape == x.shape and np.array_equal(a, b) and not np.array_equal(a, c)
+    flat = a.reshape(-1)
+    assert abs(flat.mean()) < 0.02 and abs(flat.std() - 1) < 0.02
+    assert abs(np.corrcoef(flat[:-1], flat[1:])[0, 1]) < 0.02          # no structure between neighbours
+    assert abs(np.corrcoef(flat, c.reshape(-1))[0, 1]) < 0.02            # seeds are independent
+
+
 def test_piper_numbers_and_merged_words(piper):
     text = "Call me at 5:30 on the 3rd, it's about order 1,250."
     s = piper.synthesize(text, "joe")

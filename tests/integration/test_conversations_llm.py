@@ -1,0 +1,158 @@
+"""The LLM path end to end: every conversation agent through the OpenAI SDK against the loopback
+server (a scripted model answering from each prompt), then rubrics, the verifier-modifier loop,
+eval items and exports. Covers a re-ask, a conversation that fails with evidence, a fixable
+issue repaired by the modifier and an unfixable one discarded."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from bargein.generators.assistant_sim import brand
+from bargein.generators.conversation import generate_conversations
+from bargein.generators.planner import stage_units
+from bargein.generators.scenarios import generate_scenarios
+from bargein.generators.scripted_llm import Call, ScriptedLLM
+from bargein.llm import get_llm
+from bargein.records import Scenario
+from bargein.testing.loopback import LoopbackLLMServer
+
+pytestmark = pytest.mark.integration
+SPEC = "openai:scripted-agents"
+FIXED = "Okay, that works for me."
+
+
+def _entries(prompt: str) -> list[tuple[int, str, str, bool]]:
+    """(index, role, text, is_interjection) of the conversation listed in a verifier prompt."""
+    out, cut = [], False
+    for line in prompt.splitlines():
+        m = re.match(r"^\[(\d+)\] (user|assistant): (.*)$", line)
+        if m:
+            out.append((int(m.group(1)), m.group(2), m.group(3), cut and m.group(2) == "user"))
+            cut = False
+        elif line.strip().startswith("(cut by"):
+            cut = True
+    return out
+
+
+class Script:
+    """Overrides: A's first interjection breaks the plan once (re-asked); C's always do (the
+    conversation fails); the verifier finds a fixable issue in A and an unfixable one in B."""
+
+    def __init__(self, a: Scenario, b: Scenario, c: Scenario):
+        self.a, self.b, self.c = brand(a), brand(b), brand(c)
+        self.broke_a = False
+
+    def __call__(self, call: Call) -> str | None:
+        p = call.prompt
+        if call.schema == "UserInterjection":
+            if self.c in p:
+                return json.dumps({"heard_prefix": "words that were never said",
+                                   "interjection": "Wait, what?"})
+            if self.a in p and not self.broke_a:
+                self.broke_a = True
+                return json.dumps({"heard_prefix": "Completely different", "interjection": "Hm?"})
+        if call.schema == "VerifierReport":
+            entries = _entries(p)
+            if self.a in p:
+                j = next(i for i, role, text, inter in entries if role == "user" and not inter and i > 0)
+                if dict((i, t) for i, _, t, _ in entries)[j] != FIXED:
+                    return json.dumps({"issues": [{
+                        "check": "naturalness", "message_index": j, "fixable": True,
+                        "issue": "sounds scripted", "instruction": "make it a short natural reply"}]})
+            if self.b in p:
+                j = next(i for i, role, _, inter in entries if inter)
+                return json.dumps({"issues": [{
+                    "check": "type_fit", "message_index": j, "fixable": False,
+                    "issue": "the interjection does not fit its type"}]})
+        if call.schema == "ModifierOutput":
+            wanted = [int(k) for k in re.findall(r"^- message (\d+):", p, re.M)]
+            return json.dumps({"edits": [{"message_index": k, "text": FIXED} for k in wanted]})
+        return None
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory) -> list[Scenario]:
+    res = generate_scenarios(40, 13, workdir=tmp_path_factory.mktemp("scn"), progress=False)
+    picked, brands = [], set()
+    for s in res.outputs:       # four scenarios whose opening line names their brand, so a
+        first = stage_units(s, s.kb.workflow.start)[0].text     # prompt tells them apart
+        if brand(s) not in brands and brand(s) in first:
+            brands.add(brand(s))
+            picked.append(s)
+    assert len(picked) >= 4
+    return picked[:4]
+
+
+def _run(scenarios, workdir):
+    a, b, c, _ = scenarios
+    model = ScriptedLLM(scenarios, override=Script(a, b, c))
+    with LoopbackLLMServer(responder=model) as srv:
+        llm = get_llm(SPEC, workdir=workdir, base_url=srv.openai_base_url, concurrency=16)
+        run = generate_conversations(scenarios, seed=3, workdir=workdir, llm=SPEC,
+                                     resources={"llm": llm}, progress=False)
+        return run, srv.requests
+
+
+def test_llm_path_end_to_end(scenarios, tmp_path):
+    a, b, c, d = scenarios
+    run, requests = _run(scenarios, tmp_path / "w")
+    sim = run.results["simulate"]
+    assert [conv.scenario.id for conv in sim.outputs] == [a.id, b.id, d.id]
+    assert all(conv.agents == SPEC for conv in sim.outputs)
+
+    # C: every interjection broke the plan -> re-asked, re-planned, then failed with evidence
+    (fail,) = sim.failures
+    assert fail.item_id == c.id and fail.error_type == "GenerationFailed"
+    rounds = fail.evidence["rounds"]
+    assert len(rounds) == 3 and [r["replan"] for r in rounds] == [0, 1, 2]
+    attempts = rounds[0]["evidence"]["attempts"]
+    assert len(attempts) == 3 and "heard_prefix is not exactly" in attempts[0]["errors"][0]
+
+    # A: the first bad interjection was re-asked with the errors, then answered validly
+    reasks = [r for r in requests if "breaks the plan" in json.dumps(r.json["messages"])]
+    assert reasks and all(r.json["response_format"]["json_schema"]["name"] in
+                          ("UserInterjection", "PlannerOut", "AssistantTurn", "UserReply")
+                          for r in reasks)
+
+    # verifier-modifier: A repaired in one round, B discarded with the unfixable reason
+    by_scn = {v.conversation.scenario.id: v for v in run.verified}
+    va, vb, vd = by_scn[a.id], by_scn[b.id], by_scn[d.id]
+    assert va.accepted and va.rounds == 1
+    fixed = [v for v in va.verdicts if v.check == "llm_naturalness"]
+    assert len(fixed) == 1 and va.conversation.messages[fixed[0].message_index].text == FIXED
+    assert not vb.accepted and vb.discard_reasons[0].startswith("llm_type_fit")
+    assert vd.accepted
+
+    # eval items and exports only from accepted conversations, with rubrics from the LLM
+    convs = {v.conversation.id for v in (va, vd)}
+    assert run.items and {i.conversation_id for i in run.items} == convs
+    assert all(2 <= len(i.rubric.rq_criteria) <= 4 for i in run.items)
+    assert run.exports == {"sft": len(run.items), "dpo": len(run.items)}
+    s = run.stats
+    assert s["conversations"] == 2 and s["simulated"] == 3
+    assert s["discards"] == {"simulate: GenerationFailed": 1, "verify: llm_type_fit": 1}
+
+    # the user simulator saw the plan, never the raw intent
+    user_reqs = [r for r in requests if r.json["response_format"]["json_schema"]["name"]
+                 in ("UserReply", "UserInterjection")]
+    assert user_reqs
+    for r in user_reqs:
+        text = json.dumps(r.json["messages"])
+        assert "interruption_probs" not in text and "interruption_rate" not in text
+    # the assistant never learned whether it would be cut
+    for r in requests:
+        if r.json["response_format"]["json_schema"]["name"] == "AssistantTurn":
+            plan = json.loads(re.search(r"<plan>\n(.*?)\n</plan>", r.json["messages"][0]["content"],
+                                        re.S).group(1))
+            assert not {"interrupt", "cut_fraction", "overlap_ms"} & set(plan)
+
+
+def test_llm_path_is_deterministic(scenarios, tmp_path):
+    run1, _ = _run(scenarios, tmp_path / "one")
+    run2, _ = _run(scenarios, tmp_path / "two")
+    for name in ("conversations.jsonl", "verified.jsonl", "eval_items.jsonl", "dpo.jsonl"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+    assert run1.stats == run2.stats
