@@ -209,3 +209,21 @@ def test_bad_inputs_name_the_file_and_leave_the_old_release(run, release, tmp_pa
                                              audio_roots=(tmp_path,)))
     with pytest.raises(ReleaseError, match="not SemVer"):
         build_release(tmp_path / "r3", name="x", version="1.0", sources=sources(run))
+
+
+def test_cli_build_and_verify(run, tmp_path, capsys):
+    from bargein.cli import main
+
+    out = tmp_path / "cli-rel"
+    main(["--workdir", str(run.root), "release", "build", "--out", str(out), "--name", "cli",
+          "--version", "0.3.0", "--conversations", str(run.conversations), "--eval-items",
+          str(run.eval_items), "--config", "eval_items", "--config", "baseline",
+          "--changelog", "First CLI build."])
+    assert "built cli 0.3.0" in capsys.readouterr().out
+    main(["release", "verify", str(out)])
+    assert "files match manifest.json" in capsys.readouterr().out
+    assert set(read_manifest(out).configs) == {"eval_items", "baseline"}
+    assert read_changelog((out / "README.md").read_text()) == [("0.3.0", "First CLI build.")]
+    with pytest.raises(SystemExit) as e:
+        main(["release", "build", "--out", str(tmp_path / "x"), "--name", "x", "--version", "1.0.0"])
+    assert e.value.code == 2 and "nothing to release" in capsys.readouterr().err
