@@ -110,7 +110,7 @@ class RuleAssistant:
             key, value = info.get("key", ""), info.get("value", "")
             sensitive = (self.kinds.get(key) in _NO_READBACK
                          or any(w in key for w in _NO_READBACK))
-            if value and not sensitive and P.n_words(value) <= 6:
+            if value and not sensitive and P.n_words(value) <= 6 and not P.clause(value):
                 return P.pick(rng, "assistant", "ack_fact", value=value)
             return P.pick(rng, "assistant", "ack_plain")
         if kind == "unknown":
@@ -161,7 +161,7 @@ class RuleAssistant:
             return AssistantTurn(acknowledgement="", content=P.join(*parts))
         if t == "normal":
             variant = d.get("variant")
-            if variant == "hidden":
+            if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):
                 address = P.pick(rng, "assistant", "recover_hidden")
             elif variant == "volunteer":
                 address = P.pick(rng, "assistant", "recover_volunteer", value=d["value"], label=d["label"])

@@ -67,7 +67,7 @@ def _clone(st: ConversationState) -> ConversationState:
     return dataclasses.replace(
         st, units=deque(st.units), visits=dict(st.visits), stated=dict(st.stated),
         corrected=set(st.corrected), used_pairs={k: set(v) for k, v in st.used_pairs.items()},
-        last_user=dict(st.last_user))
+        last_user=dict(st.last_user), read_back=set(st.read_back), uttered=set(st.uttered))
 
 
 async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseModel], *,

@@ -221,3 +221,19 @@ def first_person(value: str) -> str:
     if not re.match(r"^(I\b|I'|my\b|we\b|our\b)", out):
         out = "I " + out
     return out
+
+
+_PREDICATE = re.compile(r"^(is|was|has|had|needs|wants|does|lives|works|owns|rents|can't|cannot|"
+                        r"will|would|recently|already|never|just)\b", re.I)
+
+
+def clause(value: str) -> str | None:
+    """A value that reads as something about the caller ("has a flood policy", "staying with a
+    sister") as the caller says it ("I have a flood policy"); None for plain values."""
+    v = value.strip()
+    first = v.split(" ", 1)[0].lower() if v else ""
+    if _PREDICATE.match(v):
+        return first_person(v)
+    if first.endswith("ing") and first.isalpha() and len(first) > 4:
+        return "I'm " + v.rstrip(".")
+    return None

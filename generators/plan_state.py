@@ -138,6 +138,23 @@ def asked_keys(text: str, keys: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(k for _, k in sorted(found))
 
 
+_REQUEST = re.compile(r"\b(what(?:'s| is)|which|could you (?:give|tell|read|confirm|share)|"
+                      r"can you (?:give|tell|read|confirm|share)|may i (?:have|get)|"
+                      r"can i (?:have|get)|could i (?:have|get))\b", re.I)
+
+
+def _partial_keys(text: str, keys: tuple[str, ...]) -> tuple[str, ...]:
+    """Keys with a distinctive label word in a request that names no full label."""
+    words = set(re.findall(r"[a-z0-9]+", text.lower()))
+    hits = []
+    for k in keys:
+        toks = [t for t in re.findall(r"[a-z0-9]+", P.label(k).lower()) if t not in _GENERIC
+                and t not in ("the", "of", "four", "last", "digits", "account", "current", "new")]
+        if any(t in words for t in toks):
+            hits.append(k)
+    return tuple(hits)
+
+
 def _produced(scenario: Scenario) -> set[str]:
     return {k for s in scenario.kb.workflow.stages for k in getattr(s, "produces", ())}
 
@@ -159,6 +176,8 @@ def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
             close.append(Unit(kind="close", stage=stage_name, text=tp))
         elif "?" in tp:
             keys = tuple(dict.fromkeys(k for k in asked_keys(tp, askable) + said if k not in covered))
+            if not keys and _REQUEST.search(tp):    # "could you tell me ..." that names no label:
+                keys = _partial_keys(tp, tuple(k for k in askable if k not in covered))
             covered |= set(keys)
             units.append(Unit(kind="ask", stage=stage_name, text=tp, keys=keys))
         else:
@@ -205,12 +224,14 @@ class ConversationState:
     recapped: bool = False
     stated: dict[str, str] = field(default_factory=dict)     # key -> words the user used
     read_back: set[str] = field(default_factory=set)         # keys the assistant said aloud
+    uttered: set[str] = field(default_factory=set)           # keys the user said in words
     corrected: set[str] = field(default_factory=set)
     unknown_in_stage: bool = False
     used_pairs: dict[str, set[int]] = field(default_factory=dict)
     last_user: dict[str, str] = field(default_factory=dict)  # ack info for the next message
     pending: Recovery | None = None                          # an interruption to recover from
     pending_unit: Unit | None = None                         # the unit that was cut
+    dispute: str = ""                                        # what the last pushback was about
     fast: bool = False
 
     @property
@@ -236,7 +257,8 @@ class ConversationState:
 
     def correctable(self) -> list[str]:
         return [c.key for c in self.scenario.intent.corrections
-                if self.stated.get(c.key) == c.first_value and c.key not in self.corrected]
+                if self.stated.get(c.key) == c.first_value and c.key not in self.corrected
+                and c.key in self.uttered]
 
     def free_pairs(self, bank: str) -> list[int]:
         used = self.used_pairs.get(bank, set())
@@ -259,7 +281,8 @@ class ConversationState:
         """What the user says to volunteer ``key`` (hidden facts as a first-person clause)."""
         if self.is_hidden(key):
             return P.first_person(self.facts[key].value)
-        return self.value_for(key) or ""
+        value = self.value_for(key) or ""
+        return P.clause(value) or value
 
     def fill_values(self, text: str) -> str:
         """Talking points say the values the user actually gave (after corrections)."""

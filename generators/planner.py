@@ -233,9 +233,14 @@ class RulePlanner:
         if rec.type == "pushback":
             for k in cut.keys:
                 st.stated.setdefault(k, "")              # settled by the alternative offered
-            return Unit(kind="inform", stage=cut.stage), None
+            return Unit(kind="inform", stage=cut.stage, purpose="deescalate"), None
         if rec.type == "impatient":
             st.units = deque(u for u in st.units if u.kind in ("ask", "close"))
+            if cut.kind == "ask" and cut.keys and set(cut.keys) <= st.read_back:   # read back:
+                for k in cut.keys:                                    # impatience says "yes"
+                    st.stated.setdefault(k, st.value_for(k) or "")
+                unit, transition, _ = self._next_unit(st, rng)
+                return unit, transition
             if cut.kind == "ask" and cut.keys and not cut.purpose:
                 q = _question(cut.text)        # re-ask only the question, never what was heard
                 heard_local = rec.heard_text[rec.content_start:]
@@ -264,7 +269,11 @@ class RulePlanner:
                                  and v in (facts[k].value, facts[k].spoken)
                                  for k, v in values.items()):
                 return "confirm", values
-            return "answer", {k: v for k, v in values.items() if v}
+            answer = {k: v for k, v in values.items() if v}
+            extra = [k for k in st.volunteerable() if st.correction(k) is not None and k not in answer]
+            if extra and rng.random() < 0.4:        # "... and my email is X, in case you need it"
+                answer[extra[0]] = st.say(extra[0])
+            return "answer", answer
         if unit.kind == "ask" and unit.text and choose_option(unit.text, random.Random(0)):
             return "choose", {"option": choose_option(unit.text, rng) or ""}
         vol = st.volunteerable(self._upcoming_keys(st))
@@ -333,7 +342,7 @@ class RulePlanner:
             st.used_pairs.setdefault("topic_switch", set()).add(i)
             return {"pair": str(i)}
         if itype == "normal":
-            options = [] if unit.kind == "close" else ["clarify"]
+            options = [] if unit.kind == "close" or unit.purpose == "deescalate" else ["clarify"]
             if st.free_pairs("normal_constraint"):
                 options += ["constraint"] * 2
             vol = st.volunteerable(self._upcoming_keys(st))
@@ -346,13 +355,12 @@ class RulePlanner:
                 return {"variant": variant, "pair": str(i)}
             if variant == "volunteer":
                 k = rng.choice(vol)
-                return {"variant": "hidden" if st.is_hidden(k) else variant, "key": k,
+                hidden = st.is_hidden(k) or P.clause(st.value_for(k) or "") is not None
+                return {"variant": "hidden" if hidden else variant, "key": k,
                         "label": P.label(k), "value": st.say(k)}
             return {"variant": "clarify"}
-        if itype == "pushback" and st.pending is not None and st.pending.type == "pushback":
-            prev = st.pending.detail           # still objecting to the same thing
-            anchor = prev.get("anchor") or (f"my {prev['label']}" if prev.get("label") else "that")
-            return {"variant": "persist", "anchor": anchor}
+        if itype == "pushback" and unit.purpose == "deescalate":
+            return {"variant": "persist", "anchor": st.dispute or "that"}   # same concern again
         if itype == "pushback":
             variants = ["suspicion", "resistance", "dispute", "disagreement"]
             if unit.kind == "ask" and unit.keys:
@@ -377,17 +385,22 @@ class RulePlanner:
             st.pending, st.pending_unit = None, None
         if interruption is not None:
             d = interruption.detail
+            if interruption.type == "pushback" and d.get("variant") != "persist":
+                st.dispute = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "that")
             if interruption.type == "correction":
                 st.stated[d["key"]] = d["new"]
                 st.corrected.add(d["key"])
             if interruption.type == "normal" and d.get("variant") in ("volunteer", "hidden"):
                 st.stated[d["key"]] = d["value"]
+                st.uttered.add(d["key"])
             st.pending = interruption
             st.pending_unit = plan.unit.model_copy(update={"text": content}) if plan.unit else None
             return
         if plan.user_action in ("answer", "confirm", "volunteer"):
             for k, v in plan.user_facts.items():
                 st.stated[k] = v
+                if plan.user_action != "confirm":
+                    st.uttered.add(k)
             if plan.user_action == "answer" and plan.unit and st.stage == plan.unit.stage:
                 self._readback(st, plan, rng)
             key = next(iter(plan.user_facts), "")

@@ -29,6 +29,13 @@ from bargein.records import InterruptionType
 from bargein.verify.text import STOPWORDS as V_STOP
 from bargein.verify.text import contains_phrase, content_words, is_backchannel
 
+_VERBS = frozenset("""goes takes means needs comes gets shows runs stays works applies arrives
+looks starts ends covers includes lets keeps makes gives helps sounds seems becomes moves replaces
+changes expires renews qualifies happens usually typically also still then clears carries opens
+closes reopens remains ships processes posts appears reflects matches lasts follows refunds
+updates counts adds drops goes pays owes""".split())
+_UNITS = frozenset("""dollars dollar cents percent days day weeks week months month years year
+hours hour minutes minute gigabytes gb lines line credits miles points business nights""".split())
 _DETS = {"the", "a", "an", "your", "this", "that", "our", "any", "my", "its", "their", "every"}
 _SWAP = {"your": "my", "our": "your", "yours": "mine", "my": "your"}
 _WEAK = frozenset("""confirm check looking speaking calling apply applies printed usually
@@ -97,19 +104,22 @@ def anchors(heard_content: str) -> list[str]:
             words = [t]
             for j in range(i + 1, min(i + 4, len(toks))):
                 w = toks[j]
-                if not w.isalpha() or w in V_STOP or w in _DETS:
+                if not w.isalpha() or w in V_STOP or w in _DETS or w in _VERBS:
                     break
                 words.append(w)
                 if raw[j][-1] in ".,;:!?":
                     break
             head = words[-1]
-            if len(words) >= 2 and len(head) >= 4 and head not in _WEAK and not head.endswith(("ing", "ly")):
+            if len(words) >= 2 and len(head) >= 3 and head not in _WEAK and not head.endswith(("ing", "ly")):
                 out.append((i, " ".join(_SWAP.get(w, w) for w in words)))
-        elif t.isdigit() and i + 1 < len(toks) and toks[i + 1].isalpha() and toks[i + 1] not in V_STOP:
+        elif raw[i].startswith("$") and any(c.isdigit() for c in raw[i]):
+            out.append((i, raw[i].rstrip(".,;:")))
+        elif t.isdigit() and i + 1 < len(toks) and toks[i + 1] in _UNITS:
             out.append((i, f"{raw[i].strip('.,;:')} {toks[i + 1]}"))
     if not out:
         for i, t in enumerate(toks):
-            if t.isalpha() and len(t) >= 6 and t not in V_STOP and t not in _WEAK and not t.endswith("ly"):
+            if t.isalpha() and len(t) >= 6 and t not in V_STOP and t not in _WEAK and t not in _VERBS \
+                    and not t.endswith(("ly", "ing", "ed")):
                 out.append((i, t))
     return [a for _, a in sorted(out)]
 
@@ -147,7 +157,10 @@ class RuleUser:
             parts = []
             for n, (key, value) in enumerate(up.facts.items()):
                 bank = {"terse": "answer_fact_terse", "polite": "answer_fact_polite"}.get(style, "answer_fact")
-                if n:
+                said = P.clause(value)
+                if said:
+                    parts.append(P.sentence(("And " if n else "") + said + "."))
+                elif n:
                     parts.append(f"And my {P.label(key)} is {value}.")
                 else:
                     parts.append(P.pick_filled(rng, "user", bank, value=value, label=P.label(key)))
@@ -161,9 +174,9 @@ class RuleUser:
                                           f"Mostly {opt}, I think.", f"{opt} matters most to me."]))
         if up.action == "volunteer" and up.facts:
             key, value = next(iter(up.facts.items()))
-            if up.detail.get("hidden"):
+            if up.detail.get("hidden") or P.clause(value):
                 return P.join(P.pick(rng, "user", "ack_info"),
-                              P.pick(rng, "user", "volunteer_hidden", value=value))
+                              P.pick(rng, "user", "volunteer_hidden", value=P.clause(value) or value))
             return P.join(P.pick(rng, "user", "ack_info"),
                           P.pick(rng, "user", "volunteer", label=P.label(key), value=value))
         if up.action == "accept":
@@ -191,10 +204,8 @@ class RuleUser:
                     min_word = end
             if variant == "persist":           # the objection stays on what was disputed before
                 end = _phrase_end_word(message, content_start, _yours(up.detail.get("anchor", "")))
-                if end is None or end > P.n_words(message) - EDGE_WORDS:
-                    errors.append({"attempt": attempt, "error": "the earlier concern is not heard again"})
-                    break
-                min_word = end
+                if end is not None and end <= P.n_words(message) - EDGE_WORDS:
+                    min_word = end
             elif (up.type == "pushback" and variant != "sensitive") or variant == "clarify":
                 ends = [e for e in _anchor_ends(message, content_start)
                         if e <= P.n_words(message) - EDGE_WORDS]
@@ -234,6 +245,8 @@ class RuleUser:
         if t == "normal" and variant == "hidden":
             return P.pick(rng, "user", "normal_hidden", value=d["value"])
         if t == "normal" and variant == "volunteer":
+            if P.clause(d["value"]):
+                return P.pick(rng, "user", "normal_hidden", value=P.clause(d["value"]))
             return P.pick(rng, "user", "normal_volunteer", label=d["label"], value=d["value"])
         if t == "normal" and variant == "constraint":
             return P.bank("pairs", "normal_constraint")[int(d["pair"])]["user"]
@@ -311,6 +324,8 @@ def check_interjection(up: UserPlan, message: str, content_start: int, heard: st
         errs.append(f"the correction must give the corrected value {up.detail.get('new')!r}")
     if up.type == "pushback" and k is not None:
         heard_words = content_words(heard[content_start:])
+        if up.detail.get("variant") == "persist":       # the same concern as before still counts
+            heard_words |= content_words(" ".join(context))
         label = up.detail.get("label", "")
         if not (content_words(interjection) & heard_words) and not (
                 label and contains_phrase(heard, label) and contains_phrase(interjection, label)):
@@ -325,7 +340,9 @@ def check_reply(up: UserPlan, utterance: str) -> list[str]:
     if find_placeholders(utterance):
         errs.append(f"placeholders in the reply: {find_placeholders(utterance)[:3]}")
     if up.action == "answer":
-        missing = [v for v in up.facts.values() if v and not contains_phrase(utterance, v)]
+        said = content_words(utterance)
+        missing = [v for v in up.facts.values() if v and not contains_phrase(utterance, v)
+                   and not content_words(v) <= said]
         if missing:
             errs.append(f"the plan says the user gives {missing}, which the reply lacks")
     return errs

@@ -185,8 +185,10 @@ def _source(rd: RenderedDialogue, conv: Conversation, pos: int, seg, w0: int, w1
     words = tuple(WordTiming(word=w.word, start_s=round(min(max(w.start_s - t0, 0.0), dur), 6),
                              end_s=round(min(max(w.end_s - t0, 0.0), dur), 6), char_start=w.char_start)
                   for w in seg.words)
-    context = ({"role": "system", "content": conv.scenario.system_prompt},) + tuple(
-        {"role": m.role, "content": m.spoken_text} for m in conv.messages[:pos])
+    # keys in sorted order: the runner's cache stores JSON with sorted keys, so outputs read back
+    # from the cache or a worker process must equal the ones computed in this process
+    context = ({"content": conv.scenario.system_prompt, "role": "system"},) + tuple(
+        {"content": m.spoken_text, "role": m.role} for m in conv.messages[:pos])
     common = dict(kind="conversation", source_id=rd.id, audio_root=audio_root, transcript=seg.text,
                   words=words, critical=(w0, w1), answer=fact.value, slot=fact.key,
                   message_index=seg.message_index, context=context)
@@ -313,7 +315,8 @@ def build_items(source: MaskSource, samples: np.ndarray, sample_rate: int, words
                     words=tuple(words), spans=tuple(spans), condition=cond, signal=signal,
                     window_ms=window, level=config.level, question=source.question,
                     answer=source.answer, slot=source.slot,
-                    expected_behaviour=expected_behaviour(source, cond), context=source.context,
+                    expected_behaviour=expected_behaviour(source, cond),
+                    context=tuple(dict(sorted(c.items())) for c in source.context),
                     masked_transcript=masked_transcript(transcript, words, spans),
                     measured=_measure(x, y, stats, sample_rate, level, signal)))
     return items
@@ -340,4 +343,4 @@ def _measure(x: np.ndarray, y: np.ndarray, stats, sr: int, level: float, signal:
         if cores:
             out["mask_rms_dbfs"] = round(float(rms_db(np.concatenate(cores)) or -120.0), 3)
             out["level_error_db"] = round(max(errs), 4)
-    return out
+    return dict(sorted(out.items()))

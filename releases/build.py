@@ -37,6 +37,7 @@ from bargein.releases.manifest import parse_semver, write_manifest
 from bargein.releases.plots import bar_png
 from bargein.releases.stats import ReleaseStats, depth_bin_labels
 from bargein.releases.writer import DEFAULT_MAX_SHARD_BYTES, ConfigWriter
+from bargein.seeding import stable_int
 from bargein.store import atomic_write_bytes, atomic_write_text
 
 log = logging.getLogger("bargein.releases")
@@ -48,7 +49,8 @@ class ReleaseSources:
 
     ``conversations`` may hold :class:`VerifiedConversation` (discarded ones are counted in the
     card, not released) or plain :class:`Conversation` lines. ``sft`` / ``dpo`` map a split
-    ("train", "test") to a chat-format JSONL file. Relative audio paths in records resolve
+    ("train", "test") to a chat-format JSONL file, or are one file that is split by
+    conversation id (``test_percent`` of conversations go to test, stably). Relative audio paths in records resolve
     against ``audio_roots`` (the work directories that wrote them).
     """
 
@@ -57,11 +59,12 @@ class ReleaseSources:
     eval_items: Path | None = None
     repair: Path | None = None
     timing: Path | None = None
-    sft: Mapping[str, Path] | None = None
-    dpo: Mapping[str, Path] | None = None
+    sft: Mapping[str, Path] | Path | None = None
+    dpo: Mapping[str, Path] | Path | None = None
     stats: Path | Mapping[str, Any] | None = None
     audio_roots: tuple[Path, ...] = ()
     configs: tuple[str, ...] | None = None      # restrict to these configs
+    test_percent: int = 10                      # sft/dpo from one file: % of conversations in test
 
     def wants(self, config: str) -> bool:
         return self.configs is None or config in self.configs
@@ -84,6 +87,17 @@ class _Build:
         if w.close():
             self.splits.setdefault(w.config, {})[w.split] = w.rows
             self.stats.set_rows(w.config, w.split, w.rows)
+
+
+def _progress(it, desc: str):
+    """tqdm on a TTY (like the runner), silent otherwise."""
+    import sys
+
+    if not sys.stderr.isatty() or os.environ.get("BARGEIN_PROGRESS", "1") == "0":
+        return it
+    from tqdm import tqdm
+
+    return tqdm(it, desc=f"release {desc}", unit="row", leave=False)
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -195,7 +209,7 @@ def _write_conversations(b: _Build, rendered: _OffsetIndex, audio: R.AudioResolv
     wc = b.writer("conversations") if want_conv else None
     wi = b.writer("ihbench", max_turns=max_turns) if want_ih else None
     try:
-        for conv, v in iter_conversations(src):
+        for conv, v in _progress(iter_conversations(src), "conversations"):
             if v is not None and not v.accepted:
                 b.stats.add_discard(v.discard_reasons)
                 continue
@@ -222,7 +236,7 @@ def _write_eval_items(b: _Build, rendered: _OffsetIndex, audio: R.AudioResolver)
     we = b.writer("eval_items") if b.sources.wants("eval_items") else None
     wb = b.writer("baseline") if b.sources.wants("baseline") else None
     with (we or _Null()), (wb or _Null()):
-        for n, line in _lines(src):
+        for n, line in _progress(_lines(src), "eval items"):
             item = _parse(src, n, line, EvalItem)
             b.stats.add_eval_item(item)
             if we is not None:
@@ -252,15 +266,35 @@ def _write_simple(b: _Build, config: str, src: Path, rtype: type, to_row, add=No
     b.finish(w)
 
 
-def _write_chat(b: _Build, config: str, splits: Mapping[str, Path], to_row) -> None:
+def _chat_rows(src: Path, config: str) -> Iterator[dict[str, Any]]:
+    for n, line in _lines(src):
+        try:
+            yield json.loads(line)
+        except ValueError as e:
+            raise ReleaseError(f"{src}:{n}: not JSON ({e}). Fix: re-export {config}.") from e
+
+
+def in_test_split(key: str, test_percent: int) -> bool:
+    """Seeded, stable train/test assignment by conversation: no conversation in both splits."""
+    return stable_int("release-split", key) % 100 < test_percent
+
+
+def _write_chat(b: _Build, config: str, splits: Mapping[str, Path] | Path, to_row) -> None:
+    """Explicit ``{split: file}``, or one file split by conversation (``test_percent``)."""
+    if not isinstance(splits, Mapping):
+        src = Path(splits)
+        train, test = b.writer(config, "train"), b.writer(config, "test")
+        with train, test:
+            for obj in _chat_rows(src, config):
+                row = to_row(obj)
+                key = str(obj.get("conversation_id") or row["id"])
+                (test if in_test_split(key, b.sources.test_percent) else train).write(row)
+        b.finish(train)
+        b.finish(test)
+        return
     for split in sorted(splits, key=lambda s: (s != "train", s)):
-        src = Path(splits[split])
         with b.writer(config, split) as w:
-            for n, line in _lines(src):
-                try:
-                    obj = json.loads(line)
-                except ValueError as e:
-                    raise ReleaseError(f"{src}:{n}: not JSON ({e}). Fix: re-export {config}.") from e
+            for obj in _chat_rows(Path(splits[split]), config):
                 w.write(to_row(obj))
         b.finish(w)
 
@@ -303,18 +337,23 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
     b = _Build(staging=staging, sources=sources, max_shard_bytes=max_shard_bytes)
     try:
         roots = list(sources.audio_roots) or [Path.cwd()]
-        audio = R.AudioResolver(roots)
+        # paths in records are relative to the work dir that wrote them; the source file's own
+        # folder is tried last (perturb writes pairs.jsonl beside its audio/)
+        beside = [Path(p).parent for p in (sources.rendered, sources.conversations) if p]
+        audio = R.AudioResolver(roots + beside)
         rendered = _OffsetIndex(Path(sources.rendered) if sources.rendered else None)
         if sources.conversations and (sources.wants("conversations") or sources.wants("ihbench")):
             _write_conversations(b, rendered, audio)
         if sources.eval_items and (sources.wants("eval_items") or sources.wants("baseline")):
             _write_eval_items(b, rendered, audio)
         if sources.repair and sources.wants("repair"):
+            ra = R.AudioResolver(roots + [Path(sources.repair).parent])
             _write_simple(b, "repair", Path(sources.repair), MaskedItem,
-                          lambda m: R.repair_row(m, audio), b.stats.add_repair)
+                          lambda m: R.repair_row(m, ra), b.stats.add_repair)
         if sources.timing and sources.wants("timing"):
+            ta = R.AudioResolver(roots + [Path(sources.timing).parent])
             _write_simple(b, "timing", Path(sources.timing), PerturbationPair,
-                          lambda p: R.timing_row(p, audio), b.stats.add_timing)
+                          lambda p: R.timing_row(p, ta), b.stats.add_timing)
         if sources.sft and sources.wants("sft"):
             _write_chat(b, "sft", sources.sft, R.sft_row)
         if sources.dpo and sources.wants("dpo"):

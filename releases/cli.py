@@ -20,6 +20,15 @@ def _path_opt(value: str | None, what: str) -> Path | None:
     return require_file(value, what, f"pass the {what} a stage wrote") if value else None
 
 
+def _chat_opt(values: tuple[str, ...], option: str) -> dict[str, Path] | Path | None:
+    if not values:
+        return None
+    if len(values) == 1 and "=" not in values[0]:
+        return require_file(values[0], option, "pass the JSONL the exporter wrote")
+    return {k: require_file(v, option, "pass the JSONL the exporter wrote")
+            for k, v in parse_kv(values, option).items()}
+
+
 @release.command("build")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Release folder.")
 @click.option("--name", required=True, help="Dataset name, e.g. bargein-ihbench.")
@@ -29,8 +38,12 @@ def _path_opt(value: str | None, what: str) -> Path | None:
 @click.option("--eval-items", help="EvalItem JSONL (eval_items and baseline configs).")
 @click.option("--repair", help="MaskedItem JSONL.")
 @click.option("--timing", help="PerturbationPair JSONL.")
-@click.option("--sft", multiple=True, help="SPLIT=FILE chat-format JSONL (repeatable).")
-@click.option("--dpo", multiple=True, help="SPLIT=FILE preference JSONL (repeatable).")
+@click.option("--sft", multiple=True,
+              help="SPLIT=FILE chat-format JSONL (repeatable), or one FILE split by conversation.")
+@click.option("--dpo", multiple=True,
+              help="SPLIT=FILE preference JSONL (repeatable), or one FILE split by conversation.")
+@click.option("--test-percent", default=10, show_default=True, type=click.IntRange(0, 100),
+              help="With one --sft/--dpo FILE: share of conversations in the test split.")
 @click.option("--stats", help="Generation statistics JSON (discard counts by reason, ...).")
 @click.option("--audio-root", multiple=True, type=click.Path(path_type=Path),
               help="Folder that relative audio paths resolve against (default: --workdir).")
@@ -43,7 +56,8 @@ def _path_opt(value: str | None, what: str) -> Path | None:
 @click.option("--pretty-name", help="Card title (default: --name).")
 @click.option("--repo", help="ORG/NAME used in the card's loading examples.")
 def build_cmd(out, name, version, conversations, rendered, eval_items, repair, timing, sft, dpo,
-              stats, audio_root, provenance, previous, changelog, only, license_, pretty_name, repo):
+              test_percent, stats, audio_root, provenance, previous, changelog, only, license_,
+              pretty_name, repo):
     """Build a release folder (Parquet per config, card, manifest) from stage outputs."""
     from bargein.releases.build import ReleaseSources, build_release
 
@@ -59,8 +73,7 @@ def build_cmd(out, name, version, conversations, rendered, eval_items, repair, t
         rendered=_path_opt(rendered, "--rendered"),
         eval_items=_path_opt(eval_items, "--eval-items"), repair=_path_opt(repair, "--repair"),
         timing=_path_opt(timing, "--timing"),
-        sft={k: Path(v) for k, v in parse_kv(sft, "--sft").items()} or None,
-        dpo={k: Path(v) for k, v in parse_kv(dpo, "--dpo").items()} or None,
+        sft=_chat_opt(sft, "--sft"), dpo=_chat_opt(dpo, "--dpo"), test_percent=test_percent,
         stats=_path_opt(stats, "--stats"),
         audio_roots=tuple(audio_root) or (g.workdir,), configs=tuple(only) or None)
     m = build_release(out, name=name, version=version, sources=sources, provenance=prov,

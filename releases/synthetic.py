@@ -340,10 +340,12 @@ def write_synthetic(root: Path, n: int, *, seed: int = 7, audio: str = "espeak",
                 files["eval_items"].write(item.model_dump_json() + "\n")
                 prompt = [{"role": "system", "content": item.system_prompt}] + [
                     {"role": m.role, "content": m.content} for m in item.history]
-                files["sft"].write(json.dumps({"id": f"{item.id}_sft", "messages": prompt + [
+                files["sft"].write(json.dumps({"id": f"{item.id}_sft",
+                                               "conversation_id": conv.id, "messages": prompt + [
                     {"role": "assistant", "content": item.gold_recovery}], "type": item.type}) + "\n")
                 files["dpo"].write(json.dumps({
-                    "id": f"{item.id}_dpo", "prompt": prompt, "type": item.type,
+                    "id": f"{item.id}_dpo", "conversation_id": conv.id, "prompt": prompt,
+                    "type": item.type,
                     "chosen": [{"role": "assistant", "content": item.gold_recovery}],
                     "rejected": [{"role": "assistant", "content": item.baseline}]}) + "\n")
     finally:

@@ -43,7 +43,7 @@ def conversation(seed: int = 1) -> Conversation:
         ("assistant", "Thanks for calling. Can I have your account number, please?"),
         ("user", "Sure, my account number is four four seven one, zero nine three two."),
         ("assistant", "Thank you. When are you moving, and where to?"),
-        ("user", "We move on June twelfth, twenty twenty-five, to twenty-two ten Maple Street, Denver."),
+        ("user", "We are moving on June twelfth, twenty twenty-five, to twenty-two ten Maple Street, Denver."),
         ("assistant", "Got it. What monthly budget do you have in mind for the new plan?"),
         ("user", "I would like to keep it under eighty-five dollars a month if I can."),
         ("assistant", "I can do that. Let me find the right plan for you."),

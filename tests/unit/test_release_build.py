@@ -203,9 +203,12 @@ def test_bad_inputs_name_the_file_and_leave_the_old_release(run, release, tmp_pa
                       sources=ReleaseSources(eval_items=bad, audio_roots=(run.root,)))
     assert _tree(out) == before                  # the failed build left the old release intact
     assert not list(tmp_path.glob(".rel.*"))     # and no staging folder behind
-    with pytest.raises(AudioError, match="not found under"):
+    moved = tmp_path / "moved" / "render.jsonl"       # records whose audio is not beside them
+    moved.parent.mkdir()
+    moved.write_bytes(run.rendered.read_bytes())
+    with pytest.raises(AudioError, match="not found under.*Fix: pass the work directory"):
         build_release(tmp_path / "r2", name="x", version="0.1.0", provenance=PROV,
-                      sources=ReleaseSources(eval_items=run.eval_items, rendered=run.rendered,
+                      sources=ReleaseSources(eval_items=run.eval_items, rendered=moved,
                                              audio_roots=(tmp_path,)))
     with pytest.raises(ReleaseError, match="not SemVer"):
         build_release(tmp_path / "r3", name="x", version="1.0", sources=sources(run))

@@ -116,3 +116,22 @@ def test_cli_diff_prints_json(versions, capsys):
     main(["release", "diff", str(versions["v1"]), str(versions["v11"]), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert out["suggested_bump"] == "minor" and out["configs"]["conversations"]["rows_b"] == 6
+
+
+def test_one_sft_file_is_split_by_conversation(versions, tmp_path):
+    import pyarrow.parquet as pq
+
+    run = versions["run6"]
+    out = tmp_path / "split"
+    build_release(out, name="b", version="1.0.0", provenance=PROV, sources=ReleaseSources(
+        sft=run.sft, dpo=run.dpo, test_percent=40))
+    conv_of = {}
+    for split in ("train", "test"):
+        files = sorted((out / "sft").glob(f"{split}-*.parquet"))
+        assert files, split
+        for r in pq.read_table(files).to_pylist():
+            conv_of.setdefault(r["id"].split("_ev")[0], set()).add(split)
+    assert all(len(s) == 1 for s in conv_of.values())          # no conversation in both splits
+    assert {s for v in conv_of.values() for s in v} == {"train", "test"}
+    text = (out / "README.md").read_text()
+    assert "sft/train-*.parquet" in text and "sft/test-*.parquet" in text

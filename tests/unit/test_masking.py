@@ -1,0 +1,367 @@
+"""Masking: spans, signals (fades and levels measured on the output), paired items from rendered
+conversations (espeak voices, the renderer's exact word timings), determinism, failures."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _mask_convs as MC  # noqa: E402
+
+from bargein.audio.dsp import equal_power_ramp  # noqa: E402
+from bargein.audio.io import write_audio  # noqa: E402
+from bargein.errors import AudioError, ConfigError  # noqa: E402
+from bargein.masking.items import MaskConfig, MaskSource, masked_transcript  # noqa: E402
+from bargein.masking.signals import apply_mask, expand_region, make_signal  # noqa: E402
+from bargein.masking.spans import (  # noqa: E402
+    canonical, critical_spans, find_span, function_word_candidates, is_function_word,
+)
+from bargein.masking.stage import mask_rendered, mask_sources  # noqa: E402
+from bargein.records import MaskedItem, WordTiming  # noqa: E402
+
+pytest.importorskip("espeakng_loader", reason="espeak (extra 'espeak') renders the test dialogues")
+
+SR = 16000
+CFG = MaskConfig(windows_ms=(0, 100))
+
+
+# ------------------------------------------------------------------ spans
+@pytest.mark.parametrize("text,value,expect", [
+    ("Sure, my account number is four four seven one, zero nine three two.", "4471 0932", (5, 13)),
+    ("It's C C, four seven three four three five seven.", "CC-4734357", (1, 10)),
+    ("born on May twenty-second, nineteen fifty-six", "May 22, 1956", (2, 6)),
+    ("about three thousand five hundred fifty dollars a month", "$3,550", (1, 7)),
+    ("moving to ninety-two sixty-two Carver Avenue, Portland", "9262 Carver Avenue", (2, 6)),
+    ("my flight leads at 7.30 in the morning.", "7:30", (4, 5)),
+    ("It is at the library downtown", "The Library", (3, 5)),
+    ("it was twelve dollars and fifty cents", "$12.50", (2, 7)),
+    ("four four seven one", "44", None),             # never inside a digit run
+    ("the code is 4471-0932.", "0932", (3, 4)),
+    ("no digits here", "42", None),
+])
+def test_find_span_normalised(text, value, expect):
+    assert find_span(text.split(), value) == expect
+
+
+def test_number_words_and_digits_agree():
+    assert canonical("twenty twenty-five") == canonical("2025") == "2025"
+    assert canonical("one thousand two hundred forty-nine") == "1249"
+    assert canonical("two oh five") == "205"
+    assert canonical("wait a second") == "waitasecond"          # "second" is not a number here
+    assert canonical("December fifteenth") == "december15"
+
+
+def test_critical_spans_prefer_longest_and_never_overlap():
+    words = "We are moving on June twelfth, twenty twenty-five, to twenty-two ten Maple Street, Denver.".split()
+    spans = critical_spans(words, MC.FACTS)
+    assert [(c.fact.key, c.word_start, c.word_end) for c in spans] == [
+        ("move_date", 4, 8), ("home_address", 9, 14)]
+
+
+def _words(spec: list[tuple[str, float, float]]) -> list[WordTiming]:
+    return [WordTiming(word=w, start_s=a, end_s=b) for w, a, b in spec]
+
+
+def test_function_word_candidates_keep_clear_of_the_critical_span():
+    rng = random.Random(5)
+    vocab = ["the", "of", "and", "is", "not", "account", "number", "maple", "to", "could", "never", "we"]
+    for _ in range(300):
+        n = rng.randint(4, 14)
+        t, spec = 0.0, []
+        for _ in range(n):
+            d = rng.uniform(0.05, 0.4)
+            spec.append((rng.choice(vocab), t, t + d))
+            t += d + rng.choice([0.0, 0.0, rng.uniform(0.01, 0.3)])
+        words = _words(spec)
+        c0 = rng.randint(0, n - 1)
+        c1 = rng.randint(c0 + 1, n)
+        window_s, guard_s = rng.choice([0.0, 0.05, 0.1, 0.3]), 0.02
+        t0, t1 = words[c0].start_s, words[c1 - 1].end_s
+        for i in function_word_candidates(words, (c0, c1), window_s=window_s, guard_s=guard_s,
+                                          duration_s=t):
+            assert is_function_word(words[i].word) and words[i].word not in ("not", "never")
+            assert not (c0 - 1 <= i <= c1), "a critical word or its neighbour"
+            a = max(0.0, words[i].start_s - window_s)
+            b = min(t, words[i].end_s + window_s)
+            assert b <= t0 - guard_s or a >= t1 + guard_s
+
+
+# ------------------------------------------------------------------ signals
+def _speechlike(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / SR
+    return (0.1 * np.sin(2 * np.pi * 180 * t) * (1 + 0.5 * np.sin(2 * np.pi * 3 * t))
+            + 0.01 * rng.standard_normal(n)).astype(np.float32)
+
+
+@pytest.mark.parametrize("signal", ["white_noise", "music", "silence"])
+@pytest.mark.parametrize("fade_ms", [5.0, 8.0, 10.0])
+def test_outside_untouched_and_level_matched(signal, fade_ms):
+    x = _speechlike(SR * 2)
+    regions = [(3000, 6000), (12000, 12500), (20000, 26000)]
+    y, stats = apply_mask(x, SR, regions, signal=signal, rng=np.random.default_rng(1), fade_ms=fade_ms)
+    inside = np.zeros(len(x), bool)
+    for a, b in regions:
+        inside[a:b] = True
+    assert np.array_equal(y[~inside], x[~inside])                  # sample for sample
+    nf = int(round(fade_ms * SR / 1000))
+    for (a, b), st in zip(regions, stats):
+        assert st.fade_samples == nf
+        core = y[a + nf:b - nf].astype(np.float64)
+        speech = x[a:b].astype(np.float64)
+        if signal == "silence":
+            assert not core.any()
+        else:                                                       # measured on the output
+            got = 20 * np.log10(np.sqrt(np.mean(core ** 2)))
+            want = 20 * np.log10(np.sqrt(np.mean(speech ** 2)))
+            assert abs(got - want) < 0.05, (got, want)
+
+
+def test_snr_level_is_set_against_the_speech_level():
+    x = _speechlike(SR)
+    y, st = apply_mask(x, SR, [(4000, 9000)], signal="white_noise", rng=np.random.default_rng(2), snr_db=6)
+    from bargein.audio.io import active_rms
+
+    core = y[4000 + st[0].fade_samples: 9000 - st[0].fade_samples]
+    got = 20 * np.log10(np.sqrt(np.mean(core.astype(np.float64) ** 2)))
+    assert abs(got - (20 * np.log10(active_rms(x, SR)) - 6)) < 0.05
+
+
+def test_silence_fade_is_an_equal_power_ramp_measured_on_the_output():
+    x = _speechlike(SR)
+    a, b = 5000, 9000
+    y, _ = apply_mask(x, SR, [(a, b)], signal="silence", rng=np.random.default_rng(0), fade_ms=8.0)
+    nf = 128                                                        # 8 ms at 16 kHz
+    np.testing.assert_allclose(y[a:a + nf], x[a:a + nf] * equal_power_ramp(nf, False), atol=1e-7)
+    np.testing.assert_allclose(y[b - nf:b], x[b - nf:b] * equal_power_ramp(nf, True), atol=1e-7)
+    zero = np.flatnonzero(y[a:b] == 0)
+    assert zero[0] == nf and zero[-1] == (b - a) - nf - 1           # the fades last exactly 8 ms
+
+
+def test_noise_fade_in_measured_over_realisations():
+    """Mean power of the mask (300 seeds) over a silent stretch rises as sin^2 for exactly the
+    fade, then holds the level; over steady speech the crossfade keeps the power constant."""
+    x = _speechlike(4000)
+    a, b, nf = 1000, 3000, 80                                       # 5 ms
+    x[a:b] = 0
+    power = np.zeros(b - a)
+    for s in range(300):
+        y, _ = apply_mask(x, SR, [(a, b)], signal="white_noise", rng=np.random.default_rng(s),
+                          fade_ms=5.0, snr_db=0.0)
+        power += y[a:b].astype(np.float64) ** 2
+    power /= 300
+    from bargein.audio.io import active_rms
+
+    target = active_rms(x, SR) ** 2
+    ramp = equal_power_ramp(nf, True).astype(np.float64) ** 2
+    np.testing.assert_allclose(power[:nf] / target, ramp, atol=0.2)
+    assert np.mean(power[:nf // 4]) < 0.1 * target                  # starts from silence
+    assert abs(np.mean(power[nf:-nf]) / target - 1) < 0.03          # steady after exactly nf
+    np.testing.assert_allclose(power[-nf:] / target, ramp[::-1], atol=0.2)
+    # equal power: noise at the speech's RMS crossfaded with steady speech
+    x2 = _speechlike(4000)
+    tot = np.zeros(b - a)
+    for s in range(300):
+        y, _ = apply_mask(x2, SR, [(a, b)], signal="white_noise", rng=np.random.default_rng(s), fade_ms=5.0)
+        tot += y[a:b].astype(np.float64) ** 2
+    tot /= 300
+    seg = x2[a:a + nf].astype(np.float64)
+    t2 = np.mean(x2[a:b].astype(np.float64) ** 2)                   # RMS-matched level
+    expect = seg ** 2 * equal_power_ramp(nf, False) ** 2 + t2 * ramp  # power-complementary weights
+    np.testing.assert_allclose(tot[:nf], expect, atol=0.25 * t2)
+
+
+def test_music_is_tonal_and_deterministic():
+    rng1, rng2 = np.random.default_rng(3), np.random.default_rng(3)
+    m1, m2 = make_signal("music", SR, SR, rng1), make_signal("music", SR, SR, rng2)
+    assert np.array_equal(m1, m2)
+    spec = np.abs(np.fft.rfft(m1))
+    flatness = np.exp(np.mean(np.log(spec + 1e-12))) / np.mean(spec)
+    noise = np.abs(np.fft.rfft(make_signal("white_noise", SR, SR, np.random.default_rng(3))))
+    assert flatness < 0.1 < np.exp(np.mean(np.log(noise + 1e-12))) / np.mean(noise)
+
+
+def test_expand_region_clips_and_refuses_longer_than_the_utterance():
+    assert expand_region(0.05, 0.5, 100, 2.0) == (0.0, 0.6)
+    assert expand_region(1.8, 1.95, 100, 2.0) == pytest.approx((1.7, 2.0))
+    with pytest.raises(AudioError, match="longer than the utterance"):
+        expand_region(0.2, 0.8, 300, 1.0)
+    with pytest.raises(ConfigError, match="5-10 ms"):
+        apply_mask(np.zeros(100, np.float32), SR, [(0, 50)], signal="silence",
+                   rng=np.random.default_rng(0), fade_ms=20)
+
+
+# ------------------------------------------------------------------ items from rendered dialogues
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    from bargein.audio.render import RenderConfig, render_conversations
+
+    wd = tmp_path_factory.mktemp("mask_render")
+    cfg = RenderConfig(assistant_voice="espeak:en-gb", user_voice="espeak:en-us", label_vad="energy")
+    res = render_conversations([MC.verified(1)], workdir=wd, seed=3, config=cfg, workers=1, progress=False)
+    assert not res.failures
+    return wd, res.outputs
+
+
+@pytest.fixture(scope="module")
+def masked(rendered, tmp_path_factory):
+    rwd, rds = rendered
+    wd = tmp_path_factory.mktemp("mask_out")
+    res = mask_rendered(rds, [MC.conversation(1)], workdir=wd, seed=9, config=CFG, audio_root=rwd,
+                        workers=1, progress=False)
+    return wd, res
+
+
+def test_paired_variants_for_every_slot(masked):
+    wd, res = masked
+    assert not res.failures, [f.reason for f in res.failures]
+    slots = sorted({i.slot for i in res.outputs})
+    assert slots == ["account_number", "home_address", "monthly_budget", "move_date"]
+    assert len(res.outputs) == 4 * 2 * 3 * 2
+    by = {(i.slot, i.condition, i.signal, i.window_ms): i for i in res.outputs}
+    for slot in slots:
+        for s in CFG.signals:
+            for w in CFG.windows_ms:
+                una, ans = by[(slot, "unanswerable", s, w)], by[(slot, "answerable", s, w)]
+                assert una.original_audio_path == ans.original_audio_path
+                assert "repair" in una.expected_behaviour and slot.replace("_", " ") in una.expected_behaviour
+                assert una.context[0]["role"] == "system" and una.context[-1]["role"] == "assistant"
+                sp = una.spans[0]                     # the span is exactly the spoken value
+                fact = next(f for f in MC.FACTS if f.key == slot)
+                assert canonical(sp.text) == canonical(fact.spoken)
+                assert len(ans.spans) >= 1 and ans.spans != una.spans
+                assert "[inaudible]" in una.masked_transcript
+                assert find_span(una.masked_transcript.split(), una.answer) is None
+                assert find_span(ans.masked_transcript.split(), ans.answer) is not None
+
+
+def _read16(path: Path) -> np.ndarray:
+    return sf.read(path, dtype="int16")[0]
+
+
+def _critical_times(item: MaskedItem, partner: MaskedItem) -> tuple[float, float]:
+    sp = partner.spans[0]
+    return item.words[sp.word_start].start_s, item.words[sp.word_end - 1].end_s
+
+
+def test_audio_outside_masks_identical_and_answer_span_untouched(masked, rendered):
+    wd, res = masked
+    rwd, rds = rendered
+    by = {(i.slot, i.condition, i.signal, i.window_ms): i for i in res.outputs}
+    clips = {s.message_index: s.clip_path for s in rds[0].segments if s.clip_path}
+    for it in res.outputs:
+        orig = _read16(wd / it.original_audio_path)
+        assert np.array_equal(orig, _read16(rwd / clips[it.message_index]))  # the rendered clip
+        out = _read16(wd / it.audio_path)
+        assert len(out) == len(orig)
+        inside = np.zeros(len(orig), bool)
+        for sp in it.spans:
+            inside[max(0, round(sp.start_s * SR) - 1): round(sp.end_s * SR) + 1] = True
+        assert np.array_equal(out[~inside], orig[~inside]), it.id
+        if it.condition == "answerable":
+            una = by[(it.slot, "unanswerable", it.signal, it.window_ms)]
+            t0, t1 = _critical_times(it, una)
+            for sp in it.spans:                       # function words never touch the answer
+                assert sp.end_s <= t0 or sp.start_s >= t1
+                assert sp.word_end <= una.spans[0].word_start - 1 or sp.word_start > una.spans[0].word_end
+                assert all(is_function_word(w.word) for w in it.words[sp.word_start:sp.word_end]) or it.window_ms
+            a, b = int(t0 * SR), int(np.ceil(t1 * SR))
+            assert np.array_equal(out[a:b], orig[a:b])
+
+
+def test_levels_and_fades_measured_on_written_audio(masked):
+    wd, res = masked
+    for it in res.outputs:
+        out = sf.read(wd / it.audio_path, dtype="float64")[0]
+        orig = sf.read(wd / it.original_audio_path, dtype="float64")[0]
+        assert it.measured["fade_ms"] == 8.0
+        for sp in it.spans:
+            a, b = round(sp.start_s * SR), round(sp.end_s * SR)
+            core = out[a + 128:b - 128]
+            if it.signal == "silence":
+                assert np.max(np.abs(core)) == 0
+                continue
+            speech = np.sqrt(np.mean(orig[a:b] ** 2))
+            got = np.sqrt(np.mean(core ** 2))
+            assert abs(20 * np.log10(got / speech)) < 0.1, (it.id, sp.text)
+        if it.signal != "silence":
+            assert it.measured["level_error_db"] < 0.01
+
+
+def test_same_seed_byte_identical_and_resume(masked, rendered, tmp_path):
+    wd, res = masked
+    rwd, rds = rendered
+    again = mask_rendered(rds, [MC.conversation(1)], workdir=tmp_path, seed=9, config=CFG,
+                          audio_root=rwd, workers=2, progress=False)
+    assert (tmp_path / "mask.jsonl").read_bytes() == (wd / "mask.jsonl").read_bytes()
+    for it in res.outputs:
+        assert (tmp_path / it.audio_path).read_bytes() == (wd / it.audio_path).read_bytes()
+    cached = mask_rendered(rds, [MC.conversation(1)], workdir=tmp_path, seed=9, config=CFG,
+                           audio_root=rwd, workers=1, progress=False)
+    assert cached.computed == 0 and cached.cached == 4 and len(cached.outputs) == len(again.outputs)
+    other = mask_rendered(rds, [MC.conversation(1)], workdir=tmp_path / "s10", seed=10, config=CFG,
+                          audio_root=rwd, workers=1, progress=False)
+    first = {i.id: i for i in res.outputs}
+    for it in (i for i in other.outputs if i.condition == "unanswerable"):
+        a = sf.read(tmp_path / "s10" / it.audio_path, dtype="int16")[0]  # other noise, same silence
+        b = sf.read(wd / first[it.id].audio_path, dtype="int16")[0]
+        assert np.array_equal(a, b) == (it.signal == "silence"), it.id
+
+
+def test_facts_said_before_are_skipped_and_missing_conversation_fails(rendered, tmp_path):
+    rwd, rds = rendered
+    conv = MC.conversation(1)
+    msgs = list(conv.messages)
+    msgs[0] = msgs[0].with_(text="Thanks for calling. Is your account number still 4471 0932?")
+    leaked = conv.with_(messages=tuple(msgs))
+    res = mask_rendered(rds, [leaked], workdir=tmp_path / "a", seed=1,
+                        config=MaskConfig(windows_ms=(0,), signals=("silence",), slots=("account_number",)),
+                        audio_root=rwd, workers=1, progress=False)
+    assert not res.outputs and "said before message 1" in res.failures[0].reason
+    res = mask_rendered(rds, [], workdir=tmp_path / "b", seed=1, config=CFG, audio_root=rwd,
+                        workers=1, progress=False)
+    assert "not in the conversations file" in res.failures[0].reason
+
+
+def test_region_longer_than_utterance_fails_that_source_only(masked, tmp_path):
+    from bargein.audio.tts import synthesize
+
+    wd, res = masked
+    good = next(i for i in res.outputs if i.slot == "account_number")
+    sp = synthesize("The plan is at eighty-five dollars.", "espeak:en-us")
+    path = write_audio(tmp_path / "short.wav", sp.samples, sp.sample_rate)
+    crit = find_span([w.word for w in sp.words], "eighty-five dollars")
+    short = MaskSource(id="short", kind="conversation", source_id="short", audio_path=str(path),
+                       transcript=sp.text, words=sp.words, critical=crit, answer="$85", slot="budget")
+    g_crit = find_span([w.word for w in good.words], good.answer)
+    src_good = MaskSource(id="good", kind="conversation", source_id=good.source_id,
+                          audio_path=str(wd / good.original_audio_path), transcript=good.transcript,
+                          words=good.words, critical=g_crit, answer=good.answer, slot=good.slot)
+    # a window too wide for the short utterance, but not for the long one
+    span_s = sp.words[crit[1] - 1].end_s - sp.words[crit[0]].start_s
+    window = int(((sp.duration_s - span_s) / 2 + 0.03) * 1000)
+    gap = good.words[g_crit[0]].start_s - good.words[1].end_s       # "my" .. the number
+    assert window / 1000 + 0.02 < gap and span_s + 2 * window / 1000 > sp.duration_s
+    cfg = MaskConfig(windows_ms=(0, window), signals=("white_noise",))
+    out = mask_sources([short, src_good], workdir=tmp_path / "w", seed=1, config=cfg, workers=1,
+                       progress=False)
+    assert [f.item_id for f in out.failures] == ["short"]
+    assert "longer than the utterance" in out.failures[0].reason
+    assert {i.source_id for i in out.outputs} == {good.source_id} and len(out.outputs) == 4
+    assert (tmp_path / "w" / "mask.failures.jsonl").read_text().count("longer than the utterance") == 1
+
+
+def test_masked_transcript_keeps_punctuation():
+    words = _words([("Sure,", 0, .3), ("my", .3, .4), ("code", .4, .6), ("is", .6, .7), ("four.", .7, 1)])
+    words = [w.with_(char_start=c) for w, c in zip(words, (0, 6, 9, 14, 17))]
+    from bargein.records import MaskSpan
+
+    spans = [MaskSpan(word_start=4, word_end=5, start_s=.7, end_s=1, text="four."),
+             MaskSpan(word_start=1, word_end=2, start_s=.3, end_s=.4, text="my")]
+    assert masked_transcript("Sure, my code is four.", words, spans) == "Sure, [inaudible] code is [inaudible]."
