@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -29,7 +30,7 @@ from bargein.generators.assistant_sim import AssistantTurn, RuleAssistant, check
 from bargein.generators.assistant_sim import llm_messages as assistant_messages
 from bargein.generators.planner import ConversationState, Recovery, RoundPlan, RulePlanner
 from bargein.generators.user_sim import (
-    Interjected, PlanBroken, RuleUser, UserInterjection, UserReply, check_interjection,
+    Interjected, PlanBroken, anchors, RuleUser, UserInterjection, UserReply, check_interjection,
     check_reply, user_plan,
 )
 from bargein.generators.user_sim import llm_messages as user_messages
@@ -178,8 +179,20 @@ class LLMAgents:
         heard_text = out.heard_prefix.rstrip()
         k = P.word_index_of_prefix(message, heard_text)
         assert k is not None
+        detail = dict(plan.detail)
+        if plan.type in ("pushback", "normal") and "anchor" not in detail:
+            said = [a for a in anchors(heard_text[content_start:]) if _said(out.interjection, a)]
+            if said:                           # what the caller picked up on, for the recovery
+                detail["anchor"] = said[-1]
         return Interjected(heard=heard_text, cut_word_index=k, interjection=out.interjection.strip(),
-                           overlap_ms=plan.overlap_ms or 300, detail=dict(plan.detail))
+                           overlap_ms=plan.overlap_ms or 300, detail=detail)
+
+
+def _said(text: str, phrase: str) -> bool:
+    from bargein.verify.text import contains_phrase
+
+    core = re.sub(r"^(?:the|a|an|my|your|this|that|our)\s+", "", phrase)
+    return contains_phrase(text, phrase) or contains_phrase(text, core)
 
 
 # ---- the loop -------------------------------------------------------------------------------

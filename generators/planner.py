@@ -326,6 +326,8 @@ class RulePlanner:
                 continue                    # nothing the user said can be corrected (yet)
             if t == "topic_switch" and not st.free_pairs("topic_switch"):
                 continue
+            if t == "pushback" and unit.purpose == "deescalate" and not st.dispute:
+                continue                    # nothing specific left to keep objecting to
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
                                      else unit.kind == "ask" and st.pending is not None):
                 continue                    # nothing long enough to skip
@@ -345,7 +347,9 @@ class RulePlanner:
             options = [] if unit.kind == "close" or unit.purpose == "deescalate" else ["clarify"]
             if st.free_pairs("normal_constraint"):
                 options += ["constraint"] * 2
-            vol = st.volunteerable(self._upcoming_keys(st))
+            low = unit.text.lower()               # unsolicited: never what this turn asks for
+            vol = [k for k in st.volunteerable(self._upcoming_keys(st))
+                   if k not in unit.keys and P.label(k).lower() not in low]
             if vol and unit.kind != "close":
                 options += ["volunteer"] * 2
             variant = rng.choice(options or ["clarify"])
@@ -386,7 +390,8 @@ class RulePlanner:
         if interruption is not None:
             d = interruption.detail
             if interruption.type == "pushback" and d.get("variant") != "persist":
-                st.dispute = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "that")
+                anchor = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "")
+                st.dispute = "" if anchor == "that" else anchor
             if interruption.type == "correction":
                 st.stated[d["key"]] = d["new"]
                 st.corrected.add(d["key"])

@@ -305,6 +305,8 @@ def test_requests_per_minute_limit(keys, tmp_path):
 def test_one_client_serves_successive_event_loops(keys, tmp_path, recwarn, caplog):
     import gc
 
+    gc.collect()                                           # other tests' garbage is not ours
+    recwarn.clear()
     with LoopbackLLMServer() as srv:
         llm = llm_for(srv, "openai", tmp_path)
         for i in range(3):                                 # the runner starts a loop per stage

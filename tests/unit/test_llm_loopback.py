@@ -30,10 +30,10 @@ def test_openai_sdk_typed_parse_with_json_schema():
               "required": ["name", "n"], "title": "Thing"}
 
     async def main(srv):
-        r = await _oai(srv).chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "make a thing"}], max_tokens=100,
-            response_format={"type": "json_schema", "json_schema": {"name": "Thing", "schema": schema}})
-        return r
+        async with _oai(srv) as c:
+            return await c.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "make a thing"}], max_tokens=100,
+                response_format={"type": "json_schema", "json_schema": {"name": "Thing", "schema": schema}})
 
     with LoopbackLLMServer() as srv:
         r = asyncio.run(main(srv))
@@ -48,12 +48,12 @@ def test_openai_sdk_typed_parse_with_json_schema():
 
 def test_anthropic_sdk_typed_parse_and_queue():
     async def main(srv):
-        c = _ant(srv)
-        a = await c.messages.create(model="claude-haiku-4-5", max_tokens=50, system="be brief",
-                                    messages=[{"role": "user", "content": "hi"}])
-        b = await c.messages.create(model="claude-haiku-4-5", max_tokens=50,
-                                    messages=[{"role": "user", "content": "again"}])
-        return a, b
+        async with _ant(srv) as c:
+            a = await c.messages.create(model="claude-haiku-4-5", max_tokens=50, system="be brief",
+                                        messages=[{"role": "user", "content": "hi"}])
+            b = await c.messages.create(model="claude-haiku-4-5", max_tokens=50,
+                                        messages=[{"role": "user", "content": "again"}])
+            return a, b
 
     with LoopbackLLMServer(answers=["first answer", "second answer"]) as srv:
         a, b = asyncio.run(main(srv))
@@ -69,8 +69,9 @@ def test_responder_sees_the_request_and_max_tokens_truncates():
         return "echo: " + last_user_text(req) * 10
 
     async def main(srv):
-        return await _oai(srv).chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "abcd"}], max_tokens=3)
+        async with _oai(srv) as c:
+            return await c.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "abcd"}], max_tokens=3)
 
     with LoopbackLLMServer(responder=responder) as srv:
         r = asyncio.run(main(srv))
@@ -88,8 +89,9 @@ def test_transport_faults_reach_both_sdks_as_their_errors(kind, exc):
                            (_ant, lambda c: c.messages.create(
                 model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]))):
             srv.fault(kind)
-            with pytest.raises(Exception) as ei:
-                await call(make(srv, timeout=0.3))
+            async with make(srv, timeout=0.3) as client:
+                with pytest.raises(Exception) as ei:
+                    await call(client)
             errors.append(ei.value)
         return errors
 
@@ -104,15 +106,15 @@ def test_transport_faults_reach_both_sdks_as_their_errors(kind, exc):
 
 def test_content_faults_and_malformed_body():
     async def main(srv):
-        c = _oai(srv)
-        out = []
-        for _ in range(3):
-            r = await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
-                                                max_tokens=100)
-            out.append((r.choices[0].message.content, r.choices[0].finish_reason))
-        with pytest.raises(ValueError):          # the SDK cannot decode a malformed body
-            await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
-        return out
+        async with _oai(srv) as c:
+            out = []
+            for _ in range(3):
+                r = await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}],
+                                                    max_tokens=100)
+                out.append((r.choices[0].message.content, r.choices[0].finish_reason))
+            with pytest.raises(ValueError):          # the SDK cannot decode a malformed body
+                await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+            return out
 
     with LoopbackLLMServer(answers=['{"text": "a complete answer"}'],
                            faults=["invalid_json", "schema_invalid", "truncated", "malformed_json"]) as srv:
@@ -156,13 +158,13 @@ def test_queue_may_hold_faults_and_responder_may_return_them():
         return Fault("server_error") if "fail" in last_user_text(req) else "fine"
 
     async def main(srv):
-        c = _oai(srv)
-        with pytest.raises(openai.RateLimitError):
-            await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "a"}])
-        with pytest.raises(openai.InternalServerError):
-            await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "fail"}])
-        r = await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "ok"}])
-        return r.choices[0].message.content
+        async with _oai(srv) as c:
+            with pytest.raises(openai.RateLimitError):
+                await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "a"}])
+            with pytest.raises(openai.InternalServerError):
+                await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "fail"}])
+            r = await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "ok"}])
+            return r.choices[0].message.content
 
     with LoopbackLLMServer(answers=[Fault("rate_limit")], responder=responder) as srv:
         assert asyncio.run(main(srv)) == "fine"
@@ -172,12 +174,12 @@ def test_queue_may_hold_faults_and_responder_may_return_them():
 
 def test_speech_endpoint_returns_tone_wav_proportional_to_words():
     async def main(srv):
-        c = _oai(srv)
-        short = await c.audio.speech.create(model="tts-1", voice="alloy", input="one two",
-                                            response_format="wav")
-        long = await c.audio.speech.create(model="tts-1", voice="alloy", input="one two three four",
-                                           response_format="wav")
-        return short.content, long.content
+        async with _oai(srv) as c:
+            short = await c.audio.speech.create(model="tts-1", voice="alloy", input="one two",
+                                                response_format="wav")
+            long = await c.audio.speech.create(model="tts-1", voice="alloy", input="one two three four",
+                                               response_format="wav")
+            return short.content, long.content
 
     with LoopbackLLMServer() as srv:
         short, long = asyncio.run(main(srv))
@@ -197,10 +199,11 @@ def test_custom_speech_fn_and_auth_check():
         return b"RIFFfake"
 
     async def main(srv):
-        r = await _oai(srv).audio.speech.create(model="tts-1", voice="nova", input="hello", response_format="pcm")
-        bad = openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key="sk-wrong", max_retries=0)
-        with pytest.raises(openai.AuthenticationError):
-            await bad.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        async with _oai(srv) as c:
+            r = await c.audio.speech.create(model="tts-1", voice="nova", input="hello", response_format="pcm")
+        async with openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key="sk-wrong", max_retries=0) as bad:
+            with pytest.raises(openai.AuthenticationError):
+                await bad.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
         return r.content
 
     with LoopbackLLMServer(speech_fn=speech, api_key=KEY) as srv:
@@ -227,8 +230,9 @@ def test_example_from_schema_handles_refs_enums_and_optionals():
 
 def test_loopback_process_counts_requests_over_http():
     async def main(srv):
-        r = await _oai(srv).chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
-        return r.choices[0].message.content
+        async with _oai(srv) as c:
+            r = await c.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            return r.choices[0].message.content
 
     with LoopbackProcess(answers=["from a child process"]) as srv:
         assert asyncio.run(main(srv)) == "from a child process"
