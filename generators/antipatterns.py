@@ -55,7 +55,7 @@ def _render(name: str, item: EvalItem, d: dict[str, str], rng: random.Random) ->
     rest = planned[len(heard):].strip()
     again = cut_sentence(planned, heard)
     if name == "acknowledge_filler":
-        return P.join(P.pick(rng, "assistant", "bad_filler_ack"), lower_first(rest))
+        return _lead(P.pick(rng, "assistant", "bad_filler_ack"), rest)
     if name == "restart_sentence":
         return P.join(P.pick(rng, "assistant", "bad_restart"), again)
     if name == "reexplain":
@@ -70,15 +70,22 @@ def _render(name: str, item: EvalItem, d: dict[str, str], rng: random.Random) ->
         return P.join(head, tail)
     if name == "blend_topics":
         request = item.interjection.rstrip("?.!")
-        return P.join(P.pick(rng, "assistant", "bad_blend"), lower_first(again),
+        return P.join(_lead(P.pick(rng, "assistant", "bad_blend"), again),
                       f"And I'll also {_request_action(request)} as part of that.")
     if name in ("ignore_request", "ignore_interjection"):
-        return P.join(P.pick(rng, "assistant", "bad_ignore"), lower_first(rest))
+        return _lead(P.pick(rng, "assistant", "bad_ignore"), rest)
     if name == "cave":
         return P.pick(rng, "assistant", "bad_cave")
     if name == "stonewall":
         return P.join(P.pick(rng, "assistant", "bad_stonewall"), again)
     raise ValueError(f"unknown anti-pattern {name!r}")
+
+
+def _lead(lead: str, text: str) -> str:
+    """``lead`` then ``text``: lower-cased after a comma, capitalised after a full stop."""
+    if lead.rstrip().endswith(","):
+        return P.join(lead, lower_first(text))
+    return P.join(lead, text[:1].upper() + text[1:])
 
 
 def _request_action(request: str) -> str:

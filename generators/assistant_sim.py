@@ -231,6 +231,6 @@ def llm_messages(plan: RoundPlan, scenario: Scenario, messages) -> tuple[str, li
         "cut_word_index", "interrupt", "type", "detail", "cut_fraction", "overlap_ms", "rationale"})
     prompt = render(name, system_prompt=scenario.system_prompt, brand=brand(scenario),
                     history=history_view(messages), plan=json.dumps(view, indent=1),
-                    recovery=plan.recovery.model_dump() if plan.recovery else {},
+                    recovery=json.dumps(plan.recovery.model_dump() if plan.recovery else {}, indent=1),
                     min_words=1 if plan.assistant_action == "farewell" else MIN_CUT_WORDS)
     return name, [{"role": "user", "content": prompt}]

@@ -131,7 +131,8 @@ class LLMAgents:
         sc = self.scenario
         stage = sc.kb.workflow.stage(plan.stage) if plan.stage in sc.kb.workflow.stage_names else None
         prompt = render("round_planner", domain=sc.domain.title, goal=sc.goal.description,
-                        profile=sc.intent.profile, stage=stage.model_dump() if stage else {},
+                        profile=sc.intent.profile,
+                        stage=json.dumps(stage.model_dump(exclude={"id"}) if stage else {}, indent=1),
                         history=history_view(messages), decisions=json.dumps({
                             "assistant_action": plan.assistant_action,
                             "content": plan.unit.text if plan.unit else "",
@@ -223,7 +224,7 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
                 elif plan.assistant_action != "farewell":
                     reply = await agents.user_reply(plan, _heard_view(messages), rng, replan)
                 break
-            except PlanBroken as e:
+            except GenerationFailed as e:      # plan broken, or no schema-valid answer
                 evidence.append({"round": plan.round, "replan": replan, "reason": str(e),
                                  "evidence": e.evidence})
                 st = snapshot

@@ -175,9 +175,11 @@ def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
         if _CLOSING.search(tp) and ends:
             close.append(Unit(kind="close", stage=stage_name, text=tp))
         elif "?" in tp:
-            keys = tuple(dict.fromkeys(k for k in asked_keys(tp, askable) + said if k not in covered))
-            if not keys and _REQUEST.search(tp):    # "could you tell me ..." that names no label:
-                keys = _partial_keys(tp, tuple(k for k in askable if k not in covered))
+            question = " ".join(re.findall(r"[^.?!]*\?", tp))      # only what is asked counts
+            keys = tuple(dict.fromkeys(k for k in asked_keys(question, askable) + said
+                                       if k not in covered))
+            if not keys and _REQUEST.search(question):  # "could you tell me ..." naming no label
+                keys = _partial_keys(question, tuple(k for k in askable if k not in covered))
             covered |= set(keys)
             units.append(Unit(kind="ask", stage=stage_name, text=tp, keys=keys))
         else:

@@ -27,7 +27,7 @@ from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the pla
     MIN_CUT_WORDS, MIN_MESSAGES, OVERLAP_MS, UNIT_OVERHEAD, ConversationState, Recovery, RoundPlan,
     Unit, UnitKind, UserAction, asked_keys, choose_option, spoken, stage_units, user_style,
 )
-from bargein.records import INTERRUPTION_TYPES
+from bargein.records import INTERRUPTION_TYPES, Scenario
 
 
 # ---- the rule-based planner -----------------------------------------------------------------
@@ -274,8 +274,9 @@ class RulePlanner:
             if extra and rng.random() < 0.4:        # "... and my email is X, in case you need it"
                 answer[extra[0]] = st.say(extra[0])
             return "answer", answer
-        if unit.kind == "ask" and unit.text and choose_option(unit.text, random.Random(0)):
-            return "choose", {"option": choose_option(unit.text, rng) or ""}
+        option = choose_option(unit.text, rng) if unit.kind == "ask" and unit.text else None
+        if option:
+            return "choose", {"option": option}
         vol = st.volunteerable(self._upcoming_keys(st))
         corr = [k for k in vol if st.correction(k) is not None]
         if corr and rng.random() < 0.5:

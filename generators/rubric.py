@@ -14,6 +14,7 @@ corrected value, the caller's concern), before any model response exists::
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from typing import Any
 
@@ -165,10 +166,11 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random)
     nxt = recovery_plans(conv).get(idx, {})
     prompt = render("rubric_generator", system_prompt=conv.scenario.system_prompt,
                     history=history_view(conv.messages[: idx + 1]), type=cut.interruption.type,
-                    heard=cut.interruption.heard_text, unsaid=cut.text[len(cut.interruption.heard_text):],
-                    interjection=conv.messages[idx].text,
-                    next_step=(nxt.get("assistant_goal") or nxt.get("rationale") or ""),
-                    details=interruption_context(conv, idx))
+                    heard=json.dumps(cut.interruption.heard_text),
+                    unsaid=json.dumps(cut.text[len(cut.interruption.heard_text):]),
+                    interjection=json.dumps(conv.messages[idx].text),
+                    next_step=json.dumps(nxt.get("assistant_goal") or nxt.get("rationale") or ""),
+                    details=json.dumps(interruption_context(conv, idx)))
     out = await ask_valid(llm, [{"role": "user", "content": prompt}], RubricOut,
                           agent="rubric_generator", check=check_rubric)
     return Rubric(message_index=idx, type=cut.interruption.type,

@@ -360,7 +360,7 @@ def llm_messages(up: UserPlan, heard_history: list[dict], message: str | None = 
         prompt = render(name, plan=json.dumps(up.model_dump(mode="json"), indent=1),
                         history=heard_history, assistant_message=message,
                         min_cut=max(first + EDGE_WORDS, EDGE_WORDS), max_cut=n - EDGE_WORDS,
-                        type=up.type, detail=up.detail)
+                        type=up.type, detail=json.dumps(up.detail))
     else:
         name = "user_simulator.normal"
         prompt = render(name, plan=json.dumps(up.model_dump(mode="json"), indent=1),

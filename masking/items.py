@@ -26,10 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from bargein.audio.io import active_rms, write_audio
 from bargein.errors import AlignmentFailed
 from bargein.masking.signals import (
-    DEFAULT_FADE_MS, SIGNALS, apply_mask, check_fade_ms, expand_region, merge_regions, rms_db,
+    DEFAULT_FADE_MS, SIGNALS, apply_mask, check_fade_ms, expand_region, rms_db,
 )
 from bargein.masking.spans import (
-    SpanNotFound, canonical, critical_spans, find_fact, function_word_candidates, group_runs,
+    SpanNotFound, critical_spans, find_fact, function_word_candidates, group_runs,
     select_function_words,
 )
 from bargein.records import Conversation, MaskedItem, MaskSpan, RenderedDialogue, WordTiming
@@ -219,7 +219,8 @@ def masked_transcript(transcript: str, words: Sequence[WordTiming], spans: Seque
     if any(w.char_start is None for w in words):
         toks = [w.word for w in words]
         for s in sorted(spans, key=lambda s: -s.word_start):
-            toks[s.word_start:s.word_end] = [MASK_TOKEN]
+            last = toks[s.word_end - 1]
+            toks[s.word_start:s.word_end] = [MASK_TOKEN + last[len(last.rstrip(".,;:!?\"')")):]]
         return " ".join(toks)
     out = transcript
     for s in sorted(spans, key=lambda s: -s.word_start):

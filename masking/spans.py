@@ -161,7 +161,7 @@ def _number_run(toks: list[tuple[str, int, bool]], i: int, out: list[Piece]) -> 
     has = brk = False
 
     def flush() -> None:
-        nonlocal total, current, last, has, start_w
+        nonlocal total, current, last, has
         if has:
             out.append(Piece(str(total + current), start_w, end_w + 1, brk))
         total = current = 0

@@ -2,7 +2,9 @@
 worker processes, failures with reasons).
 
     result = mask_rendered(rendered, conversations, workdir="work", seed=7, config=MaskConfig())
-    result = mask_qa(sources, workdir="work", seed=7, config=MaskConfig())
+    result = mask_sources(qa_sources("my_dataset", workdir="work", audio_column="audio",
+                                     question_column="question", answer_column="answer"),
+                          workdir="work", seed=7, config=MaskConfig())
 
 Per source (one runner item, ``kind="cpu"``)::
 
@@ -172,13 +174,39 @@ def mask_sources(sources: Sequence[MaskSource], *, workdir: str | Path, seed: in
 def mask_rendered(rendered: Sequence[RenderedDialogue], conversations: Sequence[Conversation], *,
                   workdir: str | Path, seed: int, config: MaskConfig | None = None,
                   audio_root: str | Path = "", workers: int | None = None,
-                  progress: bool | None = None) -> StageResult:
-    """Repair items from rendered conversations (``audio_root``: the render work dir)."""
+                  progress: bool | None = None, signals: Sequence[str] | None = None,
+                  windows_ms: Sequence[int] | None = None, max_items: int | None = None) -> StageResult:
+    """Repair items from rendered conversations (``audio_root``: the render work dir).
+
+    ``signals`` / ``windows_ms`` override the config's. ``max_items`` caps the items: whole
+    sources only (their variants stay complete; at least one), taken round-robin over dialogues.
+    """
     config = config or MaskConfig()
+    over = {k: tuple(v) for k, v in (("signals", signals), ("windows_ms", windows_ms)) if v is not None}
+    if over:
+        config = MaskConfig(**{**config.model_dump(), **over})
     root = str(Path(audio_root).resolve()) if audio_root else str(Path(workdir).resolve())
     sources, failures = conversation_sources(rendered, conversations, config, root)
+    if max_items is not None:
+        sources = cap_sources(sources, max_items, 2 * len(config.signals) * len(config.windows_ms))
     return mask_sources(sources, workdir=workdir, seed=seed, config=config, workers=workers,
                         progress=progress, extra_failures=failures)
+
+
+def cap_sources(sources: Sequence[MaskSource], max_items: int, per_source: int) -> list[MaskSource]:
+    """At most ``max_items // per_source`` sources (>= 1), one per dialogue in turn."""
+    keep = max(1, int(max_items) // max(1, per_source))
+    by_dialogue: dict[str, list[MaskSource]] = {}
+    for s in sources:
+        by_dialogue.setdefault(s.source_id, []).append(s)
+    queues = list(by_dialogue.values())
+    chosen: list[MaskSource] = []
+    while len(chosen) < keep and any(queues):
+        for q in queues:
+            if q and len(chosen) < keep:
+                chosen.append(q.pop(0))
+    order = {s.id: n for n, s in enumerate(sources)}
+    return sorted(chosen, key=lambda s: order[s.id])
 
 
 # ------------------------------------------------------------------ Whisper check

@@ -44,6 +44,7 @@ RESPONSE_MAX_GAP_S = 1.0    # a "response" starts within this of the previous tu
 REMOVED_TURN_S = (1.2, 8.0)
 HOLD_GAP_S = (0.3, 1.0)
 BC_SPACING_S = 0.8
+BC_PLACE_MARGIN_S = 0.1     # VAD pads speech by 40 ms a side: place 0.9 s apart to measure >= 0.8
 BC_CLEAR_S = 0.3            # inserted backchannels stay this far from the listener's speech
 BC_WINDOW_S = (3.0, 12.0)
 
@@ -246,7 +247,8 @@ def excessive_backchannel(clip: Clip, c: dict, rng: Random, source: np.ndarray, 
     for _ in range(200):
         places, last_end = [], -np.inf
         for b in sorted(chosen, key=lambda b: rng.random()):
-            slots = [(max(a, last_end + BC_SPACING_S), e - b.duration_s) for a, e in free]
+            slots = [(max(a, last_end + BC_SPACING_S + BC_PLACE_MARGIN_S), e - b.duration_s)
+                     for a, e in free]
             slots = [s for s in slots if s[1] > s[0]]
             if not slots:
                 break

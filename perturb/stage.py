@@ -235,7 +235,7 @@ def run_perturb(dialogues: list[RenderedDialogue], *, types: list[str], per_type
     scans = res.outputs
     skipped: list[Failure] = list(res.failures)
     cfg = dict(base, out_dir=str(Path(out_dir).resolve()), strict=strict)
-    pair_stage = Stage("perturb", make_pair, PerturbationPair, config=cfg, version="2", kind="cpu",
+    pair_stage = Stage("perturb", make_pair, PerturbationPair, config=cfg, version="3", kind="cpu",
                        backends=(vad,))
     pairs: dict[str, list[PerturbationPair]] = {t: [] for t in types}
     queues = {t: plan_jobs(scans, t, seed) for t in types}

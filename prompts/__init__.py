@@ -80,11 +80,16 @@ def prompt_hash(name: str) -> str:
     return load(name).sha256
 
 
+@lru_cache(maxsize=None)
+def _compiled(name: str, sha256: str):
+    return _env().from_string(load(name).source)
+
+
 def render(name: str, **variables: Any) -> str:
     """Render a prompt; a missing variable raises :class:`ConfigError` naming it."""
     tpl = load(name)
     try:
-        return _env().from_string(tpl.source).render(**variables).strip() + "\n"
+        return _compiled(name, tpl.sha256).render(**variables).strip() + "\n"
     except UndefinedError as e:
         raise ConfigError(f"prompt {name!r}: {e}. Variables it uses: {tpl.variables}") from e
     except TemplateSyntaxError as e:

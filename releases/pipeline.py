@@ -100,6 +100,16 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
                            f"{workdir / 'verified.jsonl'} for the reasons")
     _say(f"{len(accepted)} verified conversations, {len(crun.items)} interruption points")
 
+    # the baseline response per eval item (IHBench's comparative reference): the configured
+    # LLM, or the rule-based assistant seeing only the item (labelled "offline-rule")
+    from bargein.generators.baseline_cli import baseline_stage
+    from bargein.runner import run_stage
+
+    with timed("baseline"):
+        bres = run_stage(baseline_stage(config.llm), crun.items, workdir=workdir, seed=seed,
+                         progress=progress)
+    failures["baseline"] = len(bres.failures)
+
     # 3. audio
     rendered_path = None
     if config.audio.enabled:
@@ -136,9 +146,9 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
     }
     sources = ReleaseSources(
         conversations=workdir / "verified.jsonl", rendered=rendered_path,
-        eval_items=workdir / "eval_items.jsonl", repair=repair_path, timing=timing_path,
-        sft={"train": workdir / "sft.jsonl"} if config.exports.sft else None,
-        dpo={"train": workdir / "dpo.jsonl"} if config.exports.dpo else None,
+        eval_items=workdir / "baseline.jsonl", repair=repair_path, timing=timing_path,
+        sft=workdir / "sft.jsonl" if config.exports.sft else None,
+        dpo=workdir / "dpo.jsonl" if config.exports.dpo else None,
         stats=workdir / "stats.json", audio_roots=(workdir,))
     with timed("release"):
         manifest = build_release(out_dir, name=config.name, version=config.version,

@@ -99,17 +99,51 @@ def get_repair_judge(spec: str | None, *, workdir: Path):
 
 
 # ---- inputs -------------------------------------------------------------------------------
-def load_items(path: str | Path) -> list[MaskedItem]:
+REPAIR_COLUMNS = ["id", "source_id", "source_kind", "message_index", "condition", "signal",
+                  "window_ms", "level", "transcript", "words", "spans", "question", "answer", "slot",
+                  "expected_behaviour", "context", "sampling_rate"]
+
+
+def load_items(path: str | Path, *, endpoint: str | None = None) -> list[MaskedItem]:
+    """Masked items from ``mask.jsonl``, or from a release's ``repair`` config (a release folder
+    or ``ORG/NAME@REV`` on the Hub; audio is not read)."""
     from bargein.store import read_jsonl
 
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"--items {str(path)!r} does not exist. Fix: pass the mask.jsonl written by "
-                          "'bargein mask'")
-    items = read_jsonl(path, MaskedItem)
+    p = Path(path)
+    if p.is_file():
+        items = read_jsonl(p, MaskedItem)
+    elif p.is_dir() or "@" in str(path):
+        items = _release_items(str(path), endpoint)
+    else:
+        raise ConfigError(f"--items {str(p)!r} does not exist. Fix: pass the mask.jsonl written by "
+                          "'bargein mask', a release folder, or ORG/NAME@vX.Y.Z")
     if not items:
-        raise ConfigError(f"--items {path} holds no MaskedItem records")
+        raise ConfigError(f"--items {path} holds no masked repair items")
     return items
+
+
+def _release_items(ref: str, endpoint: str | None) -> list[MaskedItem]:
+    from bargein.masking.items import masked_transcript
+    from bargein.records import MaskSpan, WordTiming
+    from bargein.releases.hub import pull_release
+    from bargein.releases.reader import iter_rows
+
+    release = pull_release(ref, endpoint=endpoint)
+    out = []
+    for r in iter_rows(release, "repair", "test", columns=REPAIR_COLUMNS):
+        words = tuple(WordTiming(word=w["word"], start_s=round(w["start_s"], 6), end_s=round(w["end_s"], 6))
+                      for w in r["words"])
+        spans = tuple(MaskSpan(**{k: v for k, v in s.items()}) for s in r["spans"])
+        out.append(MaskedItem(
+            id=r["id"], source_id=r["source_id"], source_kind=r["source_kind"],
+            message_index=r["message_index"], audio_path=f"{release.name}/repair/{r['id']}",
+            sample_rate=r["sampling_rate"], transcript=r["transcript"], words=words, spans=spans,
+            condition=r["condition"], signal=r["signal"], window_ms=r["window_ms"], level=r["level"],
+            question=r["question"], answer=r["answer"], slot=r["slot"],
+            expected_behaviour=r["expected_behaviour"] or "",
+            context=tuple(json.loads(r["context"] or "[]")),
+            masked_transcript=masked_transcript(r["transcript"], words, spans)))
+    return out
 
 
 def load_responses(path: str | Path, items: list[MaskedItem], *, allow_missing: bool = False
@@ -281,13 +315,13 @@ class EARReport:
 
 def score_ear(items_path: str | Path, responses_path: str | Path, *, judge: str = "offline",
               out: Path | None = None, seed: int = 1234, n_boot: int = 1000, concurrency: int = 8,
-              workdir: Path = Path("work"), allow_missing: bool = False, judge_obj: Any = None
-              ) -> EARReport:
+              workdir: Path = Path("work"), allow_missing: bool = False, judge_obj: Any = None,
+              endpoint: str | None = None) -> EARReport:
     """Score a responses file on masked repair items; write item_scores.jsonl, report.json and
     tables.md to ``out`` when given."""
     if n_boot < 0:
         raise ConfigError(f"--bootstrap {n_boot}: must be >= 0")
-    items = load_items(items_path)
+    items = load_items(items_path, endpoint=endpoint)
     responses = load_responses(responses_path, items, allow_missing=allow_missing)
     j = judge_obj or get_repair_judge(judge, workdir=Path(workdir))
     scores = asyncio.run(judge_items(items, responses, j, concurrency))

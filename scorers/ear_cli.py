@@ -11,8 +11,9 @@ from bargein.cliutil import get_globals
 
 
 @click.command("ear")
-@click.option("--items", "items", required=True, type=click.Path(path_type=Path),
-              help="MaskedItem JSONL written by 'bargein mask' (e.g. work/mask.jsonl).")
+@click.option("--items", "items", required=True,
+              help="MaskedItem JSONL written by 'bargein mask' (e.g. work/mask.jsonl), or a release "
+                   "folder / ORG/NAME@vX.Y.Z whose 'repair' config holds them.")
 @click.option("--responses", required=True, type=click.Path(path_type=Path),
               help='JSONL: {"item_id", "response"[, "epoch"]} per item (and epoch).')
 @click.option("--judge", default="offline", show_default=True,
@@ -23,9 +24,10 @@ from bargein.cliutil import get_globals
               help="Bootstrap iterations for the 95% CIs (resampling source utterances).")
 @click.option("--concurrency", default=8, show_default=True, type=int, help="Parallel judge calls.")
 @click.option("--allow-missing", is_flag=True, help="Score items without a response as empty responses.")
+@click.option("--endpoint", help="Hub endpoint for ORG/NAME@REV releases.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def ear(items: Path, responses: Path, judge: str, out: Path | None, n_boot: int, concurrency: int,
-        allow_missing: bool, as_json: bool) -> None:
+def ear(items: str, responses: Path, judge: str, out: Path | None, n_boot: int, concurrency: int,
+        allow_missing: bool, endpoint: str | None, as_json: bool) -> None:
     """Score responses with EAR = 2CR/(C+R), per signal and window, with bootstrap CIs.
 
     C: accuracy on answerable items; R: 1 slot-aware repair, 0.5 generic refusal, 0 answer
@@ -35,7 +37,8 @@ def ear(items: Path, responses: Path, judge: str, out: Path | None, n_boot: int,
 
     g = get_globals()
     report = score_ear(items, responses, judge=judge, out=out, seed=g.seed, n_boot=n_boot,
-                       concurrency=concurrency, workdir=g.workdir, allow_missing=allow_missing)
+                       concurrency=concurrency, workdir=g.workdir, allow_missing=allow_missing,
+                       endpoint=endpoint)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str))
     else:

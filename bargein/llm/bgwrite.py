@@ -38,6 +38,11 @@ class BackgroundWriter:
         with self._cv:
             return self._pending.get(path)
 
+    def pending_names(self, folder: Path) -> set[str]:
+        """Names of files not yet written in ``folder``."""
+        with self._cv:
+            return {p.name for p in self._pending if p.parent == folder}
+
     def _run(self) -> None:
         tmp_suffix = f".{os.getpid()}.tmp"
         while True:

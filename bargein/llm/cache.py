@@ -58,12 +58,13 @@ class ResponseCache:
         with self._lock:
             names = self._listed.get(key[:2])
             if names is None:
+                folder = self.root / key[:2]
                 try:
-                    names = set(os.listdir(self.root / key[:2]))
+                    names = set(os.listdir(folder))
                 except (FileNotFoundError, NotADirectoryError):
                     names = set()
-                self._listed[key[:2]] = names
-            return f"{key}.json" in names
+                self._listed[key[:2]] = names | WRITER.pending_names(folder)
+            return f"{key}.json" in self._listed[key[:2]]
 
     def get(self, key: str) -> Completion | None:
         p = self.path(key)

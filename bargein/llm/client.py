@@ -76,7 +76,7 @@ class LLMClient:
         self._secrets = tuple(s for s in getattr(provider, "_secrets", ()) if s and len(s) >= 4)
         self._schemas: dict[type, dict[str, Any]] = {}
         self.requests_sent = 0                  # HTTP attempts made by this client
-        weakref.finalize(self, ledger.flush)
+        weakref.finalize(self, ledger.flush, False)     # no waiting in a finalizer; atexit waits
 
     def __repr__(self) -> str:
         return f"LLMClient({self.spec!r}, cache={self.cache.root if self.cache else None})"
@@ -217,12 +217,12 @@ class LLMClient:
 
     # ---- lifecycle ------------------------------------------------------------------------
     def flush(self) -> None:
-        """Write the ledger now."""
-        self.ledger.save()
+        """Write the ledger and every pending cache entry now."""
+        self.ledger.save(wait=True)
 
     async def aclose(self) -> None:
         """Close this event loop's connections and write the ledger."""
         close = getattr(self.provider, "aclose", None)
         if close is not None:
             await close()
-        self.ledger.save()
+        self.ledger.save(wait=True)

@@ -21,7 +21,7 @@ import yaml
 
 from bargein.errors import BudgetExceeded, ConfigError
 from bargein.llm.base import Usage
-from bargein.store import atomic_write_text
+from bargein.llm.bgwrite import WRITER
 
 _SNAPSHOT = re.compile(r"^(?P<base>.+?)(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")
 UNPRICED = "unpriced"
@@ -243,14 +243,21 @@ class CostLedger:
         return {"price_tables": [{"version": v, "date": d} for v, d in tables],
                 "entries": rows, "total": self._totals(rows), "this_run": self._totals(session_rows)}
 
-    def save(self) -> None:
+    def save(self, wait: bool = False) -> None:
+        """Write the ledger (atomically, off the event loop; ``wait`` until it is on disk)."""
         if self.path is None:
             return
         with self._lock:
             self._dirty = False
             self._last_save = time.monotonic()
-        atomic_write_text(self.path, json.dumps(self.summary(), indent=2, sort_keys=True) + "\n")
+        data = (json.dumps(self.summary(), indent=2, sort_keys=True) + "\n").encode("utf-8")
+        WRITER.submit(self.path, data)
+        if wait:
+            WRITER.flush()
 
-    def flush(self) -> None:
+    def flush(self, wait: bool = True) -> None:
+        """Write the ledger if it changed; ``wait`` for every pending LLM file write."""
         if self._dirty:
             self.save()
+        if wait:
+            WRITER.flush()

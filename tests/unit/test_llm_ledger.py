@@ -57,11 +57,11 @@ def test_ledger_accumulates_across_runs_but_budget_is_per_run(tmp_path):
     path = tmp_path / "llm_ledger.json"
     first = CostLedger(path)
     first.record("anthropic", "claude-haiku-4-5", "a", Usage(10, 10), cost_usd=2.0, cached=False)
-    first.save()
+    first.save(wait=True)
     second = CostLedger(path)
     second.record("anthropic", "claude-haiku-4-5", "a", Usage(5, 5), cost_usd=1.0, cached=False)
     second.check_budget(2.5)                                   # this run spent 1.0 only
-    second.save()
+    second.save(wait=True)
     saved = json.loads(path.read_text())
     assert saved["total"]["cost_usd"] == 3.0 and saved["total"]["calls"] == 2
     assert saved["this_run"]["cost_usd"] == 1.0

@@ -10,7 +10,7 @@ import pytest
 from bargein.generators import phrases as P
 from bargein.generators.conversation import RuleAgents, _run_sync, simulate
 from bargein.generators.planner import (
-    EDGE_WORDS, MAX_MESSAGES, MIN_MESSAGES, RulePlanner, asked_keys, choose_option, place_cut,
+    EDGE_WORDS, MAX_MESSAGES, MIN_MESSAGES, asked_keys, choose_option, place_cut,
     stage_units,
 )
 from bargein.generators.scenarios import generate_scenarios

@@ -86,6 +86,8 @@ def test_io_stage_runs_llm_calls_concurrently_and_records_failures(key, tmp_path
     w1 = (tmp_path / "w1" / "echo.jsonl").read_bytes()
     assert w1 == (tmp_path / "w2" / "echo.jsonl").read_bytes()
     assert again.computed == 14 and len(again.failures) == 2
+    llm.flush()                                        # every cache entry and the ledger on disk
+    assert len(list(cache.rglob("*.json"))) == 14 + 2 * 2
     for p in tmp_path.rglob("*"):
         assert not p.is_file() or KEY.encode() not in p.read_bytes()
 

@@ -214,3 +214,15 @@ def test_rng_is_per_item(scenarios, tmp_path):
     one = generate_conversations(scenarios[2:3], seed=5, workdir=tmp_path / "a", progress=False)
     many = generate_conversations(scenarios[:4], seed=5, workdir=tmp_path / "b", progress=False)
     assert one.results["simulate"].outputs[0] == many.results["simulate"].outputs[2]
+
+
+@pytest.mark.parametrize("name", ["round_planner", "assistant_simulator.normal",
+                                  "assistant_simulator.interruption", "user_simulator.normal",
+                                  "user_simulator.interrupting", "rubric_generator", "baseline"])
+def test_prompts_have_headers_and_show_with_placeholders(name):
+    from bargein import prompts
+
+    tpl = prompts.load(name)
+    assert tpl.agent == name and tpl.version == "1"
+    shown = prompts.show(name)
+    assert all(f"<{v}" in shown for v in tpl.variables), tpl.variables
