@@ -114,10 +114,11 @@ class _Placeholder:
         return _Placeholder(f"{self._name}[{key}]")
 
     def __iter__(self):
-        return iter([_Placeholder(f"{self._name}[0]")])
+        # two elements, so both `for x in xs` and `for a, b in pairs` render
+        return iter([_Placeholder(f"{self._name}[0]"), _Placeholder(f"{self._name}[1]")])
 
     def __len__(self) -> int:
-        return 1
+        return 2
 
     def __bool__(self) -> bool:
         return True
