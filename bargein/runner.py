@@ -253,8 +253,11 @@ def run_stage(
         if failure is not None:
             failures[n] = failure
         else:
-            atomic_write_text(_cache_path(workdir, stage, keys[n]), _encode(outputs or []))
-            results[n] = outputs or []
+            # store and keep the decoded form, so a first run and a cached re-run are
+            # byte-identical (JSON round-trip normalises dict key order)
+            encoded = _encode(outputs or [])
+            atomic_write_text(_cache_path(workdir, stage, keys[n]), encoded)
+            results[n] = _decode(stage, encoded)
             result.computed += 1
         bar.update()
 

@@ -137,6 +137,9 @@ def main() -> None:
         print(f"asr_sources={len(chosen)} (originals Whisper hears correctly)")
         print(f"asr_answerable_value_kept={rates['answerable_value_kept']:.3f} "
               f"asr_unanswerable_value_removed={rates['unanswerable_value_removed']:.3f}")
+        for r in rows:
+            if not r["ok"]:
+                print(f"  {r['item_id']}: Whisper heard {r['asr_text']!r}")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,9 @@ from bargein.masking.spans import (
     SpanNotFound, critical_spans, find_fact, function_word_candidates, group_runs,
     select_function_words,
 )
-from bargein.records import Conversation, MaskedItem, MaskSpan, RenderedDialogue, WordTiming
+from bargein.records import (
+    Conversation, MaskedItem, MaskSpan, RenderedDialogue, VerifiedConversation, WordTiming,
+)
 from bargein.records.base import Record
 from bargein.records.derived import MaskSignal
 from bargein.records.release import Failure
@@ -116,12 +118,14 @@ def _user_segment(rd: RenderedDialogue, message_index: int):
                  and s.channel == 0), None)
 
 
-def conversation_sources(rendered: Sequence[RenderedDialogue], conversations: Sequence[Conversation],
+def conversation_sources(rendered: Sequence[RenderedDialogue],
+                         conversations: Sequence[Conversation | VerifiedConversation],
                          config: MaskConfig, audio_root: str | Path = "",
                          ) -> tuple[list[MaskSource], list[Failure]]:
     """Sources from rendered dialogues: each user fact (required ones first) at the first user
     turn that speaks it, if no earlier message mentioned it. A dialogue with none is a failure."""
-    by_id = {c.id: c for c in conversations}
+    convs = [getattr(c, "conversation", c) for c in conversations]     # VerifiedConversation too
+    by_id = {c.id: c for c in convs}
     sources: list[MaskSource] = []
     failures: list[Failure] = []
     for rd in rendered:

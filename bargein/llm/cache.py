@@ -49,6 +49,7 @@ class ResponseCache:
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
         self._listed: dict[str, set[str]] = {}
+        self._folders: set[str] | None = None        # which ab/ folders exist (listed once)
         self._lock = threading.Lock()
 
     def path(self, key: str) -> Path:
@@ -59,10 +60,17 @@ class ResponseCache:
             names = self._listed.get(key[:2])
             if names is None:
                 folder = self.root / key[:2]
-                try:
-                    names = set(os.listdir(folder))
-                except (FileNotFoundError, NotADirectoryError):
-                    names = set()
+                if self._folders is None:
+                    try:
+                        self._folders = set(os.listdir(self.root))
+                    except (FileNotFoundError, NotADirectoryError):
+                        self._folders = set()
+                names = set()
+                if key[:2] in self._folders:
+                    try:
+                        names = set(os.listdir(folder))
+                    except (FileNotFoundError, NotADirectoryError):
+                        pass
                 self._listed[key[:2]] = names | WRITER.pending_names(folder)
             return f"{key}.json" in self._listed[key[:2]]
 

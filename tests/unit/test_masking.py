@@ -442,7 +442,7 @@ def test_build_pipeline_overrides_and_item_cap(rendered, tmp_path):
     from bargein.masking.stage import cap_sources
 
     rwd, rds = rendered
-    res = mask_rendered(rds, [MC.conversation(1)], workdir=tmp_path, seed=1, audio_root=rwd,
+    res = mask_rendered(rds, [MC.verified(1)], workdir=tmp_path, seed=1, audio_root=rwd,  # as `bargein build`
                         signals=["silence"], windows_ms=[0], max_items=5, workers=1, progress=False)
     assert len(res.outputs) == 4 and {i.signal for i in res.outputs} == {"silence"}
     assert sorted({i.slot for i in res.outputs}) == ["account_number", "move_date"]

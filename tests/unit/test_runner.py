@@ -155,3 +155,18 @@ def test_resume_after_kill_9_is_byte_identical(tmp_path):
     assert (tmp_path / "killed" / "shout.jsonl").read_bytes() == (tmp_path / "ref" / "shout.jsonl").read_bytes()
     lines = (tmp_path / "killed" / "shout.jsonl").read_text().splitlines()
     assert len(lines) == 40 and len({json.loads(x)["id"] for x in lines}) == 40
+
+
+def test_first_run_and_cached_rerun_write_the_same_bytes(tmp_path):
+    def with_dict(item, ctx):
+        from bargein.records import Failure
+
+        return Failure(stage="x", item_id=item.id, reason="r", evidence={"z": 1, "a": 2})
+
+    from bargein.records import Failure
+
+    stage = Stage(name="dicts", fn=with_dict, output=Failure)
+    run_stage(stage, items(3), workdir=tmp_path, seed=1)
+    first = (tmp_path / "dicts.jsonl").read_bytes()
+    assert run_stage(stage, items(3), workdir=tmp_path, seed=1).cached == 3
+    assert (tmp_path / "dicts.jsonl").read_bytes() == first
