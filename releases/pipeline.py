@@ -173,9 +173,11 @@ def _mask(config: BuildConfig, rendered, accepted, workdir: Path, progress):
 
 
 def _perturb(config: BuildConfig, rendered, workdir: Path, progress):
-    from bargein.perturb.stage import perturb_rendered
+    from bargein.perturb.stage import run_perturb
 
-    res = perturb_rendered(rendered, workdir=workdir, seed=config.seed,
-                           types=tuple(config.timing.types), per_type=config.timing.per_type,
-                           progress=progress)
-    return workdir / "perturb.jsonl", len(res.outputs), len(res.failures)
+    out = workdir / "perturb"
+    summary = run_perturb(list(rendered), types=list(config.timing.types),
+                          per_type=config.timing.per_type, out_dir=out, workdir=workdir,
+                          seed=config.seed, sample_rate=config.audio.sample_rate,
+                          workers=config.audio.workers or 1)
+    return out / "pairs.jsonl", int(summary["pairs"]), int(summary["skipped"])

@@ -7,7 +7,8 @@ when the loop's ``asyncio.run`` finishes (a sentinel task closes them on cancell
 The pool is sharded: httpcore2's bookkeeping is linear in the pool size, so many small pools
 (``shard_size`` connections each, the least busy one chosen per call) cost less CPU per request
 than one large pool at high concurrency. Plain-``http://`` origins (local servers) go through
-:class:`~bargein.llm.transport.LeanTransport` unless ``lean=False``.
+:class:`~bargein.llm.transport.LeanTransport` unless ``lean=False`` or a proxy is configured in
+the environment (then httpx2's own proxy handling applies, unchanged).
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ class _LoopClients:
     _stop: asyncio.Future | None = field(default=None, repr=False)
 
 
+def _proxies_configured() -> bool:
+    import urllib.request
+
+    return bool(urllib.request.getproxies())
+
+
 @lru_cache(maxsize=1)
 def _ssl_context() -> Any:
     """One TLS context per process: loading the CA bundle costs ~50 ms per client otherwise."""
@@ -66,12 +73,19 @@ class ClientPool:
         shards = math.ceil(self.max_connections / self.shard_size)
         per = math.ceil(self.max_connections / shards)
         timeout = httpx2.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s))
+        limits = httpx2.Limits(max_connections=per, max_keepalive_connections=per)
+        # an explicit transport turns httpx2's proxy-from-environment off: with a proxy
+        # configured, keep the standard client untouched
+        lean = self.lean and not _proxies_configured()
         clients = []
         for _ in range(shards):
-            standard = httpx2.AsyncHTTPTransport(
-                verify=_ssl_context(), limits=httpx2.Limits(max_connections=per, max_keepalive_connections=per))
-            transport = LeanTransport(max_connections=per, fallback=standard) if self.lean else standard
-            clients.append(self.make(httpx2.AsyncClient(timeout=timeout, transport=transport)))
+            if lean:
+                standard = httpx2.AsyncHTTPTransport(verify=_ssl_context(), limits=limits)
+                http = httpx2.AsyncClient(timeout=timeout, transport=LeanTransport(
+                    max_connections=per, fallback=standard))
+            else:
+                http = httpx2.AsyncClient(timeout=timeout, verify=_ssl_context(), limits=limits)
+            clients.append(self.make(http))
         state = _LoopClients(clients=clients, busy=[0] * shards)
         state._stop = loop.create_future()
         state.sentinel = loop.create_task(self._close_at_end(loop, state), name="bargein-llm-pool-closer")

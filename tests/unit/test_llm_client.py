@@ -230,6 +230,16 @@ def test_missing_key_and_local_placeholder(tmp_path, monkeypatch):
         assert "max_tokens" in srv.requests[0].json                      # compatible-server field
 
 
+def test_without_a_workdir_the_cache_lives_under_bargein_cache_dir(keys, tmp_path, monkeypatch):
+    monkeypatch.setenv("BARGEIN_CACHE_DIR", str(tmp_path / "shared"))
+    with LoopbackLLMServer(answers=['{"text": "a", "n": 1}']) as srv:
+        llm = get_llm(MODELS["openai"], base_url=srv.openai_base_url)
+        ask(llm)
+        llm.flush()
+    assert len(list((tmp_path / "shared" / "llm_cache").rglob("*.json"))) == 1
+    assert (tmp_path / "shared" / "llm_ledger.json").is_file()
+
+
 @pytest.mark.parametrize("spec", ["gpt-4o", "openai:", "nonsense:model", "", "openai"])
 def test_malformed_spec_lists_the_valid_forms(spec):
     with pytest.raises(ConfigError, match="openai:MODEL.*anthropic:MODEL.*llamacpp:"):
@@ -256,13 +266,15 @@ def test_llamacpp_needs_its_extra_or_a_real_file(tmp_path):
             get_llm(f"llamacpp:{tmp_path / 'model.gguf'}")
 
 
-@pytest.mark.parametrize("mode", ["prompt", "json"])
-def test_non_native_structured_modes_put_the_schema_in_the_prompt(mode, keys, tmp_path):
+@pytest.mark.parametrize("provider,mode", [("openai", "prompt"), ("openai", "json"), ("anthropic", "prompt")])
+def test_non_native_structured_modes_put_the_schema_in_the_prompt(provider, mode, keys, tmp_path):
     with LoopbackLLMServer(answers=['{"text": "a", "n": 1}']) as srv:
-        llm = llm_for(srv, "openai", tmp_path, structured=mode)
+        llm = llm_for(srv, provider, tmp_path, structured=mode)
         assert ask(llm) == Echo(text="a", n=1)
         body = srv.requests[0].json
-    assert body["messages"][0]["role"] == "system" and '"required":["text","n"]' in body["messages"][0]["content"]
+    system = body["system"] if provider == "anthropic" else body["messages"][0]["content"]
+    assert '"required":["text","n"]' in system
+    assert "output_config" not in body
     assert body.get("response_format") == ({"type": "json_object"} if mode == "json" else None)
 
 

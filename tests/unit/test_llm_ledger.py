@@ -81,3 +81,24 @@ def test_unreadable_ledger_names_the_file(tmp_path):
 def test_clients_of_one_workdir_share_a_ledger(tmp_path):
     a, b = ledger_for(tmp_path / "x" / ".." / "llm_ledger.json"), ledger_for(tmp_path / "llm_ledger.json")
     assert a is b and ledger_for(tmp_path / "other.json") is not a
+
+
+def test_background_writer_in_both_modes(tmp_path):
+    from bargein.llm.bgwrite import BackgroundWriter
+
+    inline = BackgroundWriter()
+    inline.submit(tmp_path / "a" / "x.json", b"one")
+    assert (tmp_path / "a" / "x.json").read_bytes() == b"one" and inline.pending(tmp_path / "a" / "x.json") is None
+
+    threaded = BackgroundWriter()
+    threaded.threaded = True                       # what a slow disk switches it to
+    paths = [tmp_path / "b" / f"{i}.json" for i in range(50)]
+    for i, p in enumerate(paths):
+        threaded.submit(p, str(i).encode())
+    threaded.submit(paths[0], b"last write wins")
+    seen = threaded.pending(paths[0])
+    assert seen in (None, b"last write wins")      # readable before it reaches the disk
+    threaded.flush()
+    assert paths[0].read_bytes() == b"last write wins" and paths[49].read_bytes() == b"49"
+    assert threaded.pending_names(tmp_path / "b") == set()
+    assert not [p for p in (tmp_path / "b").iterdir() if p.name.endswith(".tmp")]
