@@ -149,7 +149,7 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
         eval_items=workdir / "baseline.jsonl", repair=repair_path, timing=timing_path,
         sft=workdir / "sft.jsonl" if config.exports.sft else None,
         dpo=workdir / "dpo.jsonl" if config.exports.dpo else None,
-        stats=workdir / "stats.json", audio_roots=(workdir,))
+        stats=workdir / "stats.json", audio_roots=(workdir, workdir / "perturb"))
     with timed("release"):
         manifest = build_release(out_dir, name=config.name, version=config.version,
                                  sources=sources, provenance=provenance,

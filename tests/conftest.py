@@ -27,3 +27,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if not any(m.name in ("integration", "slow", "network") for m in item.iter_markers()):
             item.add_marker(pytest.mark.unit)
+
+
+@pytest.fixture(autouse=True)
+def _restore_voice_registry():
+    """Tests may register voices or engine options; give every test the built-in registry."""
+    from bargein.audio import voices as mod
+
+    saved = (dict(mod._VOICES), dict(mod._ENGINE_OPTIONS))
+    yield
+    mod._VOICES.clear()
+    mod._VOICES.update(saved[0])
+    mod._ENGINE_OPTIONS.clear()
+    mod._ENGINE_OPTIONS.update(saved[1])

@@ -207,8 +207,9 @@ class LLMClient:
             try:
                 return S.parse(comp, schema, max_tokens or self.default_max_tokens)
             except S.StructuredError as e:
+                # no "cached" flag here: a re-run from the cache must fail with the same evidence
                 attempts.append({"raw": comp.text, "errors": e.errors, "finish_reason": comp.finish_reason,
-                                 "cached": comp.cached, "usage": _usage_dict(comp.usage)})
+                                 "usage": _usage_dict(comp.usage)})
                 msgs = msgs + [{"role": "assistant", "content": comp.text},
                                {"role": "user", "content": S.reask(e.errors)}]
         raise GenerationFailed(

@@ -83,8 +83,8 @@ def test_io_stage_runs_llm_calls_concurrently_and_records_failures(key, tmp_path
     assert f.stage == "echo" and f.error_type == "GenerationFailed"
     assert [a["raw"] for a in f.evidence["attempts"]] == ["I would rather not answer in JSON."] * 2
     assert f.evidence["schema"] == "Echo" and "not valid JSON" in f.evidence["attempts"][0]["errors"][0]
-    w1 = (tmp_path / "w1" / "echo.jsonl").read_bytes()
-    assert w1 == (tmp_path / "w2" / "echo.jsonl").read_bytes()
+    for name in ("echo.jsonl", "echo.failures.jsonl"):       # the cached re-run is byte-identical
+        assert (tmp_path / "w1" / name).read_bytes() == (tmp_path / "w2" / name).read_bytes()
     assert again.computed == 14 and len(again.failures) == 2
     llm.flush()                                        # every cache entry and the ledger on disk
     assert len(list(cache.rglob("*.json"))) == 14 + 2 * 2
