@@ -176,7 +176,10 @@ def _perturb(config: BuildConfig, rendered, workdir: Path, progress):
     from bargein.perturb.stage import run_perturb
 
     out = workdir / "perturb"
-    summary = run_perturb(list(rendered), types=list(config.timing.types),
+    # the perturbation stage reads audio by path: make the render's relative paths absolute
+    dialogues = [rd.with_(audio_path=str((workdir / rd.audio_path).resolve()))
+                 if not Path(rd.audio_path).is_absolute() else rd for rd in rendered]
+    summary = run_perturb(dialogues, types=list(config.timing.types),
                           per_type=config.timing.per_type, out_dir=out, workdir=workdir,
                           seed=config.seed, sample_rate=config.audio.sample_rate,
                           workers=config.audio.workers or 1)
