@@ -35,6 +35,7 @@ from bargein.generators.user_sim import (
 )
 from bargein.generators.user_sim import llm_messages as user_messages
 from bargein.records import (
+    INTERRUPTION_TYPES,
     Conversation, EvalItem, Interruption, Message, Scenario, VerifiedConversation,
 )
 from bargein.runner import Stage, StageContext, StageResult, run_stage
@@ -210,9 +211,13 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
     gold: dict[int, str] = {}
     while True:
         evidence: list[Any] = []
+        failed_types: set[str] = set()
         for replan in range(REPLANS + 1):
             snapshot = _clone(st)
-            plan = planner.plan(st, rng)
+            # a re-plan avoids the interruption types that failed; the last one plans none
+            exclude = frozenset(INTERRUPTION_TYPES) if replan == REPLANS and replan else \
+                frozenset(failed_types)
+            plan = planner.plan(st, rng, exclude)
             try:
                 plan = await agents.refine_plan(plan, st, messages, rng, replan)
                 turn = await agents.assistant_turn(plan, messages, rng, replan)
@@ -225,6 +230,8 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
                     reply = await agents.user_reply(plan, _heard_view(messages), rng, replan)
                 break
             except GenerationFailed as e:      # plan broken, or no schema-valid answer
+                if plan.type is not None:
+                    failed_types.add(plan.type)
                 evidence.append({"round": plan.round, "replan": replan, "reason": str(e),
                                  "evidence": e.evidence})
                 st = snapshot

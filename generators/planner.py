@@ -196,7 +196,9 @@ class RulePlanner:
         return int(n * (1 + self.scenario.intent.interruption_rate) + 0.5) + 2
 
     # -- one round ----------------------------------------------------------------------------
-    def plan(self, st: ConversationState, rng: random.Random) -> RoundPlan:
+    def plan(self, st: ConversationState, rng: random.Random,
+             exclude: frozenset[str] = frozenset()) -> RoundPlan:
+        """The next round. ``exclude``: interruption types a failed attempt of this round used."""
         intent = self.scenario.intent
         base = dict(round=st.round, user_style=user_style(intent.profile),
                     user_profile=intent.profile, ack=dict(st.last_user))
@@ -216,7 +218,7 @@ class RulePlanner:
                     user_action=user_action, user_facts=facts, transition=transition)
         if user_action == "volunteer" and any(st.is_hidden(k) for k in facts):
             plan["detail"] = {"hidden": "1"}
-        itype, detail = self._interruption(st, unit, rng)
+        itype, detail = self._interruption(st, unit, rng, exclude)
         if itype is not None:
             lo, hi = OVERLAP_MS.get(itype, OVERLAP_MS["default"])
             plan.update(interrupt=True, type=itype, detail=detail, user_action="interrupt",
@@ -294,7 +296,8 @@ class RulePlanner:
             keys |= {k for u in self._units[nxt] for k in u.keys}
         return keys
 
-    def _interruption(self, st: ConversationState, unit: Unit, rng: random.Random):
+    def _interruption(self, st: ConversationState, unit: Unit, rng: random.Random,
+                      exclude: frozenset[str] = frozenset()):
         intent = self.scenario.intent
         tail = 5 if st.close_offered or unit.kind == "close" else 7   # recovery, close, farewell
         if unit.kind in ("farewell", "outcome") or st.n_messages + tail > MAX_MESSAGES:
@@ -305,7 +308,7 @@ class RulePlanner:
             return None, {}                 # a bare question after a recovery: too short
         if rng.random() >= min(0.95, intent.interruption_rate / ELIGIBLE_SHARE):
             return None, {}
-        feasible = self._feasible(st, unit)
+        feasible = [t for t in self._feasible(st, unit) if t not in exclude]
         probs = intent.interruption_probs
         if unit.kind == "close":                # only a few types fit "anything else?": draw
             itype = _draw(rng, list(probs), probs)  # from the full profile, keep those that fit
