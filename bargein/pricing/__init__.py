@@ -1,0 +1,1 @@
+"""Versioned LLM price tables (YAML)."""
