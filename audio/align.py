@@ -13,6 +13,7 @@ line up with the text the same way. A failed or low-confidence alignment raises
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -27,10 +28,11 @@ import numpy as np
 from bargein import registry
 from bargein.audio.base import Speech
 from bargein.audio.io import resample
-from bargein.audio.wordtimes import frame_energy, split_words, speech_bounds
+from bargein.audio.wordtimes import frame_energy, speech_bounds, split_words, timings_from_starts
 from bargein.errors import AlignmentFailed, AudioError, BackendUnavailable, missing_extra
 from bargein.records.audio import WordTiming
 
+_BACKCHANNEL = re.compile(r"^(?:m+-?h+m+|m+|h+m+|mhm|uh-huh|um-hum|uh|um|yeah|yep|yes|right|okay|ok|oh|sure|wow)$")
 WHISPER_SR = 16000
 WINDOW_S = 30.0                 # Whisper's receptive field
 # Measured mean word probability: right transcripts 0.2-0.95 (short phrases with fillers are
@@ -163,6 +165,13 @@ class WhisperAligner:
             w, cs = words[0]
             return (WordTiming(word=w, start_s=round(s0 / WHISPER_SR, 6), end_s=round(s1 / WHISPER_SR, 6),
                                char_start=cs),)
+        if all(_BACKCHANNEL.match(w.strip(".,!?;:'\"").lower()) for w, _ in words):
+            # "mm-hm, mm-hm": Whisper's probabilities mean nothing for fillers; share the
+            # audible speech out by length (starts snap back over pauses in timings_from_starts)
+            lens = np.array([len(w) for w, _ in words], dtype=float)
+            cum = np.concatenate([[0.0], np.cumsum(lens)[:-1]]) / lens.sum()
+            starts = [int(s0 + (s1 - s0) * c) for c in cum]
+            return timings_from_starts(words, starts, x, WHISPER_SR)
         out: list[tuple[float, float, float]] = []             # (start, end, prob) per word
         pos, t0 = 0, 0.0
         span_s = max(1e-3, (s1 - s0) / WHISPER_SR)

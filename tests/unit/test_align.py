@@ -240,3 +240,13 @@ def test_whisper_survives_fork(whisper, piper_speech):
         there = pool.map_async(_align_in_worker,
                                [(piper_speech.samples, piper_speech.sample_rate, SENTENCE)]).get(timeout=120)
     assert there == [here]
+
+
+def test_backchannel_only_transcripts_align_without_whisper_confidence():
+    """Whisper scores fillers near zero; a filler-only message still gets word times (hibari)."""
+    from bargein.audio.tts import synthesize
+
+    s = synthesize("Mm-hm, mm-hm", "hibari:heart")
+    assert [w.word for w in s.words] == ["Mm-hm,", "mm-hm"]
+    a, b = s.words
+    assert 0 <= a.start_s < a.end_s <= b.start_s < b.end_s <= s.duration_s
