@@ -35,7 +35,6 @@ from bargein.generators.user_sim import (
 )
 from bargein.generators.user_sim import llm_messages as user_messages
 from bargein.records import (
-    INTERRUPTION_TYPES,
     Conversation, EvalItem, Interruption, Message, Scenario, VerifiedConversation,
 )
 from bargein.runner import Stage, StageContext, StageResult, run_stage
@@ -214,10 +213,8 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
         failed_types: set[str] = set()
         for replan in range(REPLANS + 1):
             snapshot = _clone(st)
-            # a re-plan avoids the interruption types that failed; the last one plans none
-            exclude = frozenset(INTERRUPTION_TYPES) if replan == REPLANS and replan else \
-                frozenset(failed_types)
-            plan = planner.plan(st, rng, exclude)
+            # a re-plan avoids the interruption types that could not be realised this round
+            plan = planner.plan(st, rng, frozenset(failed_types))
             try:
                 plan = await agents.refine_plan(plan, st, messages, rng, replan)
                 turn = await agents.assistant_turn(plan, messages, rng, replan)

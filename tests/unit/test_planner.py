@@ -200,3 +200,22 @@ def test_user_simulator_never_receives_the_intent(convs):
         assert secret not in prompt
     probs = conv.scenario.intent.interruption_probs
     assert sum(f"{v}" in prompt for v in probs.values()) < len(probs)   # not the profile's numbers
+
+
+def test_replan_excludes_interruption_types_that_failed(scenarios):
+    """A round whose interruption could not be realised is re-planned with another type."""
+    from bargein.generators.planner import RulePlanner
+
+    scn = with_intent(scenarios[0], interruption_rate=1.0)
+    planner = RulePlanner(scn)
+    st = planner.new_state(random.Random(0))
+    st.round = 1
+    seen, excluded = set(), frozenset({"pushback", "normal"})
+    for seed in range(60):
+        plan = planner.plan(st, random.Random(seed), excluded)
+        if plan.interrupt:
+            seen.add(plan.type)
+    assert seen and not seen & excluded
+    everything = planner.plan(st, random.Random(1), frozenset(
+        ["normal", "impatient", "correction", "topic_switch", "filler", "pushback"]))
+    assert not everything.interrupt
