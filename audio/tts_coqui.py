@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import threading
 from functools import cached_property
-from importlib.metadata import PackageNotFoundError, version as pkg_version
 from typing import Any
 
 import numpy as np
 
 from bargein.audio.base import Speech
-from bargein.audio.wordtimes import check_audio, check_text, check_timings
+from bargein.audio.wordtimes import (
+    AlignedWordTimes, check_audio, check_text, check_timings, dist_version,
+)
 from bargein.errors import BackendUnavailable, ConfigError, missing_extra
 
 DEFAULT_VOICE = "default"
@@ -37,7 +38,7 @@ def import_coqui():
     return CoquiAPI
 
 
-class CoquiTTS:
+class CoquiTTS(AlignedWordTimes):
     """A Coqui model by name (``model_name``) or by local files (``model_path`` + ``config_path``)."""
 
     id = "coqui"
@@ -58,18 +59,9 @@ class CoquiTTS:
         self._lock = threading.Lock()
 
     @cached_property
-    def aligner(self):
-        from bargein.audio.align import get_aligner
-
-        return get_aligner(self.aligner_name, **self.aligner_options)
-
-    @cached_property
     def version(self) -> str:
-        try:
-            pv = pkg_version("coqui-tts")
-        except PackageNotFoundError:
-            pv = "?"
-        return f"coqui-tts-{pv}+{self.model_name or self.model_path}+align-{self.aligner.id}-{self.aligner.version}"
+        pv = dist_version("coqui-tts", "?")
+        return f"coqui-tts-{pv}+{self.model_name or self.model_path}+{self.aligner_tag}"
 
     def voices(self) -> list[str]:
         speakers = getattr(self._tts, "speakers", None) or []

@@ -17,13 +17,14 @@ import shutil
 import tempfile
 import threading
 from functools import cached_property
-from importlib.metadata import PackageNotFoundError, version as pkg_version
 from pathlib import Path
 
 import numpy as np
 
 from bargein.audio.base import Speech
-from bargein.audio.wordtimes import check_audio, check_text, check_timings, fill_missing, timings_from_starts
+from bargein.audio.wordtimes import (
+    check_audio, check_text, check_timings, dist_version, fill_missing, timings_from_starts,
+)
 from bargein.errors import AudioError, BackendUnavailable, ConfigError, missing_extra
 from bargein.seeding import stable_int
 
@@ -184,10 +185,7 @@ class EspeakTTS:
         data = Path(self._lib.data_path)
         for name in ("phondata", "phonindex", "phontab", "en_dict"):
             h.update((data / name).read_bytes())
-        try:
-            pv = pkg_version("espeakng-loader")
-        except PackageNotFoundError:
-            pv = "?"
+        pv = dist_version("espeakng-loader")
         return (f"espeakng-loader-{pv}+libespeak-ng-{self._lib.lib_version}+data-{h.hexdigest()[:12]}"
                 f"+rate{self.rate}+fresh-v1")
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import threading
 from functools import cached_property
-from importlib.metadata import PackageNotFoundError, version as pkg_version
 from typing import Any
 
 import numpy as np
 
 from bargein.audio.base import Speech
-from bargein.audio.wordtimes import check_audio, check_text, check_timings
+from bargein.audio.wordtimes import (
+    AlignedWordTimes, check_audio, check_text, check_timings, dist_version,
+)
 from bargein.errors import BackendUnavailable, ConfigError
 from bargein.seeding import stable_int
 
@@ -36,7 +37,7 @@ def available_voices() -> list[str]:
     return out
 
 
-class HibariTTS:
+class HibariTTS(AlignedWordTimes):
     """hibari ``heart`` (female, American English), timed by an aligner (``whisper`` by default)."""
 
     id = "hibari"
@@ -61,22 +62,12 @@ class HibariTTS:
         return available_voices()
 
     @cached_property
-    def aligner(self):
-        from bargein.audio.align import get_aligner
-
-        return get_aligner(self.aligner_name, **self.aligner_options)
-
-    @cached_property
     def version(self) -> str:
-        try:
-            pv = pkg_version("hibari-tts")
-        except PackageNotFoundError:
-            pv = self._hibari.__version__
+        pv = dist_version("hibari-tts", self._hibari.__version__)
         from hibari.voices import VOICES
 
         shas = ",".join(VOICES[v]["sha256"][:12] for v in sorted(self.voices()))
-        return (f"hibari-tts-{pv}+{shas}+speed{self.speed}+align-"
-                f"{self.aligner.id}-{self.aligner.version}")
+        return f"hibari-tts-{pv}+{shas}+speed{self.speed}+{self.aligner_tag}"
 
     def _model(self, voice: str):
         valid = self.voices()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from importlib.metadata import PackageNotFoundError, version as pkg_version
 from typing import Any
 from urllib.parse import urlparse
 
@@ -19,7 +18,9 @@ import numpy as np
 
 from bargein.audio.base import Speech
 from bargein.audio.io import read_audio, resample
-from bargein.audio.wordtimes import check_audio, check_text, check_timings
+from bargein.audio.wordtimes import (
+    AlignedWordTimes, check_audio, check_text, check_timings, dist_version,
+)
 from bargein.errors import AudioError, ConfigError, missing_extra
 
 PCM_RATE = 24000                  # OpenAI's raw pcm: 24 kHz, 16-bit little-endian, mono
@@ -28,7 +29,7 @@ OPENAI_VOICES = ("alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "on
 FORMATS = ("wav", "pcm", "flac")
 
 
-class OpenAITTS:
+class OpenAITTS(AlignedWordTimes):
     """``/v1/audio/speech`` with ``model`` and ``voice``; word times by ``aligner``.
 
     Audio is resampled to ``sample_rate`` (24 kHz, what OpenAI sends) whatever a compatible
@@ -69,22 +70,13 @@ class OpenAITTS:
                                      max_retries=int(max_retries))
 
     @cached_property
-    def aligner(self):
-        from bargein.audio.align import get_aligner
-
-        return get_aligner(self.aligner_name, **self.aligner_options)
-
-    @cached_property
     def version(self) -> str:
-        try:
-            pv = pkg_version("openai")
-        except PackageNotFoundError:
-            pv = "?"
+        pv = dist_version("openai", "?")
         host = urlparse(self.base_url).netloc if self.base_url else "api.openai.com"
         extra = f"+instr{len(self.instructions)}" if self.instructions else ""
         return (f"openai-sdk-{pv}+{host}+{self.model}+{self.response_format}+speed{self.speed}{extra}"
                 f"+sr{self.sample_rate}"
-                f"+align-{self.aligner.id}-{self.aligner.version}")
+                f"+{self.aligner_tag}")
 
     def voices(self) -> list[str]:
         from bargein.audio.voices import list_voices

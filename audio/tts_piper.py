@@ -20,13 +20,14 @@ import hashlib
 import json
 import threading
 from functools import cached_property
-from importlib.metadata import PackageNotFoundError, version as pkg_version
 from pathlib import Path
 
 import numpy as np
 
 from bargein.audio.base import Speech
-from bargein.audio.wordtimes import check_audio, check_text, check_timings, fill_missing, timings_from_starts
+from bargein.audio.wordtimes import (
+    check_audio, check_text, check_timings, dist_version, fill_missing, timings_from_starts,
+)
 from bargein.errors import AudioError, BackendUnavailable, ConfigError, missing_extra
 from bargein.seeding import stable_int
 
@@ -152,10 +153,7 @@ class PiperTTS:
 
     @cached_property
     def version(self) -> str:
-        try:
-            pv = pkg_version("piper-tts")
-        except PackageNotFoundError:
-            pv = "?"
+        pv = dist_version("piper-tts")
         h = hashlib.sha256(self.model_path.read_bytes() + self.config_path.read_bytes()).hexdigest()[:12]
         ns, ls, nw = self.scales
         return f"piper-tts-{pv}+{self.voice_name}-{h}+ns{ns}+ls{ls}+nw{nw}+seeded-noise-v1"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 
@@ -135,3 +136,34 @@ def check_timings(words: Sequence[WordTiming], duration_s: float) -> None:
             raise AudioError(f"non-monotone word timing {w.word!r} {w.start_s:.3f}-{w.end_s:.3f}s "
                              f"(previous start {prev:.3f}s, clip {duration_s:.3f}s)")
         prev = w.start_s
+
+
+def dist_version(dist: str, default: str = "?") -> str:
+    """The installed version of a distribution (``default`` when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return default
+
+
+class AlignedWordTimes:
+    """Mixin for engines that give no word times of their own: a forced aligner supplies them.
+
+    The engine sets ``aligner_name`` / ``aligner_options``; ``aligner_tag`` goes into its
+    ``version`` so a different aligner means different cache keys.
+    """
+
+    aligner_name: str = "whisper"
+    aligner_options: dict = {}
+
+    @cached_property
+    def aligner(self):
+        from bargein.audio.align import get_aligner
+
+        return get_aligner(self.aligner_name, **self.aligner_options)
+
+    @property
+    def aligner_tag(self) -> str:
+        return f"align-{self.aligner.id}-{self.aligner.version}"
