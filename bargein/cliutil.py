@@ -94,3 +94,15 @@ class LazyGroup(click.Group):
                 rows.append((name, cmd.get_short_help_str(60)))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def echo_report(report, *, as_json: bool, out, wrote: str) -> None:
+    """Print a scorer's report as JSON or tables, and where its files went."""
+    import json
+
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str))
+        return
+    click.echo(report.tables(), nl=False)
+    if out is not None:
+        click.echo(f"wrote {out}/{wrote}")

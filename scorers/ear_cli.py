@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from bargein.cliutil import get_globals
+from bargein.cliutil import echo_report, get_globals
 
 
 @click.command("ear")
@@ -39,9 +38,4 @@ def ear(items: str, responses: Path, judge: str, out: Path | None, n_boot: int, 
     report = score_ear(items, responses, judge=judge, out=out, seed=g.seed, n_boot=n_boot,
                        concurrency=concurrency, workdir=g.workdir, allow_missing=allow_missing,
                        endpoint=endpoint)
-    if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True, default=str))
-    else:
-        click.echo(report.tables(), nl=False)
-        if out is not None:
-            click.echo(f"wrote {out}/item_scores.jsonl, report.json, tables.md")
+    echo_report(report, as_json=as_json, out=out, wrote="item_scores.jsonl, report.json, tables.md")

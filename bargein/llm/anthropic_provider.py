@@ -13,7 +13,7 @@ from typing import Any
 from bargein.errors import ConfigError
 from bargein.llm.base import JSON_SCHEMA, Completion, Usage
 from bargein.llm.openai_provider import resolve_key
-from bargein.llm.sdkpool import ClientPool, map_sdk_error
+from bargein.llm.sdkpool import ClientPool, post_json
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
@@ -90,14 +90,10 @@ class AnthropicProvider:
     async def complete(self, messages: list[dict[str, str]], *, temperature: float | None,
                        max_tokens: int, json_schema: dict[str, Any] | None = None,
                        seed: int | None = None) -> Completion:
-        import httpx2
-
         body = self.body(messages, temperature=temperature, max_tokens=max_tokens,
                          json_schema=json_schema, seed=seed)
-        try:
-            with self._pool.client() as client:
-                resp = await client.post("/v1/messages", body=body, cast_to=httpx2.Response)
-                data = resp.json()
+
+        def parse(data: dict) -> Completion:
             text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
             usage = data.get("usage") or {}
             stop = data.get("stop_reason") or "end_turn"
@@ -105,8 +101,9 @@ class AnthropicProvider:
                 text=text, usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
                 model=data.get("model") or self.model, provider=self.name,
                 finish_reason=_FINISH.get(stop, stop), raw={"id": data.get("id")})
-        except Exception as exc:  # noqa: BLE001 - mapped to bargein's retry classes
-            raise map_sdk_error(exc, self._sdk, provider=f"anthropic:{self.model}", key_env=self.key_env) from None
+
+        return await post_json(self._pool, "/v1/messages", body, parse, sdk=self._sdk,
+                               provider=f"anthropic:{self.model}", key_env=self.key_env)
 
     async def aclose(self) -> None:
         await self._pool.aclose()

@@ -14,7 +14,7 @@ from typing import Any
 
 from bargein.errors import ConfigError
 from bargein.llm.base import JSON_MODE, JSON_SCHEMA, SEED, Completion, Usage
-from bargein.llm.sdkpool import ClientPool, map_sdk_error
+from bargein.llm.sdkpool import ClientPool, post_json
 
 KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -93,14 +93,10 @@ class OpenAIProvider:
     async def complete(self, messages: list[dict[str, str]], *, temperature: float | None,
                        max_tokens: int, json_schema: dict[str, Any] | None = None,
                        seed: int | None = None) -> Completion:
-        import httpx2
-
         body = self.body(messages, temperature=temperature, max_tokens=max_tokens,
                          json_schema=json_schema, seed=seed)
-        try:
-            with self._pool.client() as client:
-                resp = await client.post("/chat/completions", body=body, cast_to=httpx2.Response)
-                data = resp.json()
+
+        def parse(data: dict) -> Completion:
             choice = data["choices"][0]
             usage = data.get("usage") or {}
             return Completion(
@@ -108,8 +104,9 @@ class OpenAIProvider:
                 usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
                 model=data.get("model") or self.model, provider=self.name,
                 finish_reason=choice.get("finish_reason") or "stop", raw={"id": data.get("id")})
-        except Exception as exc:  # noqa: BLE001 - mapped to bargein's retry classes
-            raise map_sdk_error(exc, self._sdk, provider=f"openai:{self.model}", key_env=self.key_env) from None
+
+        return await post_json(self._pool, "/chat/completions", body, parse, sdk=self._sdk,
+                               provider=f"openai:{self.model}", key_env=self.key_env)
 
     async def aclose(self) -> None:
         await self._pool.aclose()

@@ -173,3 +173,20 @@ def map_sdk_error(exc: BaseException, sdk: Any, *, provider: str, key_env: str) 
         return TransientError(f"{provider}: malformed response body ({type(exc).__name__}: "
                               f"{str(exc)[:120]})", kind="malformed")
     return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+
+
+async def post_json(pool: "ClientPool", path: str, body: dict[str, Any], parse: Callable[[dict], Any],
+                    *, sdk: Any, provider: str, key_env: str | None) -> Any:
+    """POST ``body`` through the SDK client and ``parse`` the JSON reply.
+
+    Every failure, a malformed reply included, is mapped to bargein's retry classes.
+    """
+    import httpx2
+
+    try:
+        with pool.client() as client:
+            resp = await client.post(path, body=body, cast_to=httpx2.Response)
+            data = resp.json()
+        return parse(data)
+    except Exception as exc:  # noqa: BLE001 - mapped to bargein's retry classes
+        raise map_sdk_error(exc, sdk, provider=provider, key_env=key_env) from None
