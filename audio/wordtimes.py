@@ -73,7 +73,8 @@ def check_audio(samples: np.ndarray, engine: str, text: str) -> None:
 
 
 MIN_WORD_S = 0.03          # no word is shorter than this
-MAX_TAIL_S = 0.1           # a word's sound may run this far past its last phoneme into a pause
+MAX_TAIL_S = 0.3           # a word's sound may run this far past its last phoneme into a pause
+END_DB = -40.0             # word ends settle where the level falls this far under the peak
 
 
 def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequence[int],
@@ -100,6 +101,7 @@ def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequen
     starts = [int(s) for s in starts_samples]
     for i in range(1, len(starts)):             # monotone, even if an engine reports otherwise
         starts[i] = max(starts[i], starts[i - 1])
+    end_thresh = (e.max() if e.size else 0.0) * 10 ** (END_DB / 20.0)
     tail, min_len = int(MAX_TAIL_S * sample_rate), int(round(MIN_WORD_S * sample_rate))
     spans: list[list[int]] = []
     for i, s in enumerate(starts):
@@ -110,8 +112,11 @@ def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequen
         if i + 1 == len(starts):
             end = max(end, nxt)
         s = _settle_start(e, hop, thresh, s, end)
-        end = _settle_end(e, hop, thresh, s, end, min(nxt, end + tail) if i + 1 < len(starts) else end)
+        end = _settle_end(e, hop, end_thresh, s, end, min(nxt, end + tail) if i + 1 < len(starts) else end)
         spans.append([s, end])
+    for i in range(len(spans)):                 # sound just before a start that no word owns
+        lo = max(spans[i - 1][1] if i else 0, spans[i][0] - tail)
+        spans[i][0] = _extend_back(e, hop, end_thresh, spans[i][0], lo)
     n = len(samples)
     for i, (s, end) in enumerate(spans):        # no word shorter than min_len, none overlapping
         if end - s < min_len:
@@ -120,6 +125,10 @@ def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequen
             if end - s < min_len:
                 lo = spans[i - 1][1] if i else 0
                 s = max(lo, min(s, end - min_len))
+            if end - s < min_len and i + 1 < len(spans) and spans[i + 1][1] - (s + min_len) >= min_len:
+                end = spans[i + 1][0] = s + min_len        # take the time from the next word
+            if end - s < min_len and i and spans[i - 1][1] - spans[i - 1][0] >= 2 * min_len:
+                s = spans[i - 1][1] = end - min_len        # or from the previous one
             spans[i] = [s, end]
     return tuple(WordTiming(word=word, start_s=round(s / sample_rate, 6), end_s=round(end / sample_rate, 6),
                             char_start=cs)
@@ -148,6 +157,18 @@ def _settle_end(e: np.ndarray, hop: int, thresh: float, start: int, end: int, li
     if g < f_lim:                               # a silence before the limit: the word ends there
         return g * hop
     return end
+
+
+def _extend_back(e: np.ndarray, hop: int, thresh: float, start: int, lo: int) -> int:
+    """Move ``start`` back over audible frames to the acoustic onset, never before ``lo``, and
+    only when the sound before it is preceded by silence inside ``[lo, start)``."""
+    f, f_lo = start // hop, -(-lo // hop)
+    g = f
+    while g > f_lo and g - 1 < len(e) and e[g - 1] > thresh:
+        g -= 1
+    if g == f or g <= f_lo:                     # nothing to take, or sound runs on into lo
+        return start
+    return g * hop
 
 
 def _settle_start(e: np.ndarray, hop: int, thresh: float, start: int, end: int) -> int:
