@@ -13,6 +13,17 @@ those that start before the stop. The onset is drawn from the conversation's hea
 text and audio agree; when a given onset (e.g. one planned on an earlier synthesis) would
 hear other words, the onset is moved to the text's cut word (``onset_moved``); only when the
 text's cut cannot be realised in this audio is the heard text updated (``text_updated``).
+
+The stop is defined on the audio: given the samples, a stop that would fall in a pause (the
+assistant already silent) is re-planned by moving the onset later inside the same heard-word
+window, so the assistant is still sounding ``overlap_ms`` after the user starts::
+
+    audio    |==documents:==|.....pause.....|==a==|==photo==
+    planned          onset ^      stop ^                         stop in silence
+    re-planned                    onset ^  stop ^                same heard words, same overlap
+
+When no such onset exists (the message ends in the pause) the record follows the audio: the
+stop is where the sound ends, and the overlap is what is left of it (``stop - onset``).
 """
 
 from __future__ import annotations
@@ -81,14 +92,51 @@ def _realisable(words: Sequence[WordSpan], k: int) -> bool:
     return hi > lo and all(words[i].end <= lo for i in range(k))
 
 
+STOP_INTO_SOUND_MS = 40.0   # a re-planned stop lands this far into the resumed sound
+
+
+def _audible(samples: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
+    """Per 5 ms frame: is the clip audible there (-40 dB under its loudest frame)."""
+    from bargein.audio.wordtimes import SILENCE_DB, frame_energy
+
+    e, hop = frame_energy(samples, sample_rate)
+    return e > (e.max() if e.size else 0.0) * 10 ** (SILENCE_DB / 20.0), hop
+
+
+def stop_on_sound(samples: np.ndarray, sample_rate: int, words: Sequence[WordSpan], k: int,
+                  onset: int, stop: int, overlap: int) -> tuple[int, int]:
+    """``(onset, stop)`` so the assistant is audible up to the stop (see the module docstring)."""
+    loud, hop = _audible(samples, sample_rate)
+    n = len(samples)
+    if not loud.size:
+        return onset, stop
+    f = min(len(loud), stop // hop)
+    if f > 0 and loud[f - 1]:
+        return onset, stop                      # sounding right up to the stop
+    nxt = f
+    while nxt < len(loud) and not loud[nxt]:
+        nxt += 1
+    hi = words[k].end                           # the onset must stay before word k ends
+    if nxt < len(loud):
+        new_stop = min(n, nxt * hop + int(round(STOP_INTO_SOUND_MS * sample_rate / 1000.0)))
+        new_onset = onset + (new_stop - stop)
+        if new_onset < hi and new_stop - new_onset == stop - onset:
+            return new_onset, new_stop
+    g = f                                       # follow the audio: the sound ends before the stop
+    while g > 0 and not loud[g - 1]:
+        g -= 1
+    return onset, max(1, min(stop, g * hop))
+
+
 def plan_cut(words: Sequence[WordSpan], n_samples: int, sample_rate: int, text: str,
              interruption: Interruption, *, rng: random.Random, jitter_ms: float = 40.0,
-             onset: int | None = None) -> CutIn:
+             onset: int | None = None, samples: np.ndarray | None = None) -> CutIn:
     """Where the user cuts in and where the assistant stops (see the module docstring).
 
     Without ``onset`` the onset is the end of the text's last heard word plus a seeded jitter
     in ``[0, jitter_ms]`` (one-sided: an earlier onset would un-hear that word). With ``onset``
-    it is checked against the text and moved when it hears other words.
+    it is checked against the text and moved when it hears other words. With ``samples`` the
+    stop is made true to the audio (:func:`stop_on_sound`).
     """
     if len(words) < 2:
         raise AudioError(f"an interrupted message needs at least 2 timed words, got {len(words)} "
@@ -114,6 +162,9 @@ def plan_cut(words: Sequence[WordSpan], n_samples: int, sample_rate: int, text: 
     assert heard_count(words, onset) == k
     overlap = int(round(interruption.overlap_ms * sample_rate / 1000.0))
     stop = min(onset + overlap, n_samples)
+    if samples is not None:
+        onset, stop = stop_on_sound(np.asarray(samples), sample_rate, words, k, int(onset), int(stop), overlap)
+        assert heard_count(words, onset) == k
     spoken = sum(1 for w in words if w.start < stop)
     heard_text = interruption.heard_text if resolution != "text_updated" else prefix_text(text, words, k)
     return CutIn(onset=int(onset), stop=int(stop), heard=k, spoken=spoken, heard_text=heard_text,

@@ -241,7 +241,7 @@ def message_clips(conv: Conversation, *, config: RenderConfig, voices: dict[str,
                 if not words:
                     raise AlignmentFailed("has no word timings, so the cut-in cannot be placed")
                 cut = plan_cut(words, len(samples), sr, m.text, m.interruption, rng=rng,
-                               jitter_ms=config.jitter_ms)
+                               jitter_ms=config.jitter_ms, samples=samples)
                 samples, words, onset = apply_cut(samples, cut, sr, config.fade_ms), cut_words(words, cut), cut.onset
                 cuts[i] = cut
         except BargeinError as e:
@@ -378,7 +378,7 @@ def backend_ids(config: RenderConfig) -> tuple[str, ...]:
 
 def render_stage(config: RenderConfig) -> Stage:
     return Stage(name=STAGE, fn=render_item, output=RenderedDialogue, config=config,
-                 version="1", backends=backend_ids(config), kind="cpu")
+                 version="2", backends=backend_ids(config), kind="cpu")
 
 
 def render_conversations(items: Sequence[Conversation | VerifiedConversation], *, workdir: str | Path,

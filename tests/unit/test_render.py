@@ -64,6 +64,42 @@ def test_cut_hears_exactly_the_text_words(k):
     assert abs(out[-1]) < 0.05 * max(1e-3, abs(samples[cut.stop - 1]) + 1e-3)  # faded to ~0 at the stop
 
 
+def _last_sound_s(x: np.ndarray, sr: int) -> float:
+    """End of the last 2 ms window above -45 dB of the loudest one (measured here, not by cutin)."""
+    w = int(0.002 * sr)
+    n = len(x) // w
+    rms = np.sqrt(np.mean(x[: n * w].reshape(n, w).astype(np.float64) ** 2, axis=1))
+    loud = np.flatnonzero(rms > rms.max() * 10 ** (-45 / 20))
+    return (loud[-1] + 1) * w / sr
+
+
+@pytest.mark.parametrize("k,overlap_ms", [(5, 60), (5, 120), (10, 80), (10, 150)])
+def test_stop_planned_in_a_pause_is_replanned_on_the_audio(k, overlap_ms):
+    """Issue 14 §2: a stop that would land in a pause (after "that." or "documents:") is moved so
+    the assistant is still sounding at the stop; the heard words and the overlap stay as planned."""
+    samples, words = _speech()
+    itr = _intr(TEXT, k, overlap_ms=overlap_ms)
+    naive = plan_cut(words, len(samples), SR, TEXT, itr, rng=random.Random(0), jitter_ms=0)
+    cut = plan_cut(words, len(samples), SR, TEXT, itr, rng=random.Random(0), jitter_ms=0, samples=samples)
+    assert cut.heard == k == heard_count(words, cut.onset)
+    assert cut.stop - cut.onset == cut.overlap == int(round(overlap_ms * SR / 1000))
+    out = apply_cut(samples, cut, SR, fade_ms=10)
+    assert abs(_last_sound_s(out, SR) - cut.stop / SR) <= 0.010
+    naive_out = apply_cut(samples, naive, SR, fade_ms=10)
+    assert naive.stop / SR - _last_sound_s(naive_out, SR) > 0.030      # the naive stop was in the pause
+    assert cut.onset > naive.onset
+
+
+def test_stop_at_the_end_of_the_message_follows_the_audio():
+    """When the message ends before the stop, the record says where the sound ends."""
+    samples, words = _speech("Sure, one moment.")
+    itr = _intr("Sure, one moment.", 2, overlap_ms=1500)
+    cut = plan_cut(words, len(samples), SR, "Sure, one moment.", itr, rng=random.Random(0), samples=samples)
+    out = apply_cut(samples, cut, SR, fade_ms=10)
+    assert abs(_last_sound_s(out, SR) - cut.stop / SR) <= 0.010
+    assert cut.overlap == cut.stop - cut.onset < int(1.5 * SR)
+
+
 def test_onset_from_another_synthesis_is_moved_to_the_text_cut():
     _, w_fast = _speech(voice="espeak:en-gb-x-rp")
     samples, words = _speech()
