@@ -134,7 +134,8 @@ def plan_cut(words: Sequence[WordSpan], n_samples: int, sample_rate: int, text: 
     """Where the user cuts in and where the assistant stops (see the module docstring).
 
     Without ``onset`` the onset is the end of the text's last heard word plus a seeded jitter
-    in ``[0, jitter_ms]`` (one-sided: an earlier onset would un-hear that word). With ``onset``
+    in ``[0, jitter_ms]`` (one-sided: an earlier onset would un-hear that word), never past the
+    start of the next word. With ``onset``
     it is checked against the text and moved when it hears other words. With ``samples`` the
     stop is made true to the audio (:func:`stop_on_sound`).
     """
@@ -152,7 +153,10 @@ def plan_cut(words: Sequence[WordSpan], n_samples: int, sample_rate: int, text: 
         k = min(ok, key=lambda j: (abs(j - k), j))
         resolution = "text_updated"
     lo, hi = _window(words, k)
-    jitter = int(round(rng.uniform(0.0, max(0.0, jitter_ms)) * sample_rate / 1000.0))
+    # the jitter stays in the silence before word k: a cut inside word k would let the listener
+    # hear its first sounds, which the heard text (whole words) cannot say
+    room_ms = max(0.0, (words[k].start - lo) * 1000.0 / sample_rate)
+    jitter = int(round(rng.uniform(0.0, max(0.0, min(jitter_ms, room_ms))) * sample_rate / 1000.0))
     if onset is None:
         onset = lo + jitter
     if heard_count(words, onset) != k:

@@ -29,6 +29,7 @@ click or a breath blip in a pause, not speech::
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -214,7 +215,11 @@ def heard_text_agrees(heard_text: str, asr_text: str, tail_chars: int = 12) -> b
     (canonical forms: case, punctuation and number spellings folded)."""
     from bargein.masking.spans import canonical
 
-    a, b = canonical(heard_text), canonical(asr_text)
+    def spoken(t: str) -> str:              # "$40" is how Whisper writes "40 dollars"
+        return re.sub(r"\$(\d[\d,]*)(?:\.(\d\d))?", lambda m: m.group(1) + " dollars"
+                      + (f" {m.group(2)} cents" if m.group(2) else ""), t)
+
+    a, b = canonical(spoken(heard_text)), canonical(spoken(asr_text))
     if not a or not b:
         return a == b
     a, b = a[-tail_chars:], b[-tail_chars:]

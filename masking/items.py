@@ -29,8 +29,8 @@ from bargein.masking.signals import (
     DEFAULT_FADE_MS, SIGNALS, apply_mask, check_fade_ms, expand_region, rms_db,
 )
 from bargein.masking.spans import (
-    SpanNotFound, critical_spans, find_fact, function_word_candidates, group_runs,
-    select_function_words,
+    SpanNotFound, critical_spans, find_fact, group_runs, maskable_candidates, select_matched,
+    value_leak,
 )
 from bargein.records import (
     Conversation, MaskedItem, MaskSpan, RenderedDialogue, VerifiedConversation, WordTiming,
@@ -169,6 +169,17 @@ def _dialogue_sources(rd: RenderedDialogue, conv: Conversation, config: MaskConf
                 if any(find_fact(prev.split(), c.fact) for prev in said_before):
                     skipped.append(f"{c.fact.key} (said before message {m.index})")
                     continue
+                values = [v for v in (c.fact.value, c.fact.spoken) if v]
+                elsewhere = [("the system prompt", conv.scenario.system_prompt)] + [
+                    (f"message {o.index}", o.spoken_text if k < pos else o.text)
+                    for k, o in enumerate(conv.messages) if k != pos]
+                where = next((name for name, text in elsewhere if value_leak(text, values)), None)
+                if where is None:
+                    rest = words[:c.word_start], words[c.word_end:]
+                    where = next((f"message {m.index} again" for part in rest if value_leak(part, values)), None)
+                if where is not None:
+                    skipped.append(f"{c.fact.key} (also in {where}: a mask would not hide it)")
+                    continue
                 if seg is None or not seg.words:
                     skipped.append(f"{c.fact.key} (message {m.index} has no rendered word timings)")
                     continue
@@ -234,23 +245,68 @@ def masked_transcript(transcript: str, words: Sequence[WordTiming], spans: Seque
     return out
 
 
+MASK_LEN_RATIO = (0.8, 1.25)     # answerable / unanswerable masked time, per pair
+
+
 def _answerable_regions(words: Sequence[WordTiming], critical: tuple[int, int], window_ms: int,
-                        duration_s: float, config: MaskConfig, seed: int) -> list[tuple[float, float, int, int]]:
-    cand = function_word_candidates(words, critical, window_s=window_ms / 1000.0,
-                                    guard_s=config.guard_ms / 1000.0, duration_s=duration_s)
+                        duration_s: float, config: MaskConfig, seed: int, *, target_s: float,
+                        content: bool = True) -> list[tuple[float, float, int, int]]:
+    """Regions of words that do not carry the value (function words first, then fillers, then
+    other words when ``content``) hiding ``target_s`` of audio within ``MASK_LEN_RATIO``."""
+    cand = maskable_candidates(words, critical, window_s=window_ms / 1000.0, guard_s=config.guard_ms / 1000.0,
+                               duration_s=duration_s, content=content)
     if not cand:
         raise SpanNotFound(
-            f"no function word can be masked for the answerable variant with a ±{window_ms} ms "
+            f"no word can be masked for the answerable variant with a ±{window_ms} ms "
             f"window (each must stay {config.guard_ms:g} ms clear of the critical span and not be "
             "next to it)", evidence={"words": [w.word for w in words], "critical": list(critical)})
-    c0, c1 = critical
-    target = words[c1 - 1].end_s - words[c0].start_s
-    chosen = select_function_words(words, cand, target, random.Random(stable_int("mask.fw", seed, window_ms)))
-    out = []
-    for a, b in group_runs(chosen):
-        s, e = expand_region(words[a].start_s, words[b - 1].end_s, window_ms, duration_s)
-        out.append((s, e, a, b))
+    def regions(chosen: list[int]) -> list[tuple[float, float, int, int]]:
+        out = []
+        for a, b in group_runs(chosen):
+            s, e = expand_region(words[a].start_s, words[b - 1].end_s, window_ms, duration_s)
+            out.append((s, e, a, b))
+        return out
+
+    chosen = select_matched(cand, target_s, random.Random(stable_int("mask.fw", seed, window_ms)),
+                            lambda ch: _merged_s(regions(ch)))
+    out = regions(chosen)
+    got = _merged_s(out)
+    lo, hi = MASK_LEN_RATIO
+    if not lo * target_s <= got <= hi * target_s:
+        raise SpanNotFound(
+            f"the answerable variant can hide only {got:.2f} s of words that do not carry the value, "
+            f"against {target_s:.2f} s for the value: mask length would give the label away "
+            f"(need {lo}..{hi} x)", evidence={"words": [w.word for w in words], "critical": list(critical),
+                                             "chosen": chosen, "masked_s": round(got, 3),
+                                             "target_s": round(target_s, 3)})
     return out
+
+
+def _merged_s(regions: Sequence[tuple[float, float, int, int]]) -> float:
+    total, end = 0.0, -1.0
+    for s, e, _a, _b in sorted(regions):
+        if s >= end:
+            total += e - s
+        elif e > end:
+            total += e - end
+        end = max(end, e)
+    return total
+
+
+def mention_leaks(words: Sequence[WordTiming], critical: tuple[int, int], context: Sequence[dict],
+                  values: Sequence[str]) -> str | None:
+    """Where else the model would get the value: another mention in the clip, or anything in
+    ``context`` (system prompt, other turns). None when the mask really hides it."""
+    c0, c1 = critical
+    for part, where in ((words[:c0], "earlier in the same utterance"), (words[c1:], "later in the same utterance")):
+        hit = value_leak([w.word for w in part], values)
+        if hit:
+            return f"the value is said again {where} ({hit!r}); its mask would not hide it"
+    for c in context:
+        hit = value_leak(str(c.get("content", "")), values)
+        if hit:
+            return f"the model also receives the value in the {c.get('role', '?')} context ({hit!r})"
+    return None
 
 
 def _spans_from(regions: list[tuple[float, float, int, int]], words: Sequence[WordTiming],
@@ -295,6 +351,10 @@ def build_items(source: MaskSource, samples: np.ndarray, sample_rate: int, words
     if t1 - t0 <= 0:
         raise AlignmentFailed(f"source {source.id}: the critical span "
                               f"{' '.join(w.word for w in words[c0:c1])!r} has no duration")
+    values = [v for v in (source.answer, " ".join(w.word for w in words[c0:c1])) if v]
+    leak = mention_leaks(words, critical, source.context, values)
+    if leak:
+        raise SpanNotFound(f"source {source.id}: {leak}", evidence={"answer": source.answer})
     tag = stable_hash("mask-files", source, config, seed)[:10]
     out_dir = workdir / "artifacts" / STAGE / f"{source.id}-{tag}"
     rel = lambda p: p.relative_to(workdir).as_posix()  # noqa: E731
@@ -304,7 +364,8 @@ def build_items(source: MaskSource, samples: np.ndarray, sample_rate: int, words
     for window in config.windows_ms:
         s, e = expand_region(t0, t1, window, duration)
         variants = {"unanswerable": [(s, e, c0, c1)],
-                    "answerable": _answerable_regions(words, critical, window, duration, config, seed)}
+                    "answerable": _answerable_regions(words, critical, window, duration, config, seed,
+                                                      target_s=e - s, content=source.kind == "conversation")}
         for cond in ("answerable", "unanswerable"):
             regions, spans = _spans_from(variants[cond], words, sample_rate)
             for signal in config.signals:
