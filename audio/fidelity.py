@@ -1,4 +1,4 @@
-"""Fidelity of the audio labels, measured on the output audio by instruments that did not make them.
+r"""Fidelity of the audio labels, measured on the output audio by instruments that did not make them.
 
 Every label a release ships is a claim about its audio. These checks read the audio back:
 
@@ -130,14 +130,20 @@ class VoiceWords:
                 "words": self.words, "words_under_30ms": self.short, "words_in_silence": self.in_silence}
 
 
-def word_boundaries(dialogues: Iterable[tuple[Any, np.ndarray]], sample_rate_of=None) -> dict[str, VoiceWords]:
+def channel_activity(rd: Any, audio: np.ndarray) -> list[Activity]:
+    return [activity(audio[:, c], rd.sample_rate) for c in range(audio.shape[1])]
+
+
+def word_boundaries(dialogues: Iterable[tuple[Any, np.ndarray]],
+                    out: dict[str, VoiceWords] | None = None) -> dict[str, VoiceWords]:
     """Per voice: word ends at pauses against the energy detector, short and silent words.
 
-    ``dialogues`` yields ``(RenderedDialogue, audio (n, 2))``.
+    ``dialogues`` yields ``(RenderedDialogue, audio (n, 2))`` or ``(RenderedDialogue, [Activity])``;
+    counts add into ``out``.
     """
-    out: dict[str, VoiceWords] = {}
+    out = {} if out is None else out
     for rd, audio in dialogues:
-        acts = [activity(audio[:, c], rd.sample_rate) for c in range(audio.shape[1])]
+        acts = audio if isinstance(audio, list) else channel_activity(rd, audio)
         for seg in rd.segments:
             if seg.kind != "message" or not seg.words:
                 continue
@@ -180,9 +186,9 @@ class CutCheck:
     heard_agrees: bool | None = None
 
 
-def cut_checks(rd: Any, audio: np.ndarray) -> list[CutCheck]:
+def cut_checks(rd: Any, audio: np.ndarray | list[Activity]) -> list[CutCheck]:
     """Each cut of a dialogue against the energy detector on both channels."""
-    acts = [activity(audio[:, c], rd.sample_rate) for c in range(audio.shape[1])]
+    acts = audio if isinstance(audio, list) else channel_activity(rd, audio)
     segs = sorted(rd.segments, key=lambda s: s.start_s)
     out = []
     for seg in segs:
@@ -226,9 +232,27 @@ def heard_text_agrees(heard_text: str, asr_text: str, tail_chars: int = 12) -> b
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.75
 
 
-def asr_heard_prefix(rd: Any, audio: np.ndarray, check: CutCheck) -> CutCheck:
+def asr_text(samples: np.ndarray, sample_rate: int, *, fit_window: bool = False) -> str:
+    """What Whisper tiny.en hears (greedy). ``fit_window``: the encoder sees the clip's own length
+    instead of a padded 30 s window (3-5x faster on short clips; used for release cards)."""
+    from bargein.audio.align import _mono16k, get_aligner, transcribe
+
+    if not fit_window:
+        return transcribe(samples, sample_rate)[0]
+    from faster_whisper.audio import pad_or_trim
+
+    al = get_aligner("whisper")
+    m, tok = al.model, al.tokenizer
+    feats = m.feature_extractor(_mono16k(samples, sample_rate))
+    nf = feats.shape[-1] - 1
+    enc = m.encode(pad_or_trim(feats[:, :nf], min(3000, 200 * (nf // 200 + 2))))
+    res = m.model.generate(enc, [list(tok.sot_sequence) + [tok.no_timestamps]], beam_size=1,
+                           max_length=224, suppress_blank=True)
+    return tok.decode([t for t in res[0].sequences_ids[0] if t < tok.eot]).strip()
+
+
+def asr_heard_prefix(rd: Any, audio: np.ndarray, check: CutCheck, *, fit_window: bool = False) -> CutCheck:
     """Fill ``asr_prefix`` / ``heard_agrees``: Whisper on the assistant channel up to ``cut_s``."""
-    from bargein.audio.align import transcribe
 
     seg = next(s for s in rd.segments if s.message_index == check.message_index and s.stop_s is not None)
     sr = rd.sample_rate
@@ -236,7 +260,7 @@ def asr_heard_prefix(rd: Any, audio: np.ndarray, check: CutCheck) -> CutCheck:
     if len(x) < int(0.1 * sr):
         text = ""
     else:
-        text, _ = transcribe(np.ascontiguousarray(x, dtype=np.float32), sr)
+        text = asr_text(np.ascontiguousarray(x, dtype=np.float32), sr, fit_window=fit_window)
     return CutCheck(**{**check.__dict__, "asr_prefix": text,
                        "heard_agrees": heard_text_agrees(check.heard_text, text)})
 
@@ -267,12 +291,12 @@ def frame_label_agreement(labels: dict[str, np.ndarray], audio: np.ndarray, samp
 
 
 # ---------------------------------------------------------------- repair items
-def mask_recovery(item: Any, samples: np.ndarray, sample_rate: int) -> tuple[bool, str]:
+def mask_recovery(item: Any, samples: np.ndarray, sample_rate: int, *, fit_window: bool = False
+                  ) -> tuple[bool, str]:
     """(Whisper still says the item's value, what Whisper heard) for one masked clip."""
-    from bargein.audio.align import transcribe
     from bargein.masking.spans import contains_value
 
-    text, _ = transcribe(np.asarray(samples, dtype=np.float32), sample_rate)
+    text = asr_text(np.asarray(samples, dtype=np.float32), sample_rate, fit_window=fit_window)
     return (bool(item.answer) and contains_value(text, item.answer)), text
 
 

@@ -5,13 +5,13 @@
 
 The release card's fidelity section and ``bench/fidelity.py`` print it. ASR passes are capped at
 ``max_asr`` items each (a stable, id-ordered subset), so a large release costs minutes, not hours.
-``rep["sidecars"]`` is filled by :data:`SIDECAR_CHECKS` (the perturbation stage registers one that
-measures its sidecars on the perturbed audio); without one it reads ``n/a``.
+``rep["sidecars"]`` is filled by the perturbation stage's hook (:func:`sidecar_report`), which
+measures its sidecars on the perturbed audio; without one it reads ``n/a``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,6 @@ import numpy as np
 
 from bargein.audio import fidelity as F
 from bargein.seeding import stable_hash
-
-# name -> fn(timing_jsonl: Path, audio_root: Path) -> {"sidecar_error_ms_p95": float, ...}
-SIDECAR_CHECKS: dict[str, Callable[[Path, Path], dict[str, Any]]] = {}
 
 
 def _records(path: Path | None, cls) -> Iterator[Any]:
@@ -56,8 +53,9 @@ def _subset(items: list, key, n: int) -> list:
 
 def fidelity_report(rendered: str | Path | None, repair: str | Path | None = None, *,
                     audio_root: str | Path | Sequence[str | Path] = (), timing: str | Path | None = None,
-                    max_asr: int = 400, asr: bool = True) -> dict[str, Any]:
-    """Measure a build (see :mod:`bargein.audio.fidelity` for each figure)."""
+                    max_asr: int = 400, asr: bool = True, fit_window: bool = False) -> dict[str, Any]:
+    """Measure a build (see :mod:`bargein.audio.fidelity` for each figure). ``fit_window``: the
+    faster clip-length Whisper encoder (:func:`bargein.audio.fidelity.asr_text`)."""
     from bargein.audio.labels import load_frame_labels
     from bargein.records import MaskedItem, RenderedDialogue
 
@@ -66,29 +64,23 @@ def fidelity_report(rendered: str | Path | None, repair: str | Path | None = Non
         roots.append(Path(rendered).parent)
     voices: dict[str, F.VoiceWords] = {}
     cuts: list[F.CutCheck] = []
+    heard: list[F.CutCheck] = []
     agree = valid = 0
-    asr_todo: list[tuple[Any, Path, F.CutCheck]] = []
-    for rd in _records(Path(rendered) if rendered else None, RenderedDialogue):
-        path = _resolve(rd.clean_audio_path or rd.audio_path, roots)
-        audio, _sr = _read(path)
-        for v, vw in F.word_boundaries([(rd, audio)]).items():
-            acc = voices.setdefault(v, F.VoiceWords())
-            acc.errors_ms += vw.errors_ms
-            acc.words += vw.words
-            acc.short += vw.short
-            acc.in_silence += vw.in_silence
-        checks = F.cut_checks(rd, audio)
-        cuts += checks
-        asr_todo += [(rd, path, c) for c in checks]
+    dialogues = list(_records(Path(rendered) if rendered else None, RenderedDialogue))
+    cut_ids = [(d.id, s.message_index) for d in dialogues for s in d.segments if s.stop_s is not None]
+    asr_ids = set(_subset(cut_ids, lambda t: t, max_asr)) if asr else set()
+    for rd in dialogues:
+        audio, _sr = _read(_resolve(rd.clean_audio_path or rd.audio_path, roots))
+        acts = F.channel_activity(rd, audio)
+        F.word_boundaries([(rd, acts)], voices)
+        for c in F.cut_checks(rd, acts):
+            cuts.append(c)
+            if (rd.id, c.message_index) in asr_ids:
+                heard.append(F.asr_heard_prefix(rd, audio, c, fit_window=fit_window))
         if rd.frame_labels_path:
             a, n = F.frame_label_agreement(load_frame_labels(_resolve(rd.frame_labels_path, roots)),
                                            audio, rd.sample_rate, rd.duration_s)
             agree, valid = agree + a, valid + n
-    heard = []
-    if asr:
-        for rd, path, c in _subset(asr_todo, lambda t: (t[0].id, t[2].message_index), max_asr):
-            audio, _ = _read(path)
-            heard.append(F.asr_heard_prefix(rd, audio, c))
     stops = [c.stop_error_ms for c in cuts]
     rep: dict[str, Any] = {
         "voices": {v: vw.summary() for v, vw in sorted(voices.items())},
@@ -107,16 +99,31 @@ def fidelity_report(rendered: str | Path | None, repair: str | Path | None = Non
                    "frame_label_agreement": round(agree / valid, 4) if valid else None},
     }
     items = list(_records(Path(repair) if repair else None, MaskedItem))
-    rep["repair"] = _repair(items, roots + ([Path(repair).parent] if repair else []), max_asr, asr)
-    rep["sidecars"] = {"sidecar_error_ms_p95": "n/a"}
-    for name, fn in sorted(SIDECAR_CHECKS.items()):
-        if timing is not None:
-            rep["sidecars"] = {"source": name, **fn(Path(timing), roots[0] if roots else Path("."))}
+    rep["repair"] = _repair(items, roots + ([Path(repair).parent] if repair else []), max_asr, asr, fit_window)
+    rep["asr"] = {"model": "faster-whisper tiny.en", "greedy": True,
+                  "encoder_window": "clip" if fit_window else "30 s", "max_items": max_asr}
+    rep["sidecars"] = sidecar_report(timing, roots)
     return rep
 
 
+def sidecar_report(timing: str | Path | None, roots: list[Path]) -> dict[str, Any]:
+    """The perturbation sidecars measured on their audio, by the perturbation stage's own check:
+    ``bargein.perturb.fidelity.sidecar_report(pairs_jsonl, audio_roots) -> {"sidecar_error_ms_p95":
+    ..., ...}`` when that module exists (the hook), else ``n/a``."""
+    import importlib
 
-def _repair(items: list, roots: list[Path], max_asr: int, asr: bool) -> dict[str, Any]:
+    if timing is None or not Path(timing).is_file():
+        return {"sidecar_error_ms_p95": "n/a"}
+    try:
+        mod = importlib.import_module("bargein.perturb.fidelity")
+    except ImportError:
+        return {"sidecar_error_ms_p95": "n/a"}
+    fn = getattr(mod, "sidecar_report", None)
+    return dict(fn(Path(timing), list(roots))) if fn else {"sidecar_error_ms_p95": "n/a"}
+
+
+
+def _repair(items: list, roots: list[Path], max_asr: int, asr: bool, fit_window: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"items": len(items), "mask_len": F.mask_length_ratio(items)}
     by_cond: dict[str, list] = {"unanswerable": [], "answerable": []}
     recovered: list[dict] = []
@@ -125,7 +132,7 @@ def _repair(items: list, roots: list[Path], max_asr: int, asr: bool) -> dict[str
             pool = [it for it in items if it.condition == cond]
             for it in _subset(pool, lambda it: it.id, max_asr):
                 x, sr = _read(_resolve(it.audio_path, roots))
-                hit, text = F.mask_recovery(it, x[:, 0], sr)
+                hit, text = F.mask_recovery(it, x[:, 0], sr, fit_window=fit_window)
                 by_cond[cond].append(hit)
                 if hit and cond == "unanswerable" or not hit and cond == "answerable":
                     recovered.append({"item": it.id, "answer": it.answer, "asr": text[:120]})

@@ -19,8 +19,8 @@ Every figure is measured on the output audio by an instrument that did not produ
     answerable_vs_unanswerable_mask_len_ratio=   median masked s, answerable / unanswerable
                                       (goal in [0.8, 1.25])
     frame_label_agreement=           shipped VAP classes vs classes of measured activity (>= 0.97)
-    sidecar_error_ms_p95=            perturbation sidecars vs the audio (filled by the perturb stage's
-                                      own report when it exposes one; "n/a" otherwise)
+    sidecar_error_ms_p95=            perturbation sidecars vs the audio (the perturb stage's hook
+                                      bargein.perturb.fidelity.sidecar_report; "n/a" without it)
 """
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ def build_demo(root: Path) -> Path:
         sys.exit(f"demo build failed:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
     print(f"demo_build_s={time.perf_counter() - t0:.1f}")
     return work
+
+
+def _timing(work: Path) -> Path | None:
+    hits = sorted(work.glob("perturb*/pairs.jsonl")) + sorted(work.glob("perturb*.jsonl"))
+    return next((p for p in hits if p.stat().st_size), None)
 
 
 def show(rep: dict, prefix: str = "") -> None:
@@ -79,7 +84,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bargein-fidelity-") as tmp:
         work = args.workdir or build_demo(Path(tmp))
         t0 = time.perf_counter()
-        rep = fidelity_report(work / "render.jsonl", work / "mask.jsonl", audio_root=work)
+        rep = fidelity_report(work / "render.jsonl", work / "mask.jsonl", audio_root=work,
+                              timing=_timing(work))
         print(f"measure_s={time.perf_counter() - t0:.1f}")
         show(rep)
         if args.baseline_workdir:

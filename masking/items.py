@@ -11,6 +11,12 @@ mask signal and window.
 Sources come from rendered conversations (:func:`conversation_sources`: a user turn that speaks a
 user fact no earlier message mentioned; the eval item asks for the next assistant turn, whose
 right behaviour is a slot-aware repair) or from a spoken QA dataset (:mod:`bargein.masking.qa`).
+
+A masked value must not reach the model any other way (:func:`bargein.masking.spans.value_leak`:
+any spelling, spoken form, date form or run of its digits): the system prompt given with the
+item has it withheld (``[withheld]``; the records on file would otherwise answer it), a value an
+earlier turn said is not masked, a value said twice in the clip is rejected, and the answerable
+mask hides as much audio as the unanswerable one (``MASK_LEN_RATIO``) so length says nothing.
 """
 
 from __future__ import annotations
@@ -29,8 +35,8 @@ from bargein.masking.signals import (
     DEFAULT_FADE_MS, SIGNALS, apply_mask, check_fade_ms, expand_region, rms_db,
 )
 from bargein.masking.spans import (
-    SpanNotFound, critical_spans, find_fact, group_runs, maskable_candidates, select_matched,
-    value_leak,
+    SpanNotFound, critical_spans, find_fact, group_runs, maskable_candidates, redact_value,
+    select_matched, value_leak,
 )
 from bargein.records import (
     Conversation, MaskedItem, MaskSpan, RenderedDialogue, VerifiedConversation, WordTiming,
@@ -170,10 +176,8 @@ def _dialogue_sources(rd: RenderedDialogue, conv: Conversation, config: MaskConf
                     skipped.append(f"{c.fact.key} (said before message {m.index})")
                     continue
                 values = [v for v in (c.fact.value, c.fact.spoken) if v]
-                elsewhere = [("the system prompt", conv.scenario.system_prompt)] + [
-                    (f"message {o.index}", o.spoken_text if k < pos else o.text)
-                    for k, o in enumerate(conv.messages) if k != pos]
-                where = next((name for name, text in elsewhere if value_leak(text, values)), None)
+                where = next((f"message {o.index}" for o in conv.messages[:pos]
+                              if value_leak(o.spoken_text, values)), None)
                 if where is None:
                     rest = words[:c.word_start], words[c.word_end:]
                     where = next((f"message {m.index} again" for part in rest if value_leak(part, values)), None)
@@ -184,7 +188,8 @@ def _dialogue_sources(rd: RenderedDialogue, conv: Conversation, config: MaskConf
                     skipped.append(f"{c.fact.key} (message {m.index} has no rendered word timings)")
                     continue
                 found.append((0 if c.fact.key in required else 1, pos,
-                              _source(rd, conv, pos, seg, c.word_start, c.word_end, c.fact, audio_root)))
+                              _source(rd, conv, pos, seg, c.word_start, c.word_end, c.fact, audio_root,
+                                      redact_value(conv.scenario.system_prompt, values)[0])))
         said_before.append(" ".join(m.spoken_text.split()))
     found.sort(key=lambda t: (t[0], t[1]))
     out = [s for _, _, s in found][: config.max_per_dialogue]
@@ -194,7 +199,9 @@ def _dialogue_sources(rd: RenderedDialogue, conv: Conversation, config: MaskConf
 
 
 def _source(rd: RenderedDialogue, conv: Conversation, pos: int, seg, w0: int, w1: int, fact,
-            audio_root: str) -> MaskSource:
+            audio_root: str, system_prompt: str) -> MaskSource:
+    """The source of one spoken fact. ``system_prompt`` is the scenario's with the value withheld
+    (the records on file would answer an unanswerable item)."""
     t0 = seg.start_s
     dur = seg.end_s - seg.start_s
     words = tuple(WordTiming(word=w.word, start_s=round(min(max(w.start_s - t0, 0.0), dur), 6),
@@ -202,7 +209,7 @@ def _source(rd: RenderedDialogue, conv: Conversation, pos: int, seg, w0: int, w1
                   for w in seg.words)
     # keys in sorted order: the runner's cache stores JSON with sorted keys, so outputs read back
     # from the cache or a worker process must equal the ones computed in this process
-    context = ({"content": conv.scenario.system_prompt, "role": "system"},) + tuple(
+    context = ({"content": system_prompt, "role": "system"},) + tuple(
         {"content": m.spoken_text, "role": m.role} for m in conv.messages[:pos])
     common = dict(kind="conversation", source_id=rd.id, audio_root=audio_root, transcript=seg.text,
                   words=words, critical=(w0, w1), answer=fact.value, slot=fact.key,

@@ -472,6 +472,39 @@ def leak_forms(values: Iterable[str]) -> list[str]:
     return sorted(seen, key=len, reverse=True)
 
 
+def _leak_range(words: Sequence[str], values: Iterable[str]) -> tuple[int, int, str] | None:
+    """``(w0, w1, what)``: the words of ``words`` that give a value away (see :func:`value_leak`)."""
+    if not words:
+        return None
+    forms = leak_forms(values)
+    pieces = canonical_pieces(words)
+    s, at = "", []                       # at[k] = piece of character k of s
+    for k, p in enumerate(pieces):
+        s += p.text
+        at += [k] * len(p.text)
+    for f in forms:
+        if len(f) < 3:
+            hit = find_span(words, [f])
+            if hit is not None:
+                return hit[0], hit[1], f
+            continue
+        pos = s.find(f)
+        if pos >= 0:
+            a, b = at[pos], at[pos + len(f) - 1]
+            return pieces[a].w0, pieces[b].w1, f
+    digits = ["".join(c for c in f if c.isdigit()) for f in forms]
+    digits = [d for d in digits if len(d) >= MIN_PARTIAL_DIGITS]
+    run, first = "", None
+    for k, p in enumerate(pieces + [Piece("", 0, 0)]):
+        if p.text.isdigit():
+            run, first = run + p.text, k if first is None else first
+            continue
+        if len(run) >= MIN_PARTIAL_DIGITS and any(run in d or d in run for d in digits):
+            return pieces[first].w0, pieces[k - 1].w1, run
+        run, first = "", None
+    return None
+
+
 def value_leak(text: str | Sequence[str], values: Iterable[str]) -> str | None:
     """What in ``text`` gives one of ``values`` away, or None.
 
@@ -483,24 +516,28 @@ def value_leak(text: str | Sequence[str], values: Iterable[str]) -> str | None:
         value "RF-031507"     text "R F zero three one five ..."  -> "rf031507"
     """
     words = text.split() if isinstance(text, str) else list(text)
-    if not words:
-        return None
-    forms = leak_forms(values)
-    pieces = canonical_pieces(words)
-    s = "".join(p.text for p in pieces)
-    for f in forms:
-        if len(f) >= 3 and f in s:
-            return f
-        if len(f) < 3 and find_span(words, [f]) is not None:
-            return f
-    digits = ["".join(c for c in f if c.isdigit()) for f in forms]
-    digits = [d for d in digits if len(d) >= MIN_PARTIAL_DIGITS]
-    run = ""
-    for p in pieces + [Piece("", 0, 0)]:
-        if p.text.isdigit():
-            run += p.text
-            continue
-        if len(run) >= MIN_PARTIAL_DIGITS and any(run in d or d in run for d in digits):
-            return run
-        run = ""
-    return None
+    hit = _leak_range(words, list(values))
+    return hit[2] if hit else None
+
+
+WITHHELD = "[withheld]"
+
+
+def redact_value(text: str, values: Sequence[str], placeholder: str = WITHHELD) -> tuple[str, int]:
+    """``text`` with every mention of the values (any form :func:`value_leak` finds) replaced by
+    ``placeholder`` (the last word's trailing punctuation kept), and how many were replaced::
+
+        "- Order number: HH-1389-4005"  ->  "- Order number: [withheld]"
+    """
+    n = 0
+    for _ in range(64):
+        toks = list(re.finditer(r"\S+", text))
+        hit = _leak_range([t.group() for t in toks], values)
+        if hit is None:
+            return text, n
+        w0, w1, _ = hit
+        last = toks[w1 - 1].group()
+        tail = last[len(last.rstrip(".,;:!?\"')")):]
+        text = text[: toks[w0].start()] + placeholder + tail + text[toks[w1 - 1].end():]
+        n += 1
+    raise SpanNotFound(f"cannot redact the value from {text[:80]!r}")

@@ -64,10 +64,14 @@ class ReleaseSources:
     stats: Path | Mapping[str, Any] | None = None
     audio_roots: tuple[Path, ...] = ()
     configs: tuple[str, ...] | None = None      # restrict to these configs
+    fidelity: bool = True                       # measure the labels on the audio for the card
     test_percent: int = 10                      # sft/dpo from one file: % of conversations in test
 
     def wants(self, config: str) -> bool:
         return self.configs is None or config in self.configs
+
+
+FIDELITY_MAX_ASR = 24          # ASR passes per fidelity figure (a stable subset): minutes, not hours
 
 
 @dataclass
@@ -371,6 +375,12 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
             for reason, n in dict(reasons).items():
                 if reason not in stats["discard_reasons"]:
                     stats["discard_reasons"][reason] = n
+        if sources.fidelity and sources.rendered:
+            from bargein.audio.fidelity_report import fidelity_report
+
+            stats["fidelity"] = fidelity_report(sources.rendered, sources.repair, audio_root=roots,
+                                                timing=sources.timing, max_asr=FIDELITY_MAX_ASR,
+                                                fit_window=True)
         prov = {**default_provenance(), **dict(provenance or {})}
         prov["stats"] = stats
         entries = _changelog(version, changelog, previous, staging)

@@ -478,18 +478,25 @@ def _with_texts(conv, **changes):
     return conv.with_(messages=tuple(msgs))
 
 
-def test_values_the_model_gets_elsewhere_are_not_masked(rendered, tmp_path):
-    """A value in the system prompt, in a later turn, or said twice in the clip: no item."""
+def test_values_the_model_gets_elsewhere_are_withheld_or_not_masked(rendered, tmp_path):
+    """The records on file in the system prompt are withheld from the item's context; a value an
+    earlier turn said in any spelling is not masked."""
     rwd, rds = rendered
     conv = MC.conversation(1)
     cfg = MaskConfig(windows_ms=(0,), signals=("silence",), slots=("account_number",))
     prompt = conv.with_(scenario=conv.scenario.model_copy(
-        update={"system_prompt": "You are a telecom agent. The caller's account is 4471-0932."}))
-    later = _with_texts(conv, m2="Thank you, account four four seven one zero nine three two. When are you moving?")
-    for leaked, where in ((prompt, "the system prompt"), (later, "message 2")):
-        res = mask_rendered(rds, [leaked], workdir=tmp_path / where[:3], seed=1, config=cfg, audio_root=rwd,
-                            workers=1, progress=False)
-        assert not res.outputs and f"also in {where}" in res.failures[0].reason, res.failures
+        update={"system_prompt": "You are a telecom agent.\n- Account number: 4471-0932\nBe brief."}))
+    res = mask_rendered(rds, [prompt], workdir=tmp_path / "p", seed=1, config=cfg, audio_root=rwd,
+                        workers=1, progress=False)
+    assert res.outputs and not res.failures
+    for it in res.outputs:
+        assert it.context[0]["content"] == "You are a telecom agent.\n- Account number: [withheld]\nBe brief."
+        assert not any(value_leak(c["content"], [it.answer]) for c in it.context)
+    earlier = _with_texts(conv, m0="Thanks for calling. Is it still account four four seven one, zero nine "
+                                   "three two?")
+    res = mask_rendered(rds, [earlier], workdir=tmp_path / "e", seed=1, config=cfg, audio_root=rwd,
+                        workers=1, progress=False)
+    assert not res.outputs and "said before message 1" in res.failures[0].reason, res.failures
 
 
 def test_a_value_said_twice_in_the_clip_is_rejected(tmp_path):
