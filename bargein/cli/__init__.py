@@ -55,8 +55,8 @@ def cli(ctx: click.Context, seed: int, workdir: Path, verbose: int) -> None:
                         logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point; exits with the command's code.
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: returns 0, or exits with the command's non-zero code.
 
     0: the command produced what it was asked for. 1: it ran but produced nothing useful (every
     item failed, no pairs, every LLM call refused), with a one-line summary on stderr. 2: a user
@@ -85,4 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted; re-run the same command to resume", err=True)
         sys.exit(130)
-    sys.exit(rv if isinstance(rv, int) else 0)
+    code = rv if isinstance(rv, int) else 0
+    if code:
+        sys.exit(code)
+    return 0          # the console script does sys.exit(main())

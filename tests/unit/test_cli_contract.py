@@ -17,10 +17,13 @@ from bargein.config import load_preset, parse_config
 
 
 def _main(capsys, *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main(list(args))
+    """(exit code, stdout, stderr): main() returns 0 and exits with any other code."""
+    try:
+        code = main(list(args))
+    except SystemExit as e:
+        code = e.code
     out = capsys.readouterr()
-    return e.value.code, out.out, out.err
+    return code, out.out, out.err
 
 
 # ---- --print-config ---------------------------------------------------------------------------
