@@ -91,7 +91,7 @@ def test_fdbench_on_speech_audio_uses_1500ms_silence_and_16k_samples():
 def test_turnnat_ref_scoring_activity_on_speech():
     """The reference scoring VAD (silero 0.5/100/50/30 ms -> 50 Hz, cleaned at 150 ms) marks the
     spoken stretch of each channel and nothing in the silent one."""
-    from bargein.perturb.synth import speech_dialogue
+    from doubles.synthetic_audio import speech_dialogue
     from bargein.scorers.turnnat_ref import scoring_activity, units
 
     x, segs = speech_dialogue(Random(3), duration_s=25)
@@ -114,3 +114,49 @@ def test_fdb_backchannel_and_turn_on_recording_words():
     assert turn_item([("yeah", 3.2, 3.5)], 3.0) == {"tor": 0, "latency_s": None}
     item = turn_item([("sure", 3.4, 3.7), ("let", 3.8, 3.9), ("me", 3.9, 4.0), ("check", 4.0, 4.6)], 3.0)
     assert item["tor"] == 1 and item["latency_s"] == pytest.approx(0.4)
+
+
+def test_score_commands_on_external_recordings(tmp_path):
+    """``bargein score timing --protocol fdbench-v1``, ``score fdb`` and ``score turnnat
+    --recordings --protocol turnnat-ref`` on a folder of stereo files: every output records its
+    protocol; an unreadable file is a failure with its reason and the rest is scored."""
+    import json
+
+    from click.testing import CliRunner
+
+    from bargein.audio.io import write_audio
+    from bargein.cli import cli
+    from bargein.perturb.sources import load_sources
+    from bargein.scorers.predictors import BuiltinPredictor
+    from bargein.scorers.turnnat_ref import scoring_activity
+    from doubles.synthetic_audio import speech_dialogue
+
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    x, _ = speech_dialogue(Random(5), duration_s=30)
+    write_audio(rec / "a.flac", x, 16000)
+    (rec / "broken.wav").write_bytes(b"not audio")
+    w = str(tmp_path / "w")
+    run = CliRunner().invoke
+    r = run(cli, ["--workdir", w, "score", "timing", "--recordings", str(rec), "--protocol", "fdbench-v1"])
+    assert r.exit_code == 0, r.output
+    summ = json.loads((tmp_path / "w" / "scores" / "timing" / "summary.json").read_text())
+    assert summ["protocol"]["protocol"] == "fdbench-v1" and summ["recordings"] == 1 and summ["failures"] == 1
+    assert set(summ["fdbench"]) >= {"SRR", "SIR", "EIR", "NIR", "SRIR", "FSED_ms", "IRD_ms"}
+    assert "SRR=" in r.output
+    r = run(cli, ["--workdir", w, "score", "fdb", "--recordings", str(rec), "--protocol", "fdb-v1.5"])
+    assert r.exit_code == 0, r.output
+    summ = json.loads((tmp_path / "w" / "scores" / "fdb" / "summary.json").read_text())
+    assert summ["protocol"]["protocol"] == "fdb-v1.5" and summ["timing"]["response_n"] >= 1
+    r = run(cli, ["--workdir", w, "score", "fdb", "--recordings", str(rec)])      # no words, no --asr
+    assert r.exit_code == 0 and "no system word timings" in (tmp_path / "w" / "scores" / "fdb" / "failures.jsonl").read_text()
+    pred = BuiltinPredictor.train([scoring_activity(x, 16000).astype(bool)])
+    pred.save(tmp_path / "m.npz")
+    r = run(cli, ["--workdir", w, "score", "turnnat", "--recordings", str(rec), "--protocol", "turnnat-ref",
+                  "--predictor", f"builtin:{tmp_path / 'm.npz'}"])
+    assert r.exit_code == 0, r.output
+    summ = json.loads((tmp_path / "w" / "scores" / "turnnat" / "summary.json").read_text())
+    assert summ["protocol"]["protocol"] == "turnnat-ref" and summ["recordings"] == 1
+    row = json.loads((tmp_path / "w" / "scores" / "turnnat" / "recordings.jsonl").read_text().splitlines()[0])
+    assert row["units"] > 0 and row["naturalness"] == pytest.approx(-row["nll"])
+    assert len(load_sources(rec, tmp_path / "w")) == 2
