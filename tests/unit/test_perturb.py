@@ -14,7 +14,7 @@ from bargein.audio.io import active_rms, read_audio, write_audio
 from bargein.audio.vad import get_vad, segments_to_tuples
 from bargein.perturb.sources import load_sources
 from bargein.perturb.stage import run_perturb
-from bargein.perturb.synth import burst_audio, random_timeline
+from doubles.synthetic_audio import burst_audio, random_timeline
 from bargein.records.derived import PERTURBATION_TYPES, PerturbationPair
 from bargein.store import read_jsonl
 
@@ -173,7 +173,7 @@ def test_hf_dataset_and_parquet_inputs(tmp_path):
 
 
 def test_real_speech_with_silero_and_transcript_backchannels(tmp_path):
-    from bargein.perturb.synth import speech_dialogue
+    from doubles.synthetic_audio import speech_dialogue
     from bargein.records.audio import RenderedDialogue
     from bargein.store import write_jsonl
 
