@@ -21,7 +21,10 @@ release costs about what a 100-conversation one does.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -32,6 +35,7 @@ from typing import Any
 
 from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoescape
 
+from bargein.errors import ConfigError
 from bargein.inspector.source import Audit, Source, open_source
 from bargein.inspector.waveform import decode, envelope
 from bargein.store import atomic_write_bytes, atomic_write_text
@@ -139,8 +143,50 @@ def write_site(source: str | Path, out: str | Path, *, responses: str | Path | N
     """Write the inspection site of a release folder or work directory to ``out``."""
     t0 = time.perf_counter()
     src = open_source(source)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    final = Path(out)
+    stage = _staging_dir(final)
+    try:
+        rep = _write(src, source, stage, responses=responses, scores=scores, limit=limit,
+                     progress=progress)
+        _swap_into_place(stage, final)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+    rep.out_dir = final
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+MARKER = ".bargein-inspect"
+
+
+def _staging_dir(final: Path) -> Path:
+    """Refuse to replace a folder that is not an inspection site; stage beside it."""
+    if final.exists():
+        if not final.is_dir():
+            raise ConfigError(f"--out {final} is a file. Fix: pass a folder path.")
+        if any(final.iterdir()) and not (final / MARKER).is_file():
+            raise ConfigError(f"--out {final} exists and is not an inspection site (no {MARKER}); "
+                              "nothing was written. Fix: pass a new or empty folder.")
+    parent = final.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{final.resolve().name}.", suffix=".building",
+                                 dir=parent))
+
+
+def _swap_into_place(stage: Path, final: Path) -> None:
+    (stage / MARKER).write_text("written by bargein inspect\n", encoding="utf-8")
+    old = None
+    if final.exists():
+        old = final.resolve().parent / f".{final.resolve().name}.old-{os.getpid()}"
+        os.replace(final, old)
+    os.replace(stage, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _write(src: Source, source: str | Path, out: Path, *, responses, scores, limit,
+           progress) -> InspectReport:
     w = _Writer(src, out, responses=_by_item(responses, "responses"),
                 scores=_by_item(scores, "scores"))
     rep = InspectReport(out_dir=out)
@@ -179,7 +225,6 @@ def write_site(source: str | Path, out: str | Path, *, responses: str | Path | N
     w.page("index", "index.html", entries=entries, card_html=card_html, kind=src.kind,
            source=str(Path(source)), n_discarded=len(discarded), derived=derived,
            n_repair=rep.repair_pages, n_timing=rep.timing_pages)
-    rep.seconds = time.perf_counter() - t0
     return rep
 
 
@@ -320,8 +365,6 @@ def _by_item(path: str | Path | None, what: str) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = defaultdict(list)
     if path is None:
         return out
-    from bargein.errors import ConfigError
-
     p = Path(path)
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
