@@ -206,3 +206,22 @@ def test_cli(tmp_path):
     r = CliRunner().invoke(cli, ["--workdir", str(tmp_path / "w"), "perturb", "--input",
                                  str(tmp_path / "in"), "--types", "bogus"])
     assert r.exit_code != 0 and "valid" in str(r.exception)
+
+
+def test_rerun_after_deleting_the_audio_rebuilds_the_pairs(tmp_path):
+    """Issue 11: with out/audio deleted, a re-run reported success with pairs whose FLAC files
+    did not exist (the runner served cached records without checking their files)."""
+    import shutil
+
+    _write_dialogues(tmp_path / "in", seeds=(4,))
+    d = load_sources(tmp_path / "in", tmp_path / "work")
+    kw = dict(types=["late_response", "early_entry"], per_type=1, out_dir=tmp_path / "out",
+              workdir=tmp_path / "work", seed=3, vad="energy")
+    run_perturb(d, **kw)
+    pairs = read_jsonl(tmp_path / "out" / "pairs.jsonl", PerturbationPair)
+    before = {p: (tmp_path / "out" / p).read_bytes() for pr in pairs for p in (pr.natural_path, pr.perturbed_path)}
+    assert len(pairs) == 2 and len(before) == 4
+    shutil.rmtree(tmp_path / "out" / "audio")
+    run_perturb(d, **kw)
+    assert read_jsonl(tmp_path / "out" / "pairs.jsonl", PerturbationPair) == pairs
+    assert {p: (tmp_path / "out" / p).read_bytes() for p in before} == before
