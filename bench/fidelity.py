@@ -25,15 +25,19 @@ Every figure is measured on the output audio by an instrument that did not produ
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-from bargein.audio.fidelity_report import fidelity_report
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)             # bench/inspect.py would shadow the standard library's inspect
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+from bargein.audio.fidelity_report import fidelity_report  # noqa: E402
 
 
 def build_demo(root: Path) -> Path:

@@ -432,17 +432,22 @@ _MONTH_NUM = {m: i for i, m in enumerate(_MONTH_NAMES, 1)}
 _MONTH_NUM.update({m[:3]: i for m, i in list(_MONTH_NUM.items())})
 _MONTH_NUM["sept"] = 9
 _DATE_WORDS = re.compile(r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s+)?([a-z]+)\.?\s+(\d{1,2})"
-                         r"(?:st|nd|rd|th)?,?\s+(\d{4})")
+                         r"(?:st|nd|rd|th)?,?\s+(\d{4}|\d{2}\s+\d{2})\b")     # "2025" or spoken "20 25"
 _DATE_ISO = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
 _DATE_US = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})")
 MIN_PARTIAL_DIGITS = 4          # a run of this many of the value's digits, said elsewhere, leaks it
 
 
 def _date_parts(value: str) -> tuple[int, int, int] | None:
+    """(year, month, day) of a written or spoken date ("June twelfth, twenty twenty-five")."""
+    return _date_parts_text(value) or _date_parts_text(" ".join(p.text for p in canonical_pieces(value.split())))
+
+
+def _date_parts_text(value: str) -> tuple[int, int, int] | None:
     v = _fold(value).lower().strip()
     if m := _DATE_WORDS.search(v):
         month = _MONTH_NUM.get(m.group(1))
-        return (int(m.group(3)), month, int(m.group(2))) if month else None
+        return (int(m.group(3).replace(" ", "")), month, int(m.group(2))) if month else None
     if m := _DATE_ISO.search(v):
         return int(m.group(1)), int(m.group(2)), int(m.group(3))
     if m := _DATE_US.search(v):
@@ -472,7 +477,7 @@ def leak_forms(values: Iterable[str]) -> list[str]:
     return sorted(seen, key=len, reverse=True)
 
 
-def _leak_range(words: Sequence[str], values: Iterable[str]) -> tuple[int, int, str] | None:
+def _leak_range(words: Sequence[str], values: Sequence[str]) -> tuple[int, int, str] | None:
     """``(w0, w1, what)``: the words of ``words`` that give a value away (see :func:`value_leak`)."""
     if not words:
         return None
@@ -492,7 +497,9 @@ def _leak_range(words: Sequence[str], values: Iterable[str]) -> tuple[int, int, 
         if pos >= 0:
             a, b = at[pos], at[pos + len(f) - 1]
             return pieces[a].w0, pieces[b].w1, f
-    digits = ["".join(c for c in f if c.isdigit()) for f in forms]
+    # partial digit runs: codes and numbers only (a date's year alone does not give it away)
+    values = list(values)
+    digits = ["".join(c for c in f if c.isdigit()) for f in leak_forms(v for v in values if not _date_parts(v))]
     digits = [d for d in digits if len(d) >= MIN_PARTIAL_DIGITS]
     run, first = "", None
     for k, p in enumerate(pieces + [Piece("", 0, 0)]):

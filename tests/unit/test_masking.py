@@ -464,6 +464,8 @@ def test_build_pipeline_overrides_and_item_cap(rendered, tmp_path):
     ("Booked for 5/8/2025.", "2025-05-08", "582025"),
     ("Call us on 555 1234 any time.", "33-115-0785", None),
     ("We have twelve cats.", "2", None),
+    ("Moving on 6/12/2025, I think.", "June twelfth, twenty twenty-five", "6122025"),
+    ("Today is Monday, December 1, 2025.", "June twelfth, twenty twenty-five", None),   # a year alone
 ])
 def test_value_leak_finds_every_spelling(text, value, hit):
     """Issue 14 §3: digits, number words, spelled letters, partial digit runs and date forms."""
