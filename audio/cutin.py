@@ -128,6 +128,30 @@ def stop_on_sound(samples: np.ndarray, sample_rate: int, words: Sequence[WordSpa
     return onset, max(1, min(stop, g * hop))
 
 
+MIN_FRAGMENT_MS = 32.0      # a word the stop cuts into is either not started or this long
+
+
+def whole_fragment(samples: np.ndarray, sample_rate: int, words: Sequence[WordSpan], k: int,
+                   onset: int, stop: int) -> tuple[int, int]:
+    """Move ``(onset, stop)`` together (same heard words, same overlap) so the word the stop
+    cuts into has at least ``MIN_FRAGMENT_MS`` of audio: a 5 ms sliver is not a word."""
+    frag = int(round(MIN_FRAGMENT_MS * sample_rate / 1000.0))
+    cut = next((w for w in words if w.start < stop < w.start + frag and w.end > stop), None)
+    if cut is None:
+        return onset, stop
+    lo, hi = _window(words, k)
+    later = cut.start + frag - stop
+    if onset + later < hi and stop + later <= len(samples):
+        return onset + later, stop + later
+    earlier = stop - cut.start
+    if onset - earlier >= lo:
+        loud, hop = _audible(samples, sample_rate)
+        f = (stop - earlier) // hop
+        if 0 < f <= len(loud) and loud[f - 1]:
+            return onset - earlier, stop - earlier
+    return onset, stop
+
+
 def plan_cut(words: Sequence[WordSpan], n_samples: int, sample_rate: int, text: str,
              interruption: Interruption, *, rng: random.Random, jitter_ms: float = 40.0,
              onset: int | None = None, samples: np.ndarray | None = None) -> CutIn:
@@ -167,7 +191,9 @@ def plan_cut(words: Sequence[WordSpan], n_samples: int, sample_rate: int, text: 
     overlap = int(round(interruption.overlap_ms * sample_rate / 1000.0))
     stop = min(onset + overlap, n_samples)
     if samples is not None:
-        onset, stop = stop_on_sound(np.asarray(samples), sample_rate, words, k, int(onset), int(stop), overlap)
+        x = np.asarray(samples)
+        onset, stop = stop_on_sound(x, sample_rate, words, k, int(onset), int(stop), overlap)
+        onset, stop = whole_fragment(x, sample_rate, words, k, onset, stop)
         assert heard_count(words, onset) == k
     spoken = sum(1 for w in words if w.start < stop)
     heard_text = interruption.heard_text if resolution != "text_updated" else prefix_text(text, words, k)

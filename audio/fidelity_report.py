@@ -124,9 +124,13 @@ def sidecar_report(timing: str | Path | None, roots: list[Path]) -> dict[str, An
 
 
 def _repair(items: list, roots: list[Path], max_asr: int, asr: bool, fit_window: bool) -> dict[str, Any]:
+    """Whisper on masked clips (and once on each original, the premise: does Whisper hear the
+    value at all? An answerable clip can only be expected to keep a value Whisper can hear)."""
     out: dict[str, Any] = {"items": len(items), "mask_len": F.mask_length_ratio(items)}
     by_cond: dict[str, list] = {"unanswerable": [], "answerable": []}
+    kept_given_heard: list[bool] = []
     recovered: list[dict] = []
+    originals: dict[str, bool] = {}
     if asr:
         for cond in by_cond:
             pool = [it for it in items if it.condition == cond]
@@ -134,10 +138,20 @@ def _repair(items: list, roots: list[Path], max_asr: int, asr: bool, fit_window:
                 x, sr = _read(_resolve(it.audio_path, roots))
                 hit, text = F.mask_recovery(it, x[:, 0], sr, fit_window=fit_window)
                 by_cond[cond].append(hit)
+                if cond == "answerable" and it.original_audio_path:
+                    if it.original_audio_path not in originals:
+                        xo, sro = _read(_resolve(it.original_audio_path, roots))
+                        originals[it.original_audio_path] = F.mask_recovery(it, xo[:, 0], sro,
+                                                                            fit_window=fit_window)[0]
+                    if originals[it.original_audio_path]:
+                        kept_given_heard.append(hit)
                 if hit and cond == "unanswerable" or not hit and cond == "answerable":
                     recovered.append({"item": it.id, "answer": it.answer, "asr": text[:120]})
     for cond, hits in by_cond.items():
         out[f"{cond}_items"] = len(hits)
         out[f"{cond}_asr_recovery"] = round(float(np.mean(hits)), 4) if hits else None
+    out["answerable_heard_in_original"] = len(kept_given_heard)
+    out["answerable_asr_kept_given_original"] = (round(float(np.mean(kept_given_heard)), 4)
+                                                 if kept_given_heard else None)
     out["evidence"] = recovered[:20]
     return out

@@ -72,7 +72,7 @@ def check_audio(samples: np.ndarray, engine: str, text: str) -> None:
                          "Fix: check the text is pronounceable in this voice's language.")
 
 
-MIN_WORD_S = 0.03          # no word is shorter than this
+MIN_WORD_S = 0.032         # no word is shorter than this (30 ms, with room for resampling)
 MAX_TAIL_S = 0.3           # a word's sound may run this far past its last phoneme into a pause
 END_DB = -40.0             # word ends settle where the level falls this far under the peak
 

@@ -15,7 +15,8 @@ Every figure is measured on the output audio by an instrument that did not produ
     cut_error_ms_p95= / overlap_error_ms_p95=   the user's onset vs cut_s; stop - onset vs record
     heard_text_asr_agreement=        cuts whose heard text ends as Whisper hears the prefix
     unanswerable_asr_recovery=       unanswerable clips where Whisper still says the value (goal 0)
-    answerable_asr_recovery=         answerable clips where Whisper says the value (should be high)
+    answerable_asr_recovery=         answerable clips where Whisper says the value (should be high;
+                                      also given that Whisper hears it in the unmasked original)
     answerable_vs_unanswerable_mask_len_ratio=   median masked s, answerable / unanswerable
                                       (goal in [0.8, 1.25])
     frame_label_agreement=           shipped VAP classes vs classes of measured activity (>= 0.97)
@@ -71,7 +72,9 @@ def show(rep: dict, prefix: str = "") -> None:
     r = rep["repair"]
     print(f"{prefix}unanswerable_asr_recovery={r['unanswerable_asr_recovery']} "
           f"(of {r['unanswerable_items']})")
-    print(f"{prefix}answerable_asr_recovery={r['answerable_asr_recovery']} (of {r['answerable_items']})")
+    print(f"{prefix}answerable_asr_recovery={r['answerable_asr_recovery']} (of {r['answerable_items']}; "
+          f"{r['answerable_asr_kept_given_original']} of the {r['answerable_heard_in_original']} whose "
+          "original Whisper hears the value in)")
     print(f"{prefix}answerable_vs_unanswerable_mask_len_ratio={r['mask_len']['ratio_of_medians']} "
           f"(pairs={r['mask_len']['pairs']}, pairs_within_0.8_1.25={r['mask_len'].get('pairs_within_0.8_1.25')})")
     f = rep["frames"]

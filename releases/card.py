@@ -255,7 +255,9 @@ def fidelity_section(fid: dict[str, Any] | None) -> list[str]:
         ("unanswerable repair items whose value ASR still recovers",
          f"{_fmt(rep.get('unanswerable_asr_recovery'))} (of {rep.get('unanswerable_items', 0)})"),
         ("answerable repair items whose value ASR hears",
-         f"{_fmt(rep.get('answerable_asr_recovery'))} (of {rep.get('answerable_items', 0)})"),
+         f"{_fmt(rep.get('answerable_asr_recovery'))} (of {rep.get('answerable_items', 0)}; "
+         f"{_fmt(rep.get('answerable_asr_kept_given_original'))} of the "
+         f"{rep.get('answerable_heard_in_original', 0)} whose original it hears)"),
         ("masked time, answerable / unanswerable (ratio of medians)",
          _fmt((rep.get("mask_len") or {}).get("ratio_of_medians"))),
         ("perturbation sidecar error p95", _fmt(side, " ms") if isinstance(side, (int, float)) else str(side)),

@@ -330,3 +330,15 @@ def test_config_from_build_and_bad_values():
         RenderConfig(sample_rate=12345)
     with pytest.raises(ValidationError, match="fade_ms"):
         RenderConfig(fade_ms=40)
+
+
+@pytest.mark.parametrize("k,overlap_ms", [(3, 100), (7, 150), (12, 250), (15, 300)])
+def test_a_stop_never_leaves_a_sliver_of_a_word(k, overlap_ms):
+    """The word the stop cuts into is not started, or has at least 30 ms of audio."""
+    samples, words = _speech()
+    for ms in range(0, 40, 3):                         # onsets across the jitter range
+        itr = _intr(TEXT, k, overlap_ms=overlap_ms + ms)
+        cut = plan_cut(words, len(samples), SR, TEXT, itr, rng=random.Random(ms), samples=samples)
+        assert cut.heard == k == heard_count(words, cut.onset)
+        part = [w for w in words if w.start < cut.stop < w.end]
+        assert all(cut.stop - w.start >= int(0.030 * SR) for w in part), (ms, part, cut.stop)
