@@ -366,6 +366,32 @@ def _segment(p: Placement, msgs, cut, sr: int, audio: np.ndarray | None, out_dir
         cut_resolution=cut.resolution if cut else None)
 
 
+def as_rendered(conv: Conversation, rd: RenderedDialogue) -> Conversation:
+    """``conv`` as its audio says it: each interrupted message's heard text (and cut word) is the
+    render's, and ``overlap_ms`` is the realised ``stop_s - cut_s`` (0 if the assistant had
+    already fallen silent). Stages downstream of the render (eval items, rubrics, release rows)
+    should read this rather than the planned conversation::
+
+        planned   heard "...can you confirm the"  overlap_ms 300
+        audio     heard "...can you confirm the"  stop_s - cut_s = 0.284 s  ->  overlap_ms 284
+    """
+    by_index = {s.message_index: s for s in rd.segments if s.kind == "message" and s.cut_s is not None}
+    msgs = []
+    for m in conv.messages:
+        seg = by_index.get(m.index)
+        if m.interruption is None or seg is None or seg.heard_text is None:
+            msgs.append(m)
+            continue
+        heard = seg.heard_text
+        k = len(heard.split())
+        overlap = max(0, int(round((seg.stop_s - seg.cut_s) * 1000))) if seg.stop_s is not None else \
+            m.interruption.overlap_ms
+        itr = m.interruption.with_(heard_text=heard, cut_char_offset=max(1, len(heard)),
+                                   cut_word_index=max(1, k), overlap_ms=overlap)
+        msgs.append(m.with_(heard_text=heard, interruption=itr))
+    return conv.with_(messages=tuple(msgs))
+
+
 # ------------------------------------------------------------------ the stage
 def render_item(item: Conversation | VerifiedConversation, ctx: StageContext) -> RenderedDialogue:
     """The runner's stage function (module-level so worker processes can import it)."""

@@ -198,6 +198,24 @@ def test_render_cut_ins_are_exact(rendered):
             assert abs(20 * np.log10(active_rms(x[:, c], sr)) + 20) < 0.5
 
 
+def test_conversation_as_rendered_carries_what_the_audio_did(rendered):
+    """Downstream stages read the heard text and the realised overlap (stop_s - cut_s)."""
+    from bargein.audio.render import as_rendered
+
+    _, res, _ = rendered
+    convs = {c.id: c for c in (RC.verified(1).conversation, RC.verified(2, variant=2).conversation)}
+    for rd in res.outputs:
+        conv = as_rendered(convs[rd.conversation_id], rd)
+        cut_segs = {s.message_index: s for s in rd.segments if s.cut_s is not None}
+        assert cut_segs
+        for m in conv.messages:
+            if m.interruption is None:
+                continue
+            seg = cut_segs[m.index]
+            assert m.heard_text == m.interruption.heard_text == seg.heard_text
+            assert m.interruption.overlap_ms == max(0, round((seg.stop_s - seg.cut_s) * 1000))
+
+
 def test_render_writes_clips_and_labels(rendered):
     wd, res, _ = rendered
     rd = res.outputs[0]
