@@ -232,26 +232,14 @@ def heard_text_agrees(heard_text: str, asr_text: str, tail_chars: int = 12) -> b
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.75
 
 
-def asr_text(samples: np.ndarray, sample_rate: int, *, fit_window: bool = False) -> str:
-    """What Whisper tiny.en hears (greedy). ``fit_window``: the encoder sees the clip's own length
-    instead of a padded 30 s window (3-5x faster on short clips; used for release cards)."""
-    from bargein.audio.align import _mono16k, get_aligner, transcribe
+def asr_text(samples: np.ndarray, sample_rate: int) -> str:
+    """What Whisper tiny.en hears (faster-whisper's own greedy decoding with its fallbacks)."""
+    from bargein.audio.align import transcribe
 
-    if not fit_window:
-        return transcribe(samples, sample_rate)[0]
-    from faster_whisper.audio import pad_or_trim
-
-    al = get_aligner("whisper")
-    m, tok = al.model, al.tokenizer
-    feats = m.feature_extractor(_mono16k(samples, sample_rate))
-    nf = feats.shape[-1] - 1
-    enc = m.encode(pad_or_trim(feats[:, :nf], min(3000, 200 * (nf // 200 + 2))))
-    res = m.model.generate(enc, [list(tok.sot_sequence) + [tok.no_timestamps]], beam_size=1,
-                           max_length=224, suppress_blank=True)
-    return tok.decode([t for t in res[0].sequences_ids[0] if t < tok.eot]).strip()
+    return transcribe(samples, sample_rate)[0]
 
 
-def asr_heard_prefix(rd: Any, audio: np.ndarray, check: CutCheck, *, fit_window: bool = False) -> CutCheck:
+def asr_heard_prefix(rd: Any, audio: np.ndarray, check: CutCheck) -> CutCheck:
     """Fill ``asr_prefix`` / ``heard_agrees``: Whisper on the assistant channel up to ``cut_s``."""
 
     seg = next(s for s in rd.segments if s.message_index == check.message_index and s.stop_s is not None)
@@ -260,7 +248,7 @@ def asr_heard_prefix(rd: Any, audio: np.ndarray, check: CutCheck, *, fit_window:
     if len(x) < int(0.1 * sr):
         text = ""
     else:
-        text = asr_text(np.ascontiguousarray(x, dtype=np.float32), sr, fit_window=fit_window)
+        text = asr_text(np.ascontiguousarray(x, dtype=np.float32), sr)
     return CutCheck(**{**check.__dict__, "asr_prefix": text,
                        "heard_agrees": heard_text_agrees(check.heard_text, text)})
 
@@ -291,12 +279,11 @@ def frame_label_agreement(labels: dict[str, np.ndarray], audio: np.ndarray, samp
 
 
 # ---------------------------------------------------------------- repair items
-def mask_recovery(item: Any, samples: np.ndarray, sample_rate: int, *, fit_window: bool = False
-                  ) -> tuple[bool, str]:
+def mask_recovery(item: Any, samples: np.ndarray, sample_rate: int) -> tuple[bool, str]:
     """(Whisper still says the item's value, what Whisper heard) for one masked clip."""
     from bargein.masking.spans import contains_value
 
-    text = asr_text(np.asarray(samples, dtype=np.float32), sample_rate, fit_window=fit_window)
+    text = asr_text(np.asarray(samples, dtype=np.float32), sample_rate)
     return (bool(item.answer) and contains_value(text, item.answer)), text
 
 

@@ -53,9 +53,8 @@ def _subset(items: list, key, n: int) -> list:
 
 def fidelity_report(rendered: str | Path | None, repair: str | Path | None = None, *,
                     audio_root: str | Path | Sequence[str | Path] = (), timing: str | Path | None = None,
-                    max_asr: int = 400, asr: bool = True, fit_window: bool = False) -> dict[str, Any]:
-    """Measure a build (see :mod:`bargein.audio.fidelity` for each figure). ``fit_window``: the
-    faster clip-length Whisper encoder (:func:`bargein.audio.fidelity.asr_text`)."""
+                    max_asr: int = 400, asr: bool = True) -> dict[str, Any]:
+    """Measure a build (see :mod:`bargein.audio.fidelity` for each figure)."""
     from bargein.audio.labels import load_frame_labels
     from bargein.records import MaskedItem, RenderedDialogue
 
@@ -76,7 +75,7 @@ def fidelity_report(rendered: str | Path | None, repair: str | Path | None = Non
         for c in F.cut_checks(rd, acts):
             cuts.append(c)
             if (rd.id, c.message_index) in asr_ids:
-                heard.append(F.asr_heard_prefix(rd, audio, c, fit_window=fit_window))
+                heard.append(F.asr_heard_prefix(rd, audio, c))
         if rd.frame_labels_path:
             a, n = F.frame_label_agreement(load_frame_labels(_resolve(rd.frame_labels_path, roots)),
                                            audio, rd.sample_rate, rd.duration_s)
@@ -99,9 +98,8 @@ def fidelity_report(rendered: str | Path | None, repair: str | Path | None = Non
                    "frame_label_agreement": round(agree / valid, 4) if valid else None},
     }
     items = list(_records(Path(repair) if repair else None, MaskedItem))
-    rep["repair"] = _repair(items, roots + ([Path(repair).parent] if repair else []), max_asr, asr, fit_window)
-    rep["asr"] = {"model": "faster-whisper tiny.en", "greedy": True,
-                  "encoder_window": "clip" if fit_window else "30 s", "max_items": max_asr}
+    rep["repair"] = _repair(items, roots + ([Path(repair).parent] if repair else []), max_asr, asr)
+    rep["asr"] = {"model": "faster-whisper tiny.en", "max_items": max_asr}
     rep["sidecars"] = sidecar_report(timing, roots)
     return rep
 
@@ -123,7 +121,7 @@ def sidecar_report(timing: str | Path | None, roots: list[Path]) -> dict[str, An
 
 
 
-def _repair(items: list, roots: list[Path], max_asr: int, asr: bool, fit_window: bool) -> dict[str, Any]:
+def _repair(items: list, roots: list[Path], max_asr: int, asr: bool) -> dict[str, Any]:
     """Whisper on masked clips (and once on each original, the premise: does Whisper hear the
     value at all? An answerable clip can only be expected to keep a value Whisper can hear)."""
     out: dict[str, Any] = {"items": len(items), "mask_len": F.mask_length_ratio(items)}
@@ -136,13 +134,12 @@ def _repair(items: list, roots: list[Path], max_asr: int, asr: bool, fit_window:
             pool = [it for it in items if it.condition == cond]
             for it in _subset(pool, lambda it: it.id, max_asr):
                 x, sr = _read(_resolve(it.audio_path, roots))
-                hit, text = F.mask_recovery(it, x[:, 0], sr, fit_window=fit_window)
+                hit, text = F.mask_recovery(it, x[:, 0], sr)
                 by_cond[cond].append(hit)
                 if cond == "answerable" and it.original_audio_path:
                     if it.original_audio_path not in originals:
                         xo, sro = _read(_resolve(it.original_audio_path, roots))
-                        originals[it.original_audio_path] = F.mask_recovery(it, xo[:, 0], sro,
-                                                                            fit_window=fit_window)[0]
+                        originals[it.original_audio_path] = F.mask_recovery(it, xo[:, 0], sro)[0]
                     if originals[it.original_audio_path]:
                         kept_given_heard.append(hit)
                 if hit and cond == "unanswerable" or not hit and cond == "answerable":
