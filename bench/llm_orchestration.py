@@ -90,7 +90,7 @@ def run(srv: LoopbackProcess, its: list[ChatMessage], workdir: Path, *, cache_di
         concurrency: int, steps: int, timeout_s: float = 30.0, max_retries: int = 4):
     llm = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, cache_dir=cache_dir,
                   workdir=workdir, concurrency=concurrency, timeout_s=timeout_s,
-                  max_retries=max_retries, backoff_s=(0.05, 0.5))
+                  max_retries=max_retries)
     stage = Stage("bench_conversations", converse, ChatMessage, config={"steps": steps},
                   kind="io", concurrency=concurrency)
     gc.collect()                 # start each timed run from a clean heap (as timeit does)
