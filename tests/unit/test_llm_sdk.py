@@ -181,9 +181,10 @@ class BuggyProvider:
 
 
 @pytest.fixture
-def buggy(monkeypatch):
-    registry.names("llm")
-    monkeypatch.setitem(registry._REGISTRY["llm"], "buggy", BuggyProvider)   # gone after the test
+def buggy():
+    registry.register("llm", "buggy", BuggyProvider, "a provider with a KeyError")
+    yield
+    registry.unregister("llm", "buggy")
 
 
 def test_a_providers_own_key_error_is_raised_once_not_retried(buggy, tmp_path):
