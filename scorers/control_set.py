@@ -169,14 +169,19 @@ def control_items(scorer: str = "all") -> list[ControlItem]:
 
 
 def stratified(items: list[ControlItem], limit: int | None) -> list[ControlItem]:
-    """At most ``limit`` items, round-robin over (axis, kind, category) groups in a stable order."""
+    """At most ``limit`` items, round-robin over (axis, kind, category) groups (axes interleaved,
+    groups in a stable hashed order), so a small subset still spans axes, types and categories."""
     if limit is None or limit >= len(items):
         return list(items)
     groups: dict[tuple[str, str, str], list[ControlItem]] = {}
     for i in sorted(items, key=lambda i: stable_int("control-order", i.id)):
         groups.setdefault((i.axis, i.kind, i.category), []).append(i)
     out: list[ControlItem] = []
-    keys = sorted(groups)
+    by_axis: dict[str, list[tuple[str, str, str]]] = {}
+    for k in sorted(groups, key=lambda k: stable_int("control-group", *k)):
+        by_axis.setdefault(k[0], []).append(k)
+    keys = [k for row in zip(*(by_axis[a] + [None] * (max(map(len, by_axis.values())) - len(by_axis[a]))
+                               for a in sorted(by_axis))) for k in row if k is not None]
     while len(out) < limit:
         for k in keys:
             if groups[k] and len(out) < limit:

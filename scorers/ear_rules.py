@@ -161,11 +161,11 @@ def answer_correct(response: str, item: MaskedItem, judgment: RepairJudgment | N
     """C for one response to an answerable item.
 
     The reference answer (the slot value, for a conversation) appears in the response
-    (normalised match: case, punctuation, number words), and the response neither asks for it
-    again nor states a different value. A content-free carry-on ("Okay.") shows nothing: it is
+    (normalised match: case, punctuation, number words), and the response does not ask for it
+    again. A content-free carry-on ("Okay.") shows nothing: it is
     not counted correct (a smoke check cannot tell that it understood).
     """
     if not item.answer or not contains_value(response or "", item.answer):
         return False
     j = judgment or classify_repair(response, item)
-    return j.category == "answer" and not (new_values(response or "", item) - _numbers(item.answer))
+    return j.category == "answer" or (j.category != "explicit_repair" and "?" not in (response or ""))
