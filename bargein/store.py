@@ -9,13 +9,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+from bargein.cache import note_written
 from bargein.records.base import Record
 
 R = TypeVar("R", bound=Record)
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to a temp file beside ``path`` and rename it into place."""
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, artifact: bool = True) -> None:
+    """Write ``data`` to a temp file beside ``path`` and rename it into place.
+
+    Inside a runner stage item the file is noted as one of the item's artifacts (see
+    :mod:`bargein.cache`), unless ``artifact=False`` (cache entries, shared files).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -29,6 +34,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+    if artifact:
+        note_written(path, data)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

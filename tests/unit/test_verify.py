@@ -18,7 +18,7 @@ from bargein.verify import (
     verify_stage,
 )
 from bargein.verify.edits import apply_edits
-from bargein.verify.examples import (
+from doubles.conversation_examples import (
     EXAMPLE_TURNS, RUBRIC_TEXT, build_conversation, example_conversation, example_scenario,
 )
 from bargein.verify.text import is_backchannel, prefix_at_word, word_ends

@@ -1,0 +1,59 @@
+"""``bargein generate conversations``: scenarios -> conversations -> verified -> eval items -> SFT/DPO.
+
+    bargein generate conversations --scenarios 50 --seed 7              # offline, rule-based
+    bargein generate conversations --scenarios-file work/scenarios.jsonl --llm openai:gpt-4o-mini
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bargein.cli.util import get_globals, require_file
+
+
+@click.command("conversations")
+@click.option("--scenarios", "n", type=click.IntRange(1, None), default=None,
+              help="How many scenarios to simulate [default: 50, or all in --scenarios-file].")
+@click.option("--scenarios-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Scenario JSONL (from 'bargein generate scenarios'); generated when absent.")
+@click.option("--seed", type=int, default=None, help="Seed [default: the global --seed].")
+@click.option("--llm", default="offline", show_default=True,
+              help="'offline' (rule-based agents) or PROVIDER:MODEL for every agent.")
+@click.option("--verify-rounds", type=click.IntRange(0, 10), default=3, show_default=True,
+              help="Verifier-modifier rounds before an unfixed conversation is discarded.")
+@click.option("--domains", default=None, help="Comma-separated domains when generating scenarios.")
+@click.option("--no-exports", is_flag=True, help="Skip sft.jsonl and dpo.jsonl.")
+def conversations(n: int | None, scenarios_file: Path | None, seed: int | None, llm: str,
+                  verify_rounds: int, domains: str | None, no_exports: bool) -> None:
+    """Simulate, verify and export conversations with interruptions; print the statistics."""
+    from bargein.generators.conversation import generate_conversations
+    from bargein.generators.stats import format_stats
+    from bargein.records import Scenario
+    from bargein.store import read_jsonl
+
+    g = get_globals()
+    seed = g.seed if seed is None else seed
+    if scenarios_file is not None:
+        require_file(scenarios_file, "--scenarios-file",
+                     "pass the scenarios.jsonl written by 'bargein generate scenarios'")
+        scenarios = read_jsonl(scenarios_file, Scenario)
+        scenarios = scenarios[:n] if n else scenarios
+    else:
+        from bargein.generators.scenarios import generate_scenarios
+
+        res = generate_scenarios(n or 50, seed, llm=llm, workdir=g.workdir, domains=domains)
+        scenarios = res.outputs
+        if res.failures:
+            click.echo(f"{len(res.failures)} scenarios failed (see {g.workdir}/scenarios.failures.jsonl)",
+                       err=True)
+    if not scenarios:
+        raise click.ClickException("no scenarios to simulate")
+    run = generate_conversations(scenarios, seed=seed, workdir=g.workdir, llm=llm,
+                                 verify_rounds=verify_rounds, sft=not no_exports,
+                                 dpo=not no_exports)
+    click.echo(format_stats(run.stats))
+    files = ["conversations.jsonl", "verified.jsonl", "eval_items.jsonl"]
+    files += [] if no_exports else ["sft.jsonl", "dpo.jsonl"]
+    click.echo(f"wrote {', '.join(files)} and stats.json to {g.workdir}")

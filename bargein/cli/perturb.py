@@ -1,0 +1,49 @@
+"""``bargein perturb``: TurnNat natural/perturbed pairs from two-channel dialogues."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bargein.cli.util import get_globals, require_file
+from bargein.records.derived import PERTURBATION_TYPES
+
+
+@click.command("perturb")
+@click.option("--input", "input_path", required=True, type=click.Path(path_type=Path),
+              help="rendered.jsonl (or its folder), a folder of stereo WAV/FLAC, or a local HF "
+                   "dataset (save_to_disk folder or Parquet) with a stereo audio column.")
+@click.option("--types", default=",".join(PERTURBATION_TYPES), show_default=True,
+              help="Comma-separated perturbation types.")
+@click.option("--per-type", type=int, default=20, show_default=True, help="Pairs per type (quota).")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Output folder for pairs.jsonl, audio/ and sidecars/. Default: <workdir>/perturb")
+@click.option("--vad", default="silero", show_default=True,
+              help="VAD for events and re-measurement (silero, webrtc, energy).")
+@click.option("--sample-rate", type=int, default=16000, show_default=True, help="Output sample rate.")
+@click.option("--audio-column", default=None, help="HF dataset audio column (default: first Audio).")
+@click.option("--split", default=None, help="HF dataset split (default: the only one).")
+@click.option("--workers", type=int, default=1, show_default=True, help="Worker processes.")
+@click.option("--strict/--no-strict", default=True, show_default=True,
+              help="Drop pairs whose re-measured edit falls outside the specified range.")
+def perturb(input_path: Path, types: str, per_type: int, out: Path | None, vad: str,
+            sample_rate: int, audio_column: str | None, split: str | None, workers: int,
+            strict: bool) -> None:
+    """Build TurnNat timing perturbation pairs (five types, 20-25 s crops, sidecars)."""
+    from bargein.perturb.sources import load_sources
+    from bargein.perturb.stage import run_perturb
+
+    g = get_globals()
+    require_file(input_path, "--input", "give rendered.jsonl, a folder of stereo files or an HF dataset")
+    kinds = [t.strip() for t in types.split(",") if t.strip()]
+    out = out or g.workdir / "perturb"
+    dialogues = load_sources(input_path, g.workdir, audio_column=audio_column, split=split)
+    s = run_perturb(dialogues, types=kinds, per_type=per_type, out_dir=out, workdir=g.workdir,
+                    seed=g.seed, vad=vad, sample_rate=sample_rate, workers=workers, strict=strict)
+    click.echo(f"{s['pairs']} pairs from {s['scanned']}/{s['dialogues']} dialogues -> {out}/pairs.jsonl")
+    for t in kinds:
+        short = "" if s["per_type"][t] >= per_type else "  (quota not met: too few candidates)"
+        click.echo(f"  {t:24s} {s['per_type'][t]:4d} / {per_type}   candidates {s['candidates'][t]}{short}")
+    if s["skipped"]:
+        click.echo(f"  {s['skipped']} skipped with reasons in {out}/skipped.jsonl")

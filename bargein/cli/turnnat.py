@@ -1,0 +1,91 @@
+"""``bargein turnnat train`` and ``bargein score turnnat``."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from bargein.cli.util import get_globals, require_file
+
+
+@click.group()
+def turnnat() -> None:
+    """The built-in turn-taking predictor that TurnNat scoring uses."""
+
+
+@turnnat.command("train")
+@click.option("--dialogues", "dialogues", required=True, type=click.Path(path_type=Path),
+              help="Natural dialogues: rendered.jsonl, a folder of stereo WAV/FLAC, or a local HF dataset.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Model file (.npz). Default: <workdir>/turnnat/model.npz")
+@click.option("--vad", default="silero", show_default=True, help="VAD for activity labels.")
+@click.option("--labels", type=click.Choice(["vad", "timeline"]), default="vad", show_default=True,
+              help="Activity from VAD on the audio (as at scoring) or from rendered segments.")
+@click.option("--tbu-weight", type=float, default=1.0, show_default=True,
+              help="Weight alpha of frames inside TBUs in the counts (TurnNat eq. 6).")
+@click.option("--swap/--no-swap", default=True, show_default=True,
+              help="Also count every dialogue with its channels exchanged.")
+def train(dialogues: Path, out: Path | None, vad: str, labels: str, tbu_weight: float, swap: bool) -> None:
+    """Train the count-based predictor on natural two-channel dialogue (CPU, seconds)."""
+    from bargein.scorers.turnnat_train import train_predictor
+
+    g = get_globals()
+    require_file(dialogues, "--dialogues", "give rendered.jsonl or a folder of stereo files")
+    out = out or g.workdir / "turnnat" / "model.npz"
+    s = train_predictor(dialogues, out, workdir=g.workdir, vad=vad, labels=labels, swap=swap,
+                        tbu_weight=tbu_weight)
+    click.echo(f"trained on {s['dialogues']} dialogues ({s['hours']} h, {s['train_frames']} frames) "
+               f"in {s['seconds']} s -> {s['out']}")
+    if "dev_nll" in s:
+        click.echo(f"held-out TBU-frame NLL {s['dev_nll']} with backoff weight {s['beta']} "
+                   f"(state-only baseline {s['dev_nll_state_only']})")
+    if s["skipped"]:
+        click.echo(f"skipped {len(s['skipped'])} dialogue(s): " +
+                   "; ".join(f"{x['item_id']}: {x['reason']}" for x in s["skipped"][:5]))
+
+
+def format_report(report) -> str:
+    lines = [f"{'group':24s} {'metric':22s} {'value':>7s}  95% CI          n"]
+    for a in report.aggregates:
+        grp = a.group.get("type", "all")
+        lines.append(f"{grp:24s} {a.metric:22s} {a.value:7.3f}  [{a.ci_low:.3f}, {a.ci_high:.3f}]  {a.n}")
+    return "\n".join(lines)
+
+
+@click.command("turnnat")
+@click.option("--pairs", required=True, type=click.Path(path_type=Path),
+              help="pairs.jsonl written by bargein perturb (audio paths relative to its folder).")
+@click.option("--predictor", default=None,
+              help="builtin:PATH or vap:PATH. Default: builtin:<workdir>/turnnat/model.npz")
+@click.option("--vad", default="silero", show_default=True, help="VAD for the activity of each clip.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Output folder. Default: <workdir>/scores/turnnat")
+@click.option("--n-boot", type=int, default=1000, show_default=True)
+def score_turnnat(pairs: Path, predictor: str | None, vad: str, out: Path | None, n_boot: int) -> None:
+    """TurnNat pair accuracy and C-index, overall and per perturbation type."""
+    from bargein.audio.vad import get_vad
+    from bargein.records.derived import PerturbationPair
+    from bargein.scorers.predictors import get_predictor
+    from bargein.scorers.turnnat import ClipScorer, score_pairs
+    from bargein.store import atomic_write_text, read_jsonl, write_jsonl
+
+    g = get_globals()
+    require_file(pairs, "--pairs", "run bargein perturb first, or point at its pairs.jsonl")
+    spec = predictor or f"builtin:{g.workdir / 'turnnat' / 'model.npz'}"
+    pred = get_predictor(spec)
+    recs = read_jsonl(pairs, PerturbationPair)
+    scorer = ClipScorer(pred, get_vad(vad), g.workdir / "turnnat" / "vad")
+    t0 = time.perf_counter()
+    items, report, failures = score_pairs(recs, pairs.parent, scorer, seed=g.seed, n_boot=n_boot)
+    out = out or g.workdir / "scores" / "turnnat"
+    write_jsonl(out / "scores.jsonl", items)
+    write_jsonl(out / "failures.jsonl", failures)
+    atomic_write_text(out / "report.json", report.model_dump_json(indent=2) + "\n")
+    click.echo(format_report(report))
+    click.echo(f"{len(items)} pairs scored, {len(failures)} failed in "
+               f"{time.perf_counter() - t0:.1f} s -> {out}")
+    if failures:
+        click.echo(json.dumps(failures[:3]))
