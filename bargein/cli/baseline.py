@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, require_file
+from bargein.cli.util import fail_if_nothing, get_globals, require_file
 
 
 @click.command("baseline")
@@ -42,3 +42,6 @@ def baseline(llm: str, temperature: float, max_tokens: int, items_file: Path, ou
     made_by = res.outputs[0].baseline_model if res.outputs else llm
     click.echo(f"{len(res.outputs)} baselines ({made_by}) -> {out}; "
                f"{len(res.failures)} failed")
+    first = f" (first: {res.failures[0].reason.splitlines()[0][:200]})" if res.failures else ""
+    fail_if_nothing(len(res.outputs), f"no baseline was produced: {len(res.failures)} failed{first}; "
+                    f"see {g.workdir / 'baseline.failures.jsonl'}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals
+from bargein.cli.util import fail_if_nothing, get_globals
 
 
 @click.command("respond")
@@ -38,3 +38,4 @@ def respond(release: str, llm: str, epochs: int, out: Path, text_only: bool, con
     fails = (f"; {got['failures']} item(s) failed, see {got['failures_file']}"
              if got["failures"] else "")
     click.echo(f"wrote {got['written']} responses to {out} ({kind}){fails}")
+    fail_if_nothing(got["written"], f"no response was produced for {release}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import echo_report, get_globals
+from bargein.cli.util import echo_report, fail_if_nothing, get_globals
 
 
 @click.command("ihbench")
@@ -36,3 +36,6 @@ def ihbench(release: str, responses: Path, judge: str | None, epochs: int, out: 
                            n_boot=n_boot, concurrency=concurrency, workdir=g.workdir,
                            endpoint=endpoint)
     echo_report(report, as_json=as_json, out=out, wrote="item_scores.jsonl, issues.jsonl, report.json, tables.md, plots/")
+    scored = max(report.overall["tf_win"]["n"], report.overall["rq_pass"]["n"])
+    fail_if_nothing(scored, f"no item of {release} could be scored ({report.judge_failures} "
+                    "judge failures; see issues.jsonl)")

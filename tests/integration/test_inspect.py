@@ -104,6 +104,27 @@ def test_out_folder_that_is_not_a_site_is_refused_and_untouched(built, tmp_path)
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".building")]
 
 
+def test_a_release_pulled_from_the_hub_is_inspected(built, tmp_path, monkeypatch):
+    """The loopback Hub speaks the endpoints huggingface_hub calls (the real Hub is not
+    reachable from CI); the release goes up with push and comes back through `inspect REF`."""
+    import huggingface_hub.constants as C
+    from click.testing import CliRunner
+
+    from bargein.cli import cli
+    from bargein.releases.hub import push_release
+    from bargein.testing.hub_server import LoopbackHub
+
+    monkeypatch.setattr(C, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(C, "HF_HUB_DISABLE_XET", True)
+    with LoopbackHub({"hf_t": "alice"}) as hub:
+        push_release(built["release"], "org/tiny", token="hf_t", endpoint=hub.endpoint)
+        monkeypatch.setenv("HF_TOKEN", "hf_t")
+        r = CliRunner().invoke(cli, ["inspect", "org/tiny@v0.1.0", "--endpoint", hub.endpoint,
+                                     "--out", str(tmp_path / "hs")])
+    assert r.exit_code == 0, r.output
+    assert len(list((tmp_path / "hs" / "conv").glob("*.html"))) == 2
+
+
 def test_rewriting_a_site_replaces_it(built, tmp_path):
     from bargein.inspector import write_site
 
