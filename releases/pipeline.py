@@ -177,7 +177,7 @@ def _perturb(config: BuildConfig, rendered, workdir: Path, progress):
 
     out = workdir / "perturb"
     # the perturbation stage reads audio by path: make the render's relative paths absolute
-    dialogues = [rd.with_(audio_path=str((workdir / rd.audio_path).resolve()))
+    dialogues = [rd.with_(audio_path=str((workdir / rd.audio_path).resolve()), id=rd.id)
                  if not Path(rd.audio_path).is_absolute() else rd for rd in rendered]
     summary = run_perturb(dialogues, types=list(config.timing.types),
                           per_type=config.timing.per_type, out_dir=out, workdir=workdir,
