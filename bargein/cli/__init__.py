@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("bargein.cli.score:score", "Score model outputs against a release."),
     "prompts": ("bargein.cli.prompts:prompts", "List and show the prompt templates."),
     "schema": ("bargein.cli.schema:schema", "Write the JSON Schema of every record."),
+    "inspect": ("bargein.cli.inspect:inspect", "A static site to listen to and look at a release."),
 }
 
 

@@ -81,11 +81,23 @@ def test_each_edit_remeasured_on_the_output(perturbed):
             assert _near([y for _, y in pert[a_ch]], e.at_s) == pytest.approx(
                 _near([y for _, y in nat[a_ch]], e.at_s), abs=0.015)
         elif p.type == "early_entry":
-            b = e.channel
-            t0 = _near([x for x, _ in nat[b]], e.source_start_s)
-            t1 = _near([x for x, _ in pert[b]], e.at_s)
+            # TurnNat build_perturbations.py L3082-3312: the same silence is cut from both
+            # channels, so B's response and everything after it move earlier together
+            ea, eb = p.edits
+            a, b = ea.channel, eb.channel
+            adv = eb.duration_s
+            assert ea.duration_s == pytest.approx(adv) and a != b
+            t0 = _near([x for x, _ in nat[b]], eb.at_s + adv + 0.05)
+            t1 = _near([x for x, _ in pert[b]], eb.at_s + 0.05)
             assert 1.2 - TOL <= t0 - t1 <= 2.5 + TOL
-            assert any(s < t1 < t for s, t in pert[1 - b]), "the response must start inside the other's speech"
+            assert t0 - t1 == pytest.approx(adv, abs=TOL)
+            assert any(s < t1 < t for s, t in pert[a]), "the response must start inside the other's speech"
+            cut_end = max(ea.at_s, eb.at_s) + adv
+            dur = len(xn) / sr
+            for ch in (a, b):
+                later = [x for x, _ in nat[ch] if cut_end + 0.1 < x < dur - adv - 0.3]
+                for x in later:
+                    assert _near([y for y, _ in pert[ch]], x - adv, within=TOL) == pytest.approx(x - adv, abs=TOL)
         elif p.type == "hold_instead_of_shift":
             b = e.channel
             a = 1 - b
