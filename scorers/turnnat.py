@@ -166,14 +166,15 @@ class RefClipScorer:
         from bargein.scorers.turnnat_ref import scoring_activity
 
         x = load_stereo(str(path), 16000, "turnnat")
-        key = f"{file_sha256(path)}-turnnat-ref-{self.vad.version}"
-        cache = self.cache_dir / f"{key}.json" if self.cache_dir else None
-        if cache is not None and cache.exists():
-            act = np.array(json.loads(cache.read_text()), dtype=np.int8).reshape(-1, 2)
+        key = cache_key("turnnat-ref-activity", file_sha256(path), self.vad.version)
+        cache = ContentCache(self.cache_dir) if self.cache_dir else None
+        text = cache.get_text(key) if cache is not None else None
+        if text is not None:
+            act = np.array(json.loads(text), dtype=np.int8).reshape(-1, 2)
         else:
             act = scoring_activity(x, 16000, self.vad)
             if cache is not None:
-                atomic_write_text(cache, json.dumps(act.tolist()))
+                cache.put_text(key, json.dumps(act.tolist()))
         return act, x, 16000
 
     def score(self, path: Path) -> ClipScore:
