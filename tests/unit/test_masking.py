@@ -412,8 +412,8 @@ def test_release_repair_config_scores_like_the_items_file(masked, tmp_path):
     from_rel = load_items(rel)
     assert [i.id for i in from_rel] == [i.id for i in res.outputs]
     assert [i.masked_transcript.split() for i in from_rel] == [i.masked_transcript.split() for i in res.outputs]
-    a = score_ear(wd / "mask.jsonl", tmp_path / "r.jsonl", n_boot=100)
-    b = score_ear(rel, tmp_path / "r.jsonl", n_boot=100)
+    a = score_ear(wd / "mask.jsonl", tmp_path / "r.jsonl", judge="smoke", n_boot=100)
+    b = score_ear(rel, tmp_path / "r.jsonl", judge="smoke", n_boot=100)
     assert [x.model_dump(exclude={"id"}) for x in a.report.aggregates] == \
         [x.model_dump(exclude={"id"}) for x in b.report.aggregates]
     assert a.get("C", window_ms=0).value == 1.0 and a.get("C", window_ms=100).value == 0.0

@@ -196,15 +196,17 @@ def test_cli_bad_scenarios_file_names_the_option_and_the_fix(tmp_path):
                                  "--scenarios-file", str(bad)], catch_exceptions=False)
 
 
-def test_offline_baseline_is_rule_based_and_marked(run, tmp_path):
+def test_offline_baseline_is_a_labelled_smoke_stand_in_never_the_gold(run, tmp_path):
     items = run.items[:40]
     res = fill_baselines(items, llm="offline", seed=1, workdir=tmp_path, progress=False)
     assert not res.failures and len(res.outputs) == len(items)
+    assert "smoke test, not a model" in OFFLINE_MODEL
     for before, after in zip(items, res.outputs):
         assert after.baseline_model == OFFLINE_MODEL and after.baseline.strip()
         assert after.id == before.id and after.gold_recovery == before.gold_recovery
+        assert after.baseline.strip() != after.gold_recovery.strip()          # filler too
         if after.type == "filler":
-            assert after.baseline == after.planned_text[len(after.heard_text):].strip()
+            assert after.baseline == after.planned_text                         # a restart
     res_cli = CliRunner().invoke(cli, ["--workdir", str(tmp_path), "baseline", "--items",
                                        str(tmp_path / "missing.jsonl")])
     assert res_cli.exit_code != 0
