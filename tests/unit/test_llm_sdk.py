@@ -269,3 +269,20 @@ def test_completion_record_is_what_the_sdk_returned(keys, tmp_path):
                                 workdir=tmp_path).complete([{"role": "user", "content": "x"}], agent="a"))
     assert isinstance(c, Completion) and c.text == "plain" and c.usage == Usage(1, 2)
     assert c.raw["id"].startswith("msg_loopback_")
+
+
+@pytest.mark.parametrize("http", ["auto", "httpx", "aiohttp"])
+def test_either_of_the_sdks_http_clients_carries_the_calls(http, keys, tmp_path):
+    pytest.importorskip("aiohttp") if http == "aiohttp" else None
+    with LoopbackLLMServer(answers=[ANSWER, ANSWER]) as srv:
+        for provider, base in (("openai:gpt-4o-mini", srv.openai_base_url),
+                               ("anthropic:claude-haiku-4-5", srv.anthropic_base_url)):
+            assert ask(get_llm(provider, base_url=base, workdir=tmp_path, http=http)) == Echo(text="ok", n=1)
+        assert srv.request_count == 2
+
+
+def test_an_unknown_http_client_is_a_config_error(keys):
+    from bargein.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="http='curl'.*auto, aiohttp, httpx"):
+        get_llm("openai:gpt-4o-mini", http="curl")
