@@ -250,8 +250,10 @@ def test_a_long_failed_answer_is_not_sent_back_its_errors_are(keys, tmp_path):
         assert ask(llm) == Echo(text="ok", n=1)
         reask = srv.requests[1].json["messages"]
     assert [m["role"] for m in reask] == ["user", "user"]
-    assert "The caller must provide" not in json.dumps(reask)
-    assert "not valid JSON" in reask[1]["content"] and f"{len(rambling):,} characters" in reask[1]["content"]
+    assert "The caller must provide" not in json.dumps(reask)             # the answer is not sent back
+    errors = reask[1]["content"]
+    assert "not valid JSON" in errors and f"{len(rambling):,} characters" in errors
+    assert 'repeats "the caller must provide their name" 80 times: write each point once' in errors
 
 
 def test_a_short_failed_answer_is_shown_with_its_errors(keys, tmp_path):
