@@ -6,7 +6,7 @@
 A wrong key or value raises :class:`ConfigError` that names the key, the value and the fix, when
 the config is loaded (not when the stage that uses it starts): the LLM spec, domains and voices
 are resolved against what is installed. Settings that change how a build runs but not what it
-writes (``audio.workers``) are marked ``execution``: they are left out of the provenance, so the
+writes (``audio.workers``, ``budget_usd``) are marked ``execution``: they are left out of the provenance, so the
 manifest id depends on the data only.
 """
 
@@ -80,7 +80,8 @@ class BuildConfig(_Section):
     version: str = Field("0.1.0", pattern=r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
     seed: int = 7
     llm: str = Field("offline", description="offline | openai:MODEL | anthropic:MODEL | llamacpp:PATH")
-    budget_usd: float | None = Field(None, ge=0)
+    budget_usd: float | None = Field(None, ge=0, description="LLM spend cap in USD; a limit on the "
+                                     "run, not part of the data", json_schema_extra={"execution": True})
     scenarios: ScenarioConfig = ScenarioConfig()
     conversations: ConversationConfig = ConversationConfig()
     audio: AudioConfig = AudioConfig()

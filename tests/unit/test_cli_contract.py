@@ -115,11 +115,11 @@ def test_voices_of_disabled_audio_are_not_resolved():
     assert parse_config({"audio": {"enabled": False, "user_voice": "x:y"}}).audio.user_voice == "x:y"
 
 
-def test_worker_count_is_not_provenance():
+def test_execution_settings_are_not_provenance():
     a = parse_config({"audio": {"workers": 1}})
-    b = parse_config({"audio": {"workers": 2}})
+    b = parse_config({"audio": {"workers": 2}, "budget_usd": 3.0})
     assert a != b and a.provenance() == b.provenance()
-    assert "workers" not in a.provenance()["audio"]
+    assert "workers" not in a.provenance()["audio"] and "budget_usd" not in a.provenance()
     assert a.provenance()["audio"]["user_voice"] == a.audio.user_voice
 
 
