@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import fail_if_nothing, get_globals
+from bargein.cli.util import FiniteFloat, fail_if_nothing, get_globals
 
 
 @click.command("respond")
@@ -18,7 +18,7 @@ from bargein.cli.util import fail_if_nothing, get_globals
 @click.option("--epochs", default=3, show_default=True, type=int)
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="responses.jsonl")
 @click.option("--concurrency", default=8, show_default=True, type=int)
-@click.option("--temperature", default=0.7, show_default=True, type=float)
+@click.option("--temperature", default=0.7, show_default=True, type=FiniteFloat(min=0))
 @click.option("--endpoint", help="Hub endpoint for ORG/NAME@REV releases.")
 def respond(release: str, llm: str, epochs: int, out: Path, concurrency: int,
             temperature: float, endpoint: str | None) -> None:
