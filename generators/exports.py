@@ -60,12 +60,20 @@ def goal_key(conv: Conversation) -> str:
 def split_pools(conversations: Iterable[Conversation], *, seed: int,
                 train_percent: int = 30) -> dict[str, str]:
     """conversation id -> "train" | "test": whole goals (domain/goal templates, so no talking
-    point of a test goal is ever a training target) go to one pool, stably by seed."""
-    out = {}
-    for conv in conversations:
-        r = stable_int("pool", seed, goal_key(conv)) % 100
-        out[conv.id] = "train" if r < train_percent else "test"
-    return out
+    point of a test goal is ever a training target) go to one pool. Goals are ordered by a
+    stable hash of (seed, goal); the first ``train_percent`` of them (at least one and at most
+    all but one, when there are two or more) are the training pool."""
+    conversations = list(conversations)
+    goals = sorted({goal_key(c) for c in conversations},
+                   key=lambda g: (stable_int("pool", seed, g), g))
+    n = len(goals)
+    k = round(n * train_percent / 100)
+    if n >= 2 and train_percent > 0:
+        k = min(n - 1, max(1, k))
+    else:
+        k = 0
+    train = set(goals[:k])
+    return {c.id: "train" if goal_key(c) in train else "test" for c in conversations}
 
 
 def split_record(conversations: Iterable[Conversation], pools: dict[str, str],
