@@ -278,7 +278,7 @@ def _perturb(state: BuildState) -> StageOutcome:
 
     c, workdir = state.config, state.workdir
     # the perturbation stage reads audio by path: make the render's relative paths absolute
-    dialogues = [rd.with_(audio_path=str((workdir / rd.audio_path).resolve()))
+    dialogues = [rd.with_(audio_path=str((workdir / rd.audio_path).resolve()), id=rd.id)
                  if not Path(rd.audio_path).is_absolute() else rd
                  for rd in state.records[RenderedDialogue]]
     summary = run_perturb(dialogues, types=list(c.timing.types), per_type=c.timing.per_type,
