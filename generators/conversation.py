@@ -207,7 +207,7 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
     planner = RulePlanner(scenario)
     st = planner.new_state(rng)
     messages: list[Message] = []
-    plans: list[dict] = []
+    plans: list[RoundPlan] = []
     gold: dict[int, str] = {}
     while True:
         evidence: list[Any] = []
@@ -245,7 +245,7 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
             gold[plan.recovery.message_index] = text
         if inter is None:
             messages.append(Message(index=i, role="assistant", text=text, stage=plan.stage))
-            plans.append(plan.model_copy(update={"message_index": i}).model_dump(mode="json"))
+            plans.append(RoundPlan.model_validate({**plan.model_dump(), "message_index": i}))
             if reply is not None:
                 messages.append(Message(index=i + 1, role="user", text=reply, stage=plan.stage))
             planner.apply(st, plan, turn.content, None, rng)
@@ -256,8 +256,9 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
             messages.append(Message(index=i, role="assistant", text=text, heard_text=inter.heard,
                                     stage=plan.stage, interruption=itr))
             messages.append(Message(index=i + 1, role="user", text=inter.interjection, stage=plan.stage))
-            plans.append(plan.model_copy(update={"message_index": i, "cut_word_index": inter.cut_word_index,
-                                                 "detail": inter.detail}).model_dump(mode="json"))
+            plans.append(RoundPlan.model_validate({**plan.model_dump(), "message_index": i,
+                                                   "cut_word_index": inter.cut_word_index,
+                                                   "detail": inter.detail}))
             rec = Recovery(type=plan.type, message_index=i + 1, planned_text=text, heard_text=inter.heard,
                            remainder=P.remainder_after(text, inter.cut_word_index),
                            interjection=inter.interjection, content_start=turn.content_start,

@@ -47,8 +47,8 @@ def interruption_details(conversations: Iterable[Conversation]) -> dict[tuple[st
     out = {}
     for conv in conversations:
         for p in conv.plan:
-            if p.get("interrupt") and p.get("message_index") is not None:
-                out[(conv.id, p["message_index"] + 1)] = dict(p.get("detail") or {})
+            if p.interrupt and p.message_index is not None:
+                out[(conv.id, p.message_index + 1)] = dict(p.detail)
     return out
 
 

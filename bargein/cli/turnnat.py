@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, require_file
+from bargein.cli.util import fail_if_nothing, get_globals, require_file
 
 
 @click.group()
@@ -115,3 +115,5 @@ def score_turnnat(pairs: Path | None, recordings: Path | None, protocol: str, pr
                f"{time.perf_counter() - t0:.1f} s -> {out}")
     if failures:
         click.echo(json.dumps(failures[:3]))
+    fail_if_nothing(len(items), f"no pair could be scored ({len(failures)} failed); reasons in "
+                    f"{out}/failures.jsonl")
