@@ -6,8 +6,8 @@
 A wrong key or value raises :class:`ConfigError` that names the key, the value and the fix, when
 the config is loaded (not when the stage that uses it starts): the LLM spec, domains and voices
 are resolved against what is installed. Settings that change how a build runs but not what it
-writes (``audio.workers``) are marked ``execution``: they are left out of the provenance, so the
-manifest id depends on the data only.
+writes (``audio.workers``, ``budget_usd``) are marked ``execution``: they are left out of the
+provenance, so the manifest id depends on the data only.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class AudioConfig(_Section):
     assistant_voice: str = "hibari:heart"
     user_voice: str = "piper:joe"
     noise: Literal["none", "white", "pink", "babble"] = "none"
-    snr_db: float = 20.0
+    snr_db: float = Field(20.0, allow_inf_nan=False)
     telephony: bool = False
     backchannels: bool = False
     workers: int | None = Field(None, ge=1, description="render worker processes (default: cores)",
@@ -80,7 +80,9 @@ class BuildConfig(_Section):
     version: str = Field("0.1.0", pattern=r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
     seed: int = 7
     llm: str = Field("offline", description="offline | openai:MODEL | anthropic:MODEL | llamacpp:PATH")
-    budget_usd: float | None = Field(None, ge=0)
+    budget_usd: float | None = Field(None, ge=0, allow_inf_nan=False,
+                                     description="LLM spend cap in USD: a limit on the run, not data",
+                                     json_schema_extra={"execution": True})
     scenarios: ScenarioConfig = ScenarioConfig()
     conversations: ConversationConfig = ConversationConfig()
     audio: AudioConfig = AudioConfig()

@@ -300,6 +300,7 @@ def _release(state: BuildState) -> StageOutcome:
         "voices": {"assistant": c.audio.assistant_voice, "user": c.audio.user_voice},
         "prompt_sha256": _prompt_hashes(),
         "stage_failures": dict(state.failures),
+        "stages": list(state.order),
     }
     sources = ReleaseSources(
         conversations=a("verified"), rendered=a("rendered"), eval_items=a("baseline"),
