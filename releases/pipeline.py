@@ -50,7 +50,19 @@ def _prompt_hashes() -> dict[str, str]:
 
 def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
           progress: bool | None = None, previous: str | Path | None = None) -> BuildReport:
-    """Run the whole pipeline for ``config`` and write the release folder ``out_dir``."""
+    """Run the whole pipeline for ``config`` and write the release folder ``out_dir``.
+
+    CPU stages run on ``config.executor`` (local worker processes, or a Ray cluster); the
+    outputs are the same bytes either way."""
+    from bargein.executors import using_executor
+
+    with using_executor(config.executor):
+        return _build(config, workdir=workdir, out_dir=out_dir, progress=progress,
+                      previous=previous)
+
+
+def _build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
+           progress: bool | None, previous: str | Path | None) -> BuildReport:
     from bargein.audio.render import RenderConfig, render_conversations
     from bargein.generators.conversation import generate_conversations
     from bargein.generators.scenarios import generate_scenarios
@@ -136,7 +148,8 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
     # 6. release folder
     provenance: dict[str, Any] = {
         "bargein_version": __version__,
-        "config": json.loads(config.model_dump_json()),
+        # execution-only settings never change an output byte: they are not provenance
+        "config": json.loads(config.model_dump_json(exclude={"executor"})),
         "seed": seed,
         "agents": "offline rule-based" if config.llm == "offline" else f"LLM: {config.llm}",
         "llm": config.llm,

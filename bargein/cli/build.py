@@ -20,8 +20,16 @@ from bargein.cli.util import get_globals
 @click.option("--seed", type=int, default=None, help="Override the config's seed.")
 @click.option("--print-config", "print_config", is_flag=True,
               help="Print the resolved config with every default and exit.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default=None,
+              help="Where CPU stages run (overrides the config's executor).")
+@click.option("--ray-address", default=None,
+              help="Ray cluster to join with --executor ray (default: $RAY_ADDRESS or local).")
+@click.option("--ray-node-ip", default=None,
+              help="This machine's address in the Ray cluster, if not the auto-detected one.")
 def build(config_path: Path | None, preset: str | None, out: Path | None,
-          previous: Path | None, seed: int | None, print_config: bool) -> None:
+          previous: Path | None, seed: int | None, print_config: bool,
+          executor: str | None = None, ray_address: str | None = None,
+          ray_node_ip: str | None = None) -> None:
     """Scenarios -> conversations -> verification -> audio -> repair -> timing -> release."""
     from bargein.config import load_config, load_preset
     from bargein.errors import ConfigError
@@ -33,6 +41,12 @@ def build(config_path: Path | None, preset: str | None, out: Path | None,
     cfg = load_config(config_path) if config_path else load_preset(preset)
     if seed is not None:
         cfg = cfg.model_copy(update={"seed": seed})
+    if executor or ray_address or ray_node_ip:
+        ex = cfg.executor.model_copy(update={k: v for k, v in
+                                             (("kind", executor), ("ray_address", ray_address),
+                                              ("node_ip_address", ray_node_ip))
+                                             if v is not None})
+        cfg = cfg.model_copy(update={"executor": ex})
     if print_config:
         click.echo(cfg.to_yaml(), nl=False)
         return
