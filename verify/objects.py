@@ -137,8 +137,9 @@ def find_objects(text: str, scenario: Scenario | None = None) -> list[Obj]:
 
 def _on_boundary(low: str, i: int, n: int) -> bool:
     before = low[i - 1] if i > 0 else " "
-    after = low[i + n] if i + n < len(low) else " "
-    return not before.isalnum() and not after.isalnum()
+    after = low[i + n: i + n + 2] if i + n < len(low) else " "
+    plural = after[:1] == "s" and not after[1:2].isalnum()      # "insurers" names "insurer"
+    return not before.isalnum() and (not after[:1].isalnum() or plural)
 
 
 _TERMS: dict[str, tuple] = {}

@@ -16,8 +16,8 @@ from bargein.records.conversation import Conversation, Message, Verdict
 from bargein.verify.base import _verdict, check
 from bargein.verify.edits import delete_edit, replace_edit, rewrite_edit
 from bargein.verify.objects import (
-    FEE_NOUNS, POLICY_NOUNS, REQUIREMENT_NOUNS, find_objects, label, object_words, said_before,
-    system_keys,
+    FEE_NOUNS, PERSONAL_KEYS, POLICY_NOUNS, REQUIREMENT_NOUNS, find_objects, label, object_words,
+    said_before, system_keys,
 )
 from bargein.verify.text import (
     STOPWORDS, content_words, is_backchannel, normalise, sentences, tokens,
@@ -37,9 +37,10 @@ _OBJECTION = re.compile(r"n't\b|\boff\b|\bsit right\b|\b(why|not|no|never|n't|to
                         r"cannot|won't|refuse|problem|worried|concern\w*|seriously|ridiculous|"
                         r"steep|expensive|much|really|suppose[d]?|said|told|thought|long|"
                         r"unreasonable|odd|strange|weird|sure|safe|hold|wait|hang|nobody|expect\w*|necessary|"
-                        r"a lot|comfortable|nervous|warned|frustrat\w*|agree\w*|exactly)\b", re.I)
+                        r"a lot|comfortable|nervous|warned|frustrat\w*|agree\w*|more than|quoted|okay with)\b|"
+                        r"for, exactly", re.I)
 _GENERIC_REF = re.compile(r"\b(that|this|it|those|these|all that|any of that)\b", re.I)
-_PUSHBACK_KINDS = frozenset({"fee", "requirement", "policy", "value", "fact", "question"})
+_PUSHBACK_KINDS = frozenset({"fee", "requirement", "policy", "value", "fact"})
 
 
 def grounding(conv: Conversation, m: Message, text: str) -> tuple[set[str], set[str]]:
@@ -49,6 +50,24 @@ def grounding(conv: Conversation, m: Message, text: str) -> tuple[set[str], set[
     objs = find_objects(heard, conv.scenario)
     on_obj = shared & object_words(objs, _PUSHBACK_KINDS)
     return shared, on_obj
+
+
+def echoed_fragment(text: str, heard: str, conv: Conversation) -> str:
+    """A span the caller echoes as a question ("Wait, arrive?") that is in the heard words but
+    does not end on the head of an object there ('' when there is none)."""
+    objs = [o for o in find_objects(heard, conv.scenario) if o.kind in _PUSHBACK_KINDS]
+    heads = {tokens(o.phrase)[-1] for o in objs if tokens(o.phrase)}
+    for mm in re.finditer(r"([A-Za-z$][\w$.,'-]*(?:\s+[\w$.,'-]+){0,3})\?", text):
+        words = tokens(mm.group(1))
+        for n in range(min(4, len(words)), 0, -1):
+            span = " ".join(words[-n:])
+            if span and f" {span} " in f" {normalise(heard)} " and span not in STOPWORDS | {"that", "this"}:
+                if words[-1] in heads or any(c.isdigit() for c in span):
+                    return ""
+                if n == 1 and len(words) > 2:
+                    continue                   # the last word of a longer question
+                return span
+    return ""
 
 
 @check("interjection_grounded")
@@ -67,6 +86,13 @@ def interjection_grounded(conv: Conversation) -> list[Verdict]:
             if not _OBJECTION.search(u.text):
                 out.append(_verdict("interjection_grounded", u.index, "a pushback that does not "
                                     "object to anything", evidence=repr(u.text), fixable=False))
+                continue
+            echo = echoed_fragment(u.text, m.heard_text or "", conv)
+            if echo:
+                out.append(_verdict(
+                    "interjection_grounded", u.index, f"the pushback echoes {echo!r}, a fragment "
+                    "of the heard words that is no fee, requirement, policy or fact",
+                    evidence=f"heard {m.heard_text!r}; interjection {u.text!r}", fixable=False))
                 continue
             prior = content_words(u.text) & content_words(earlier)   # a concern kept up
             prior_obj = prior & object_words(find_objects(earlier, conv.scenario), _PUSHBACK_KINDS)
@@ -92,7 +118,7 @@ def interjection_grounded(conv: Conversation) -> list[Verdict]:
 
 
 # ---- impatient_has_rest ---------------------------------------------------------------------
-_SKIP_MIN_WORDS = 5
+_SKIP_MIN_WORDS = 4
 
 
 def _cut_sentence(text: str, cut: int) -> tuple[int, int]:
@@ -129,7 +155,7 @@ def impatient_has_rest(conv: Conversation) -> list[Verdict]:
 
 
 # ---- grammar_casing -------------------------------------------------------------------------
-_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|a\.m|p\.m|etc|vs|approx|no|st|dr|mr|mrs|ms)\.|\.\.\.|…)$", re.I)
+_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|a\.m|p\.m|etc|vs|approx|dr|mr|mrs|ms)\.|\.\.\.|…)$", re.I)
 _THIRD = ("is has does doesn't shares needs wants lives works owns rents goes pays uses gets makes "
           "keeps takes travels helps runs tries knows thinks likes sends manages plans cares "
           "handles visits studies teaches drives hopes expects prefers").split()
@@ -170,9 +196,6 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
         base = _BASE.get(verb, verb[:-1] if not verb.endswith("ies") else verb[:-3] + "y")
         found.append((mm.start(2), mm.end(2), base, f"'I {verb}': the verb does not agree"))
     for mm in _PLURAL_SUBJ.finditer(text):
-        prev = re.findall(r"[\w']+", text[: mm.start()].lower())[-1:]
-        if prev and prev[0] in _QUESTION_AUX:
-            continue
         fix = {"has": "have", "is": "are", "was": "were", "doesn't": "don't"}[mm.group(2).lower()]
         found.append((mm.start(2), mm.end(2), fix, f"'{mm.group(1)} {mm.group(2)}': the verb "
                       "does not agree"))
@@ -236,7 +259,7 @@ def attribution_grounded(conv: Conversation) -> list[Verdict]:
             user_words = content_words(" ".join(e.text for e in conv.messages[: m.index]
                                                 if e.role == "user"))
             missing = said - user_words
-            if len(missing) * 2 <= len(said):
+            if len(missing) * 3 <= len(said):
                 continue
             s, e = next(((a, b) for a, b in sentences(m.text) if a <= mm.start() < b),
                         (mm.start(), mm.end() + len(tail)))
@@ -273,7 +296,7 @@ def hidden_fact_addressed(conv: Conversation) -> list[Verdict]:
         if u.role != "user" or pos + 1 >= len(msgs) or msgs[pos + 1].role != "assistant":
             continue
         nxt = msgs[pos + 1]
-        before = content_words(" ".join(e.spoken_text for e in msgs[:pos] if e.role == "assistant"))
+        before = content_words(msgs[pos - 1].spoken_text) if pos else frozenset()
         for key, w in _volunteered(conv, u):
             used = (content_words(nxt.spoken_text) & w) - before
             if not used:
@@ -287,7 +310,41 @@ def hidden_fact_addressed(conv: Conversation) -> list[Verdict]:
 
 
 # ---- user_states_system_value ---------------------------------------------------------------
-_STATE = r"(?:my|the|our)\s+{label}\s+(?:is|was|should be|'s|it's|shows|said)\b"
+_STATE = (r"(?:(?:my|the|our)\s+{label}\s+(?:is|was|should be|'s|it's|shows|said)\b|"
+          r"\b(?:is|was)\s+(?:my|the|our)\s+{label}\b)")
+_CORRECTS = re.compile(r"\b(actually|not|wrong|correct|change|should be|instead|mistake|misspoke|"
+                       r"something else)\b")
+
+
+def held_keys(conv: Conversation) -> frozenset[str]:
+    """Keys only the system holds: by the scenario (:func:`system_keys`), or in this conversation
+    (the assistant stated the value first, in a turn that asked nothing, and never asked the
+    caller for it)."""
+    out = set(system_keys(conv.scenario))
+    user_side = set(conv.scenario.intent.provides) | {c.key for c in conv.scenario.intent.corrections}
+    for f in conv.scenario.kb.user_facts:
+        if f.key in user_side or f.key in PERSONAL_KEYS or f.kind in ("name", "email", "phone",
+                                                                         "address"):
+            continue
+        forms = [v for v in (f.value, f.spoken) if v and len(v) > 3]
+        lab = label(f.key).lower()
+        first = _first_mention(conv, forms, lab)
+        if first is not None and first[0] == "assistant" and not first[1].rstrip().endswith("?"):
+            out.add(f.key)
+    return frozenset(out)
+
+
+def _first_mention(conv: Conversation, forms: list[str], lab: str) -> tuple[str, str] | None:
+    """(role, sentence) of the first sentence that says one of ``forms``; None when the caller
+    was asked for it (a question naming ``lab``) before or when nobody says it."""
+    for m in conv.messages:
+        for a, b in sentences(m.spoken_text):
+            sent = m.spoken_text[a:b]
+            if m.role == "assistant" and sent.rstrip().endswith("?") and lab in sent.lower():
+                return None
+            if any(v in sent for v in forms):
+                return m.role, sent
+    return None
 
 
 @check("user_states_system_value")
@@ -295,9 +352,10 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
     """The caller states or corrects a value only the system holds (a carrier's last scan, a
     balance on the books): values the assistant reads from its records."""
     out = []
-    keys = system_keys(conv.scenario)
+    keys = held_keys(conv)
     if not keys:
         return out
+    scenario_held = system_keys(conv.scenario)
     for m in conv.messages:
         if m.role != "user":
             continue
@@ -307,10 +365,10 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
             f = conv.scenario.kb.fact(k)
             forms = [v for v in (f.value, f.spoken) if v] if f else []
             stated = re.search(_STATE.format(label=re.escape(lab)), low)
-            new_value = any(normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
-                            and not said_before(conv, m.index, v, role="assistant") for v in forms)
-            corrects = lab in low and re.search(r"\b(actually|not|wrong|correct|change|should be|"
-                                                r"instead|mistake|misspoke)\b", low)
+            new_value = k in scenario_held and any(
+                normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
+                and not said_before(conv, m.index, v, role="assistant") for v in forms)
+            corrects = lab in low and _CORRECTS.search(low)
             if stated or new_value or corrects:
                 why = ("states the value before the system gave it" if new_value else
                        "corrects it" if corrects else "states it")
@@ -346,9 +404,8 @@ def resolved_goal_reached(conv: Conversation) -> list[Verdict]:
 
 
 # ---- tf_not_given ---------------------------------------------------------------------------
-_ASKS = re.compile(r"\bask(?:s|ing)?\s+(?:the caller\s+|them\s+)?(?:for|to (?:give|provide|share|"
-                   r"confirm|state|tell))\s+(?:their|the|your|a|an)?\s*(.+?)(?:\s+to\s+continue\b|"
-                   r"\s+so\b|[.;]|$)", re.I)
+_REQUEST = re.compile(r"\b(ask\w*|request\w*|collect\w*|obtain\w*|provide|give|confirm\w*|"
+                      r"share|tell|get)\b", re.I)
 
 
 @check("tf_not_given")
@@ -358,20 +415,21 @@ def tf_not_given(conv: Conversation) -> list[Verdict]:
     out = []
     facts = list(conv.scenario.kb.user_facts)
     for r in conv.rubrics:
-        for mm in _ASKS.finditer(r.tf_criterion):
-            wanted = mm.group(1)
-            wl = normalise(wanted)
-            for f in facts:
-                lab = normalise(label(f.key))
-                if not lab or f" {lab} " not in f" {wl} ":
-                    continue
-                forms = [v for v in (f.value, f.spoken) if v]
-                if any(said_before(conv, r.message_index + 1, v) for v in forms):
-                    out.append(_verdict(
-                        "tf_not_given", r.message_index, f"the TF criterion asks for the "
-                        f"{label(f.key)}, given before the interjection", fixable=False,
-                        evidence=r.tf_criterion))
-                    break
+        tf = re.sub(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d", " ", r.tf_criterion)   # quotes aside
+        if not _REQUEST.search(tf):
+            continue
+        wl = normalise(tf)
+        for f in facts:
+            lab = normalise(label(f.key))
+            if not lab or f" {lab} " not in f" {wl} ":
+                continue
+            forms = [v for v in (f.value, f.spoken) if v]
+            if any(said_before(conv, r.message_index + 1, v) for v in forms):
+                out.append(_verdict(
+                    "tf_not_given", r.message_index, f"the TF criterion asks for the "
+                    f"{label(f.key)}, given before the interjection", fixable=False,
+                    evidence=r.tf_criterion))
+                break
     return out
 
 
