@@ -206,8 +206,15 @@ def _valid_entry(stage: Stage, text: str, workdir: Path) -> tuple[list[Record] |
 
 
 def _call(stage: Stage, item: Record, ctx: "StageContext") -> str:
-    """Run the stage function on one item; the encoded cache entry (outputs + artifacts)."""
-    with recording() as written:
+    """Run the stage function on one item; the encoded cache entry (outputs + artifacts).
+
+    BLAS runs single-threaded inside a stage: a multi-threaded OpenBLAS sums in an order that
+    depends on the thread count, which changed rendered audio bytes between machines (and
+    between a local worker and a Ray worker, where Ray sets OMP_NUM_THREADS=1). One thread per
+    item is also what keeps N workers from oversubscribing N cores."""
+    from threadpoolctl import threadpool_limits
+
+    with recording() as written, threadpool_limits(limits=1, user_api="blas"):
         outputs = _to_list(stage.fn(item, ctx))
     return _encode(outputs, written.refs(ctx.workdir))
 
