@@ -3,7 +3,11 @@
     bargein build --config my.yaml       # or --preset demo
     bargein build --print-config demo    # the full config with every default
 
-A wrong key or value raises :class:`ConfigError` that names the key, the value and the fix.
+A wrong key or value raises :class:`ConfigError` that names the key, the value and the fix, when
+the config is loaded (not when the stage that uses it starts): the LLM spec, domains and voices
+are resolved against what is installed. Settings that change how a build runs but not what it
+writes (``audio.workers``, ``budget_usd``) are marked ``execution``: they are left out of the
+provenance, so the manifest id depends on the data only.
 """
 
 from __future__ import annotations
@@ -41,10 +45,11 @@ class AudioConfig(_Section):
     assistant_voice: str = "hibari:heart"
     user_voice: str = "piper:joe"
     noise: Literal["none", "white", "pink", "babble"] = "none"
-    snr_db: float = 20.0
+    snr_db: float = Field(20.0, allow_inf_nan=False)
     telephony: bool = False
     backchannels: bool = False
-    workers: int | None = Field(None, ge=1, description="render worker processes (default: cores)")
+    workers: int | None = Field(None, ge=1, description="render worker processes (default: cores)",
+                                json_schema_extra={"execution": True})
 
 
 class RepairConfig(_Section):
@@ -76,7 +81,9 @@ class BuildConfig(_Section):
     version: str = Field("0.1.0", pattern=r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
     seed: int = 7
     llm: str = Field("offline", description="offline | openai:MODEL | anthropic:MODEL | llamacpp:PATH")
-    budget_usd: float | None = Field(None, ge=0)
+    budget_usd: float | None = Field(None, ge=0, allow_inf_nan=False,
+                                     description="LLM spend cap in USD: a limit on the run, not data",
+                                     json_schema_extra={"execution": True})
     scenarios: ScenarioConfig = ScenarioConfig()
     conversations: ConversationConfig = ConversationConfig()
     audio: AudioConfig = AudioConfig()
@@ -86,7 +93,7 @@ class BuildConfig(_Section):
     release: ReleaseConfig = ReleaseConfig()
     executor: ExecutorConfig = Field(ExecutorConfig(), description="where CPU stages run: "
                                      "local (default) or ray; `executor: ray` is short for "
-                                     "{kind: ray}")
+                                     "{kind: ray}", json_schema_extra={"execution": True})
 
     @field_validator("executor", mode="before")
     @classmethod
@@ -95,6 +102,25 @@ class BuildConfig(_Section):
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+    def provenance(self) -> dict[str, Any]:
+        """The config as recorded in a release: every setting that shapes the data, none of the
+        ``execution`` ones (worker counts), so the manifest id does not change with them."""
+        return _without_execution(self)
+
+
+def _without_execution(model: BaseModel) -> dict[str, Any]:
+    from pydantic_core import to_jsonable_python
+
+    out: dict[str, Any] = {}
+    for name, field in type(model).model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if extra.get("execution"):
+            continue
+        value = getattr(model, name)
+        out[name] = (_without_execution(value) if isinstance(value, BaseModel)
+                     else to_jsonable_python(value))
+    return out
 
 
 def _explain(err: ValidationError, source: str) -> ConfigError:
@@ -110,15 +136,60 @@ def _explain(err: ValidationError, source: str) -> ConfigError:
     return ConfigError(f"invalid config {source}:\n" + "\n".join(lines))
 
 
+def _check_values(cfg: BuildConfig) -> list[str]:
+    """What the schema cannot see: names resolved against what is installed (LLM providers,
+    domains, voices, a local model file). One line per wrong value, naming key, value and fix."""
+    problems: list[str] = []
+
+    def check(key: str, value: Any, fn) -> None:
+        try:
+            fn()
+        except ConfigError as e:
+            problems.append(f"  {key}: {value!r} — {e}")
+
+    from bargein.llm.base import is_offline
+
+    if not is_offline(cfg.llm):
+        def llm() -> None:
+            from bargein.llm import parse_spec
+
+            name, model = parse_spec(cfg.llm)
+            if name == "llamacpp" and not Path(model).expanduser().is_file():
+                raise ConfigError(f"model file {model!r} does not exist; give the path of a .gguf file")
+
+        check("llm", cfg.llm, llm)
+    if cfg.scenarios.domains:
+        def domains() -> None:
+            from bargein.generators.catalogue_loader import load_catalogue
+            from bargein.generators.scenarios import resolve_domains
+
+            resolve_domains(cfg.scenarios.domains, load_catalogue())
+
+        check("scenarios.domains", cfg.scenarios.domains, domains)
+    if cfg.audio.enabled:
+        from bargein.audio.voices import get_voice
+
+        for role in ("assistant", "user"):
+            vid = getattr(cfg.audio, f"{role}_voice")
+            check(f"audio.{role}_voice", vid, lambda vid=vid: get_voice(vid))
+    return problems
+
+
 def parse_config(data: dict[str, Any] | None, source: str = "<config>") -> BuildConfig:
+    """Validate ``data`` (keys, types, ranges, then names against what is installed)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"config {source} must be a YAML mapping, got {type(data).__name__}")
+        raise ConfigError(f"config {source} must be a YAML mapping of keys to values, got "
+                          f"{type(data).__name__}. Fix: `bargein build --print-config demo` shows one")
     try:
-        return BuildConfig.model_validate(data)
+        cfg = BuildConfig.model_validate(data)
     except ValidationError as e:
         raise _explain(e, source) from None
+    problems = _check_values(cfg)
+    if problems:
+        raise ConfigError(f"invalid config {source}:\n" + "\n".join(problems))
+    return cfg
 
 
 def load_config(path: str | Path) -> BuildConfig:
@@ -128,8 +199,15 @@ def load_config(path: str | Path) -> BuildConfig:
                           "file, or use --preset demo")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config {path} is not UTF-8 text (byte {e.start}). Fix: save it as "
+                          "UTF-8") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"config {path} is not valid YAML: {e}") from None
+    if data is None:        # an empty file or only comments: never run the defaults by accident
+        raise ConfigError(f"config {path} is empty. Fix: write the keys you want to change (`bargein "
+                          "build --print-config demo` prints every key with its default), or use "
+                          "--preset demo")
     return parse_config(data, str(path))
 
 

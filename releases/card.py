@@ -186,10 +186,13 @@ def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
         f"bargein score ihbench --release {repo}@v{version} --responses responses.jsonl "
         "--judge openai:gpt-4o-mini --epochs 3 --out scores/",
         "```", "",
-        "Task fulfillment (TF) is a win rate against the `baseline` config by a comparative judge "
-        "(randomised, seeded, balanced order; the judge must name a concrete deficiency of the "
-        "loser; ties count 0.5). Recovery quality (RQ) is the share of items where an absolute "
-        "judge finds every rubric criterion met. 3 epochs; 95% CIs by a 1000-iteration percentile "
+        "Task fulfillment (TF) is a win rate against the `baseline` config by a comparative LLM "
+        "judge (randomised, seeded, balanced order; the judge must name a concrete deficiency of "
+        "the loser, or the judgment is reported unscorable). Recovery quality (RQ) is the share of "
+        "items where an absolute LLM judge finds every rubric criterion met. Validate the judge "
+        "first on bargein's hand-labelled control set (`bargein score validate-judge --judge "
+        "MODEL`); every score table then names the judge, its validation kappa and the epochs, "
+        "with the scored and unscorable item counts beside each figure. 3 epochs; 95% CIs by a 1000-iteration percentile "
         "bootstrap over per-item epoch means; per-type tables and a depth logistic regression.", "",
         "## Provenance", "",
         f"- bargein version: `{prov.get('bargein_version')}`",

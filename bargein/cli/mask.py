@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, require_file
+from bargein.cli.util import FiniteFloat, fail_if_nothing, get_globals, require_file
 from bargein.errors import ConfigError
 
 
@@ -54,10 +54,11 @@ def _find_conversations(rendered: Path, workdir: Path) -> Path:
               help="Mask signals, comma-separated.")
 @click.option("--windows", default="0,50,100", show_default=True,
               help="Window expansion in ms (± around each span), comma-separated.")
-@click.option("--snr", "snr_db", type=float, default=None,
+@click.option("--snr", "snr_db", type=FiniteFloat(), default=None,
               help="Mask level in dB below the utterance's speech level (default: RMS-matched to "
                    "the replaced speech).")
-@click.option("--fade-ms", type=float, default=8.0, show_default=True, help="Equal-power fades (5-10 ms).")
+@click.option("--fade-ms", type=FiniteFloat(min=0), default=8.0, show_default=True,
+              help="Equal-power fades (5-10 ms).")
 @click.option("--aligner", type=click.Choice(["auto", "synth", "whisper", "mfa"]), default="auto",
               show_default=True, help="auto: the renderer's timings for conversations, Whisper for QA.")
 @click.option("--facts", type=click.Choice(["required", "all"]), default="required", show_default=True,
@@ -66,7 +67,8 @@ def _find_conversations(rendered: Path, workdir: Path) -> Path:
 @click.option("--max-per-dialogue", type=int, default=None, help="At most N sources per dialogue.")
 @click.option("--span-picker", default="offline", show_default=True,
               help="QA: PROVIDER:MODEL to locate answers not found verbatim in the transcript.")
-@click.option("--workers", type=int, default=None, help="Worker processes (default: cores).")
+@click.option("--workers", type=click.IntRange(1, None), default=None,
+              help="Worker processes (default: cores).")
 @click.option("--asr-check", is_flag=True,
               help="Transcribe every item with Whisper and print how often answerable variants "
                    "still say the value and unanswerable ones no longer do (slow).")
@@ -88,8 +90,6 @@ def mask(rendered, conversations, audio_root, qa_dataset, split, audio_column, q
     g = get_globals()
     if (rendered is None) == (qa_dataset is None):
         raise ConfigError("give exactly one source: --rendered render.jsonl or --qa-dataset PATH")
-    if workers is not None and workers < 1:
-        raise ConfigError(f"--workers {workers}: must be >= 1")
     try:
         config = MaskConfig(signals=_csv(signals, "--signals"), windows_ms=_windows(windows),
                             snr_db=snr_db, fade_ms=fade_ms, aligner=aligner, facts=facts,
@@ -147,5 +147,5 @@ def mask(rendered, conversations, audio_root, qa_dataset, split, audio_column, q
                    f"(n={rates['n_answerable']}), unanswerable_value_removed="
                    f"{rates['unanswerable_value_removed']:.3f} (n={rates['n_unanswerable']}); "
                    f"details in {g.workdir / 'mask.asr_check.jsonl'}")
-    if not items:
-        raise click.exceptions.Exit(1)
+    fail_if_nothing(len(items), f"no masked item was built ({len(result.failures)} failed); "
+                    f"see {g.workdir / 'mask.failures.jsonl'}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, require_file
+from bargein.cli.util import fail_if_nothing, get_globals, require_file
 
 
 @click.command("timing")
@@ -73,3 +73,5 @@ def timing(recordings: Path, schedule: Path | None, vad: str, protocol: str, dro
     if failures:
         click.echo(f"{len(failures)} recording(s) failed; reasons in {out}/failures.jsonl")
     click.echo(f"-> {out}")
+    fail_if_nothing(summary["recordings"], f"no recording could be scored ({len(failures)} failed); "
+                    f"reasons in {out}/failures.jsonl")

@@ -7,6 +7,7 @@ command modules lazily, so there is no import cycle.
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,11 +16,24 @@ import click
 from bargein.errors import ConfigError, NotBuiltYet
 
 
+DEFAULT_SEED = 1234
+
+
 @dataclass
 class Globals:
-    seed: int = 1234
+    seed: int = DEFAULT_SEED
     workdir: Path = Path("work")
     verbose: int = 0
+    seed_given: bool = False        # --seed was on the command line (it then overrides a config's seed)
+
+    def resolve_seed(self, local: int | None = None, config: int | None = None) -> int:
+        """The one seed rule every command follows: a command's own ``--seed`` > the global
+        ``--seed`` given on the command line > the config's ``seed`` > the global default."""
+        if local is not None:
+            return local
+        if self.seed_given or config is None:
+            return self.seed
+        return config
 
 
 def get_globals() -> Globals:
@@ -31,6 +45,29 @@ def get_globals() -> Globals:
 
 
 pass_globals = click.make_pass_decorator(Globals, ensure=True)
+
+
+class FiniteFloat(click.ParamType):
+    """A float option that refuses nan and ±inf (and, with ``min``, values below it)."""
+
+    name = "number"
+
+    def __init__(self, min: float | None = None):
+        self.min = min
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float) and math.isfinite(value):
+            x = value
+        else:
+            try:
+                x = float(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x):
+            self.fail(f"{value!r} is not a finite number; give e.g. 10 or -5.5", param, ctx)
+        if self.min is not None and x < self.min:
+            self.fail(f"{value!r} is below the minimum {self.min:g}", param, ctx)
+        return x
 
 
 def parse_kv(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -94,6 +131,15 @@ class LazyGroup(click.Group):
                 rows.append((name, cmd.get_short_help_str(60)))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def fail_if_nothing(produced: int, summary: str) -> None:
+    """A command that ran but produced nothing useful exits 1 with a one-line summary on stderr.
+
+    ``summary`` says what failed and where the evidence is (the failures file)."""
+    if produced <= 0:
+        click.echo(f"error: {summary}", err=True)
+        raise click.exceptions.Exit(1)
 
 
 def echo_report(report, *, as_json: bool, out, wrote: str) -> None:

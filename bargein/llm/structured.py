@@ -29,9 +29,10 @@ def schema_of(schema: type[BaseModel]) -> dict[str, Any]:
     return schema.model_json_schema()
 
 
-def instruction(schema: type[BaseModel], json_schema: dict[str, Any]) -> str:
+def instruction(name: str, json_schema: dict[str, Any]) -> str:
+    """The prompt text that asks for ``json_schema`` when the server cannot be given it natively."""
     return ("Answer with exactly one JSON object and nothing else (no prose, no code fences). "
-            f"It must validate against this JSON Schema for {schema.__name__}:\n"
+            f"It must validate against this JSON Schema for {name}:\n"
             + json.dumps(json_schema, sort_keys=True, separators=(",", ":")))
 
 
@@ -82,6 +83,19 @@ def parse(completion: Completion, schema: type[M], max_tokens: int | None = None
         raise StructuredError(errors) from None
 
 
-def reask(errors: list[str]) -> str:
-    return ("Your previous answer could not be used:\n" + "\n".join(f"- {e}" for e in errors)
+def reask(errors: list[str], *, omitted: str | None = None) -> str:
+    head = ("Your previous answer could not be used" if omitted is None
+            else f"Your previous answer ({omitted}, not repeated here) could not be used")
+    return (head + ":\n" + "\n".join(f"- {e}" for e in errors)
             + "\nReply again with only the corrected JSON object.")
+
+
+def reask_messages(failed: Completion, errors: list[str], *, quote_tokens: int) -> list[dict[str, str]]:
+    """The turns that re-ask after ``failed``: its text as the assistant's turn when it is short
+    and complete, then the errors. A long or cut-off answer is not sent back (it would fill the
+    context window and invite the model to repeat it): the errors say what was wrong with it."""
+    text = failed.text
+    if not failed.truncated and (len(text) + 3) // 4 <= quote_tokens and text.strip():
+        return [{"role": "assistant", "content": text}, {"role": "user", "content": reask(errors)}]
+    what = f"{len(text):,} characters" + (", cut off at the token limit" if failed.truncated else "")
+    return [{"role": "user", "content": reask(errors, omitted=what)}]
