@@ -301,7 +301,7 @@ def _merged_s(regions: Sequence[tuple[float, float, int, int]]) -> float:
     return total
 
 
-def mention_leaks(words: Sequence[WordTiming], critical: tuple[int, int], context: Sequence[dict],
+def mention_leaks(words: Sequence[WordTiming], critical: tuple[int, int], context: Sequence,
                   values: Sequence[str]) -> str | None:
     """Where else the model would get the value: another mention in the clip, or anything in
     ``context`` (system prompt, other turns). None when the mask really hides it."""
@@ -311,9 +311,11 @@ def mention_leaks(words: Sequence[WordTiming], critical: tuple[int, int], contex
         if hit:
             return f"the value is said again {where} ({hit!r}); its mask would not hide it"
     for c in context:
-        hit = value_leak(str(c.get("content", "")), values)
+        content = c.get("content", "") if isinstance(c, dict) else getattr(c, "content", "")
+        role = c.get("role", "?") if isinstance(c, dict) else getattr(c, "role", "?")
+        hit = value_leak(str(content), values)
         if hit:
-            return f"the model also receives the value in the {c.get('role', '?')} context ({hit!r})"
+            return f"the model also receives the value in the {role} context ({hit!r})"
     return None
 
 

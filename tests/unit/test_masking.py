@@ -488,16 +488,17 @@ def test_values_the_model_gets_elsewhere_are_withheld_or_not_masked(rendered, tm
     cfg = MaskConfig(windows_ms=(0,), signals=("silence",), slots=("account_number",))
     prompt = conv.with_(scenario=conv.scenario.model_copy(
         update={"system_prompt": "You are a telecom agent.\n- Account number: 4471-0932\nBe brief."}))
-    res = mask_rendered(rds, [prompt], workdir=tmp_path / "p", seed=1, config=cfg, audio_root=rwd,
+    same = [rd.with_(conversation_id=prompt.id) for rd in rds]       # the id follows the scenario
+    res = mask_rendered(same, [prompt], workdir=tmp_path / "p", seed=1, config=cfg, audio_root=rwd,
                         workers=1, progress=False)
-    assert res.outputs and not res.failures
+    assert res.outputs and not res.failures, [f.reason for f in res.failures]
     for it in res.outputs:
-        assert it.context[0]["content"] == "You are a telecom agent.\n- Account number: [withheld]\nBe brief."
-        assert not any(value_leak(c["content"], [it.answer]) for c in it.context)
+        assert it.context[0].content == "You are a telecom agent.\n- Account number: [withheld]\nBe brief."
+        assert not any(value_leak(c.content, [it.answer]) for c in it.context)
     earlier = _with_texts(conv, m0="Thanks for calling. Is it still account four four seven one, zero nine "
                                    "three two?")
-    res = mask_rendered(rds, [earlier], workdir=tmp_path / "e", seed=1, config=cfg, audio_root=rwd,
-                        workers=1, progress=False)
+    res = mask_rendered([rd.with_(conversation_id=earlier.id) for rd in rds], [earlier], workdir=tmp_path / "e",
+                        seed=1, config=cfg, audio_root=rwd, workers=1, progress=False)
     assert not res.outputs and "said before message 1" in res.failures[0].reason, res.failures
 
 
