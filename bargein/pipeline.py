@@ -399,7 +399,10 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
     workdir.mkdir(parents=True, exist_ok=True)
     state = BuildState(config=config, workdir=workdir, out_dir=out_dir, seed=config.seed,
                        progress=progress, previous=Path(previous) if previous else None)
-    times = run(p, state)
+    from bargein.executors import using_executor
+
+    with using_executor(config.executor):       # CPU stages: local processes or Ray tasks
+        times = run(p, state)
     return BuildReport(manifest=state.records[ReleaseManifest][0], out_dir=out_dir,
                        workdir=workdir, stage_seconds=times, counts=state.counts,
                        failures=state.failures, stages=p.names)
