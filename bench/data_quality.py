@@ -32,7 +32,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]   # bench/inspect.py
 
-from bargein.generators import phrases as P  # noqa: E402
+from bargein.generators import phrases as P  # noqa: E402,F401
 from bargein.records import Conversation, VerifiedConversation  # noqa: E402
 from bargein.seeding import stable_int  # noqa: E402
 from bargein.verify.checks import run_checks  # noqa: E402

@@ -372,6 +372,15 @@ def generate_conversations(scenarios: list[Scenario], *, seed: int, workdir: str
     exports = write_exports(train_items, accepted, workdir, seed=seed, sft=sft, dpo=dpo)
     stats = run_stats(verified, items, {k: r.failures for k, r in results.items()}, agents=llm)
     stats["split"] = split_record(accepted, pools, train_percent)
+    from bargein.verify.report import quality_report
+
+    def rows(name: str) -> list[dict] | None:
+        path = workdir / name
+        return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()] \
+            if name.split(".")[0] in exports and path.exists() else None
+
+    stats["quality"] = quality_report(verified, items, rows("dpo.jsonl"), sft_rows=rows("sft.jsonl"),
+                                      split=stats["split"])
     atomic_write_text(workdir / "stats.json", json.dumps(stats, indent=2, sort_keys=True) + "\n")
     return ConversationRun(results=results, verified=verified, items=items, stats=stats,
                            exports=exports, train_items=train_items)
