@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bargein.errors import ConfigError
+from bargein.executors import ExecutorConfig
 
 PERTURBATION_TYPES = ("late_response", "early_entry", "hold_instead_of_shift",
                       "shift_instead_of_hold", "excessive_backchannel")
@@ -90,6 +91,14 @@ class BuildConfig(_Section):
     timing: TimingConfig = TimingConfig()
     exports: ExportConfig = ExportConfig()
     release: ReleaseConfig = ReleaseConfig()
+    executor: ExecutorConfig = Field(ExecutorConfig(), description="where CPU stages run: "
+                                     "local (default) or ray; `executor: ray` is short for "
+                                     "{kind: ray}", json_schema_extra={"execution": True})
+
+    @field_validator("executor", mode="before")
+    @classmethod
+    def _executor_shorthand(cls, v: Any) -> Any:
+        return {"kind": v} if isinstance(v, str) else v
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)

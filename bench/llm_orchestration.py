@@ -27,6 +27,14 @@ timing figures depend on how busy the machine is, so a missed timing goal is rep
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# run as `python bench/llm_orchestration.py`, this folder comes first on the import path, and
+# bench/inspect.py would shadow the standard library's inspect module: take the folder off
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
 import argparse
 import gc
 import hashlib
@@ -34,9 +42,8 @@ import json
 import os
 import re
 import shutil
-import sys
 import tempfile
-from pathlib import Path
+import time
 
 from pydantic import BaseModel
 
@@ -125,15 +132,18 @@ def main() -> int:
             run(srv, items(1, "warm"), root / "warm", cache_dir=root / "warm_cache", concurrency=1, steps=1)
 
             srv.clear()
+            cpu0 = time.process_time()
             res, main_llm = run(srv, items(n, "conv"), root / "main", cache_dir=root / "cache",
                                 concurrency=n, steps=steps)
+            cpu_ms = (time.process_time() - cpu0) * 1000
             requests = srv.request_count
             wall = res.wall_s
             assert not res.failures and len(res.outputs) == n, res.summary()
             ideal = steps * lat
             eff = ideal / wall
             print(f"concurrent: {n} conversations x {steps} calls in {wall:.3f}s "
-                  f"({requests} requests)")
+                  f"({requests} requests; client CPU {cpu_ms / requests:.2f} ms per request, "
+                  f"{cpu_ms / 1000 / wall:.0%} of the wall)")
 
             k = args.sequential_subset
             seq, _ = run(srv, items(k, "seq"), root / "seq", cache_dir=root / "seq_cache",

@@ -8,7 +8,7 @@ Specs: ``openai:MODEL`` (any OpenAI-compatible server by ``base_url`` / ``OPENAI
 ``anthropic:MODEL`` (``ANTHROPIC_BASE_URL``), ``llamacpp:/path/model.gguf``; other providers
 register under kind ``"llm"`` in :mod:`bargein.registry` (entry point group ``bargein.llm``)
 with a factory ``create(model, *, base_url, timeout_s, max_retries, structured, api_key_env,
-client, context_tokens, max_connections, **more)`` (ignore what you do not use).
+client, context_tokens, max_connections, http, **more)`` (ignore what you do not use).
 
 Keys come from the environment only (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` or
 ``api_key_env``). Without a key the provider's own endpoint is refused with a ConfigError naming
@@ -39,6 +39,7 @@ from bargein.llm.cache import ResponseCache, default_cache_dir
 from bargein.llm.client import LLMClient
 from bargein.llm.ledger import CostLedger, PriceTable, ledger_for
 from bargein.llm.limits import Limits
+from bargein.llm.sdkclients import HTTP_CLIENTS
 
 __all__ = ["Completion", "CostLedger", "LLMClient", "PriceTable", "Provider", "Usage", "get_llm",
            "is_offline", "parse_spec"]
@@ -93,6 +94,7 @@ def get_llm(
     context_tokens: int | str | None = None,
     client: Any = None,
     max_tokens_field: str | None = None,
+    http: str = "auto",
 ) -> LLMClient:
     """An :class:`LLMClient` for ``spec``.
 
@@ -110,7 +112,9 @@ def get_llm(
     cut to the context window when it is known: ``context_tokens`` (an int, or ``"server"`` to
     ask an OpenAI-compatible server once; a GGUF's own for ``llamacpp``); ``max_tokens_field``
     (``max_tokens`` | ``max_completion_tokens``; by default chosen from the model name);
-    ``client`` the user's own SDK client or a factory of one.
+    ``client`` the user's own SDK client or a factory of one; ``http`` which of the SDK's HTTP
+    clients bargein builds (``auto``: the SDK's aiohttp client where installed, else its httpx
+    default; see :func:`bargein.llm.sdkclients.http_client`).
     """
     if is_offline(spec):
         raise ConfigError(f"{spec!r} is not an LLM provider: check is_offline(spec) and use the "
@@ -126,10 +130,12 @@ def get_llm(
     _check("max_tokens", max_tokens, isinstance(max_tokens, int) and max_tokens >= 1, "an integer >= 1")
     _check("context_tokens", context_tokens, context_tokens is None or context_tokens == "server"
            or (isinstance(context_tokens, int) and context_tokens >= 256), "an integer >= 256 or 'server'")
+    _check("http", http, http in HTTP_CLIENTS, f"one of {', '.join(HTTP_CLIENTS)}")
     concurrency = concurrency or DEFAULT_CONCURRENCY.get(name, 8)
     options: dict[str, Any] = {"base_url": base_url, "timeout_s": timeout_s, "max_retries": max_retries,
                                "structured": structured, "api_key_env": api_key_env,
-                               "context_tokens": context_tokens, "max_connections": concurrency}
+                               "context_tokens": context_tokens, "max_connections": concurrency,
+                               "http": http}
     if client is not None:
         options["client"] = client
     if max_tokens_field is not None:

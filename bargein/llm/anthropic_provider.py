@@ -56,7 +56,8 @@ class AnthropicProvider:
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 120.0,
                  max_retries: int = 4, structured: str = "auto", api_key_env: str | None = None,
-                 client: Any = None, max_connections: int = 8, context_tokens: int | None = None, **_ignored: Any):
+                 client: Any = None, max_connections: int = 8, http: str = "auto",
+                 context_tokens: int | str | None = None, **_ignored: Any):
         import anthropic
 
         spec = f"anthropic:{model}"
@@ -80,7 +81,7 @@ class AnthropicProvider:
             def make() -> Any:
                 return anthropic.AsyncAnthropic(api_key=key, base_url=self.base_url, timeout=timeout_s,
                                                 max_retries=max_retries,
-                                                http_client=http_client(anthropic, max_connections, timeout_s))
+                                                http_client=http_client(anthropic, max_connections, timeout_s, http))
         self.server_key = (self.name, self.base_url or "")
         self._clients = LoopClients(make, sdk=anthropic, user=client, what=spec)
 

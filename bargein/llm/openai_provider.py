@@ -74,8 +74,9 @@ class OpenAIProvider:
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 120.0,
                  max_retries: int = 4, structured: str = "auto", api_key_env: str | None = None,
-                 client: Any = None, max_connections: int = 8, max_tokens_field: str | None = None,
-                 context_tokens: int | None = None, **_ignored: Any):
+                 client: Any = None, max_connections: int = 8, http: str = "auto",
+                 max_tokens_field: str | None = None, context_tokens: int | str | None = None,
+                 **_ignored: Any):
         import openai
 
         spec = f"openai:{model}"
@@ -100,7 +101,7 @@ class OpenAIProvider:
             def make() -> Any:
                 return openai.AsyncOpenAI(api_key=key, base_url=self.base_url, timeout=timeout_s,
                                           max_retries=max_retries,
-                                          http_client=http_client(openai, max_connections, timeout_s))
+                                          http_client=http_client(openai, max_connections, timeout_s, http))
         self.server_key = (self.name, self.base_url or "")
         self._clients = LoopClients(make, sdk=openai, user=client, what=spec)
 

@@ -108,15 +108,36 @@ class LoopClients:
             await state.sentinel
 
 
-def http_client(sdk: Any, max_connections: int, timeout_s: float) -> Any:
-    """The SDK's default HTTP client, keeping up to ``max_connections`` connections alive."""
+HTTP_CLIENTS = ("auto", "aiohttp", "httpx")
+
+
+def http_client(sdk: Any, max_connections: int, timeout_s: float, kind: str = "auto") -> Any:
+    """One of the SDK's own HTTP clients, keeping up to ``max_connections`` connections alive.
+
+    ``aiohttp``: the SDK's ``DefaultAioHttpClient`` (the transport the SDKs recommend for many
+    concurrent requests: about a quarter less CPU per request than the default); ``httpx``: the
+    SDK's default ``DefaultAsyncHttpxClient``; ``auto``: aiohttp where the SDK and the
+    ``aiohttp`` package provide it, else httpx. Both honour proxies from the environment.
+    """
+    if kind not in HTTP_CLIENTS:
+        raise ConfigError(f"http={kind!r}; valid: {', '.join(HTTP_CLIENTS)}")
     default = sdk.DEFAULT_CONNECTION_LIMITS
-    if max_connections <= (default.max_keepalive_connections or 0):
-        return sdk.DefaultAsyncHttpxClient(timeout=timeout_s)
-    # the limits object of the SDK's own HTTP library, as the SDK builds its default
-    limits = type(default)(max_connections=max(max_connections, default.max_connections or 0),
-                           max_keepalive_connections=max_connections)
-    return sdk.DefaultAsyncHttpxClient(timeout=timeout_s, limits=limits)
+    kwargs: dict[str, Any] = {"timeout": timeout_s}
+    if max_connections > (default.max_keepalive_connections or 0):
+        # the limits object of the SDK's own HTTP library, as the SDK builds its default
+        kwargs["limits"] = type(default)(max_connections=max(max_connections, default.max_connections or 0),
+                                         max_keepalive_connections=max_connections)
+    if kind != "httpx":
+        aio = getattr(sdk, "DefaultAioHttpClient", None)
+        try:
+            if aio is None:
+                raise RuntimeError(f"{sdk.__name__} {sdk.__version__} has no DefaultAioHttpClient")
+            return aio(**kwargs)
+        except (RuntimeError, ImportError) as e:          # the SDK's aiohttp extra is missing
+            if kind == "aiohttp":
+                raise ConfigError(f"http='aiohttp' needs the SDK's aiohttp support ({e}). Fix: "
+                                  f"pip install '{sdk.__name__}[aiohttp]', or http='httpx'") from None
+    return sdk.DefaultAsyncHttpxClient(**kwargs)
 
 
 def map_sdk_error(exc: BaseException, sdk: Any, *, provider: str, key_env: str, max_retries: int,

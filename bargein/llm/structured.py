@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -63,6 +65,20 @@ def _json_text(text: str) -> Any:
     return json.loads(s)      # raises with the parser's message
 
 
+_UNITS = re.compile(r"[^.!?\n\"]+")
+REPEAT_MIN_CHARS = 16
+REPEAT_MIN_TIMES = 4
+
+
+def repetition(text: str) -> tuple[str, int] | None:
+    """The sentence an answer repeats most, and how often, when a model has fallen into a loop
+    (some sentence of at least 16 characters four times or more); else None. Linear in the text."""
+    units = Counter(" ".join(u.split()).lower() for u in _UNITS.findall(text))
+    best = max(((u, n) for u, n in units.items() if len(u) >= REPEAT_MIN_CHARS), key=lambda x: x[1],
+               default=None)
+    return best if best is not None and best[1] >= REPEAT_MIN_TIMES else None
+
+
 def parse(completion: Completion, schema: type[M], max_tokens: int | None = None) -> M:
     """The validated object in ``completion``, or :class:`StructuredError` saying what is wrong."""
     try:
@@ -72,6 +88,10 @@ def parse(completion: Completion, schema: type[M], max_tokens: int | None = None
         if completion.truncated:
             errors.insert(0, f"the answer was cut off at the token limit (max_tokens={max_tokens}); "
                              "answer more briefly")
+        loop = repetition(completion.text)
+        if loop is not None:
+            errors.insert(0, f"the answer repeats \"{loop[0][:80]}\" {loop[1]} times: write each "
+                             "point once, then close the JSON object")
         raise StructuredError(errors) from None
     try:
         return schema.model_validate(data)

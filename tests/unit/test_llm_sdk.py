@@ -250,8 +250,10 @@ def test_a_long_failed_answer_is_not_sent_back_its_errors_are(keys, tmp_path):
         assert ask(llm) == Echo(text="ok", n=1)
         reask = srv.requests[1].json["messages"]
     assert [m["role"] for m in reask] == ["user", "user"]
-    assert "The caller must provide" not in json.dumps(reask)
-    assert "not valid JSON" in reask[1]["content"] and f"{len(rambling):,} characters" in reask[1]["content"]
+    assert "The caller must provide" not in json.dumps(reask)             # the answer is not sent back
+    errors = reask[1]["content"]
+    assert "not valid JSON" in errors and f"{len(rambling):,} characters" in errors
+    assert 'repeats "the caller must provide their name" 80 times: write each point once' in errors
 
 
 def test_a_short_failed_answer_is_shown_with_its_errors(keys, tmp_path):
@@ -269,3 +271,20 @@ def test_completion_record_is_what_the_sdk_returned(keys, tmp_path):
                                 workdir=tmp_path).complete([{"role": "user", "content": "x"}], agent="a"))
     assert isinstance(c, Completion) and c.text == "plain" and c.usage == Usage(1, 2)
     assert c.raw["id"].startswith("msg_loopback_")
+
+
+@pytest.mark.parametrize("http", ["auto", "httpx", "aiohttp"])
+def test_either_of_the_sdks_http_clients_carries_the_calls(http, keys, tmp_path):
+    pytest.importorskip("aiohttp") if http == "aiohttp" else None
+    with LoopbackLLMServer(answers=[ANSWER, ANSWER]) as srv:
+        for provider, base in (("openai:gpt-4o-mini", srv.openai_base_url),
+                               ("anthropic:claude-haiku-4-5", srv.anthropic_base_url)):
+            assert ask(get_llm(provider, base_url=base, workdir=tmp_path, http=http)) == Echo(text="ok", n=1)
+        assert srv.request_count == 2
+
+
+def test_an_unknown_http_client_is_a_config_error(keys):
+    from bargein.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="http='curl'.*auto, aiohttp, httpx"):
+        get_llm("openai:gpt-4o-mini", http="curl")
