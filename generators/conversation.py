@@ -113,7 +113,8 @@ class RuleAgents:
         return turn
 
     async def user_reply(self, plan, heard, rng, sample) -> str:
-        return self.user.reply(user_plan(plan), rng)
+        last = next((m["text"] for m in reversed(heard) if m["role"] == "assistant"), "") if heard else ""
+        return self.user.reply(user_plan(plan), rng, last)
 
     async def user_interject(self, plan, message, content_start, context, heard, rng, sample) -> Interjected:
         return self.user.interject(user_plan(plan), message, content_start, context, rng)
@@ -228,7 +229,10 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
                     inter = await agents.user_interject(plan, text, turn.content_start, context,
                                                         _heard_view(messages), rng, replan)
                 elif plan.assistant_action != "farewell":
-                    reply = await agents.user_reply(plan, _heard_view(messages), rng, replan)
+                    heard = _heard_view(messages)
+                    if isinstance(agents, RuleAgents):      # the turn being answered, too
+                        heard = heard + [{"role": "assistant", "text": text}]
+                    reply = await agents.user_reply(plan, heard, rng, replan)
                 break
             except GenerationFailed as e:      # plan broken, or no schema-valid answer
                 if plan.type is not None:
@@ -322,9 +326,10 @@ class ConversationRun:
 
     results: dict[str, StageResult]
     verified: list[VerifiedConversation]
-    items: list[EvalItem]
+    items: list[EvalItem]                     # the test pool (eval_items.jsonl)
     stats: dict
     exports: dict[str, int]
+    train_items: list[EvalItem] = dataclasses.field(default_factory=list)   # SFT/DPO source
 
     @property
     def accepted(self) -> list[Conversation]:
@@ -334,15 +339,20 @@ class ConversationRun:
 def generate_conversations(scenarios: list[Scenario], *, seed: int, workdir: str | os.PathLike,
                            llm: str = "offline", verify_rounds: int = 3, sft: bool = True,
                            dpo: bool = True, resources: dict[str, Any] | None = None,
-                           progress: bool | None = None) -> ConversationRun:
+                           progress: bool | None = None,
+                           train_percent: int = 30) -> ConversationRun:
     """Simulate -> rubrics -> verify/modify -> eval items -> SFT/DPO exports -> statistics.
 
     Writes ``simulate.jsonl``, ``conversations.jsonl`` (with rubrics), ``verified.jsonl``
     (accepted and discarded, every verdict), ``eval_items.jsonl``, ``sft.jsonl``, ``dpo.jsonl``,
     ``stats.json`` and a ``<stage>.failures.jsonl`` per stage into ``workdir``.
+
+    Accepted conversations are split by goal (:func:`~bargein.generators.exports.split_pools`):
+    ``train_percent`` of the goals feed ``sft.jsonl`` / ``dpo.jsonl``, the rest ``eval_items.jsonl``
+    (the benchmark), so no training target comes from a test goal (``stats["split"]``).
     """
     from bargein.generators.eval_items import eval_items_stage
-    from bargein.generators.exports import write_exports
+    from bargein.generators.exports import split_pools, split_record, write_exports
     from bargein.generators.rubric import rubric_stage
     from bargein.generators.stats import run_stats
     from bargein.verify.loop import verify_stage
@@ -359,8 +369,22 @@ def generate_conversations(scenarios: list[Scenario], *, seed: int, workdir: str
     results["eval_items"] = run_stage(eval_items_stage(), verified, **kw)
     items = list(results["eval_items"].outputs)
     accepted = [v.conversation for v in verified if v.accepted]
-    exports = write_exports(items, accepted, workdir, seed=seed, sft=sft, dpo=dpo)
+    pools = split_pools(accepted, seed=seed, train_percent=train_percent)
+    train_items = [i for i in items if pools.get(i.conversation_id) == "train"]
+    items = [i for i in items if pools.get(i.conversation_id, "test") == "test"]
+    write_jsonl(workdir / "eval_items.jsonl", items)
+    exports = write_exports(train_items, accepted, workdir, seed=seed, sft=sft, dpo=dpo)
     stats = run_stats(verified, items, {k: r.failures for k, r in results.items()}, agents=llm)
+    stats["split"] = split_record(accepted, pools, train_percent)
+    from bargein.verify.report import quality_report
+
+    def rows(name: str) -> list[dict] | None:
+        path = workdir / name
+        return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()] \
+            if name.split(".")[0] in exports and path.exists() else None
+
+    stats["quality"] = quality_report(verified, items, rows("dpo.jsonl"), sft_rows=rows("sft.jsonl"),
+                                      split=stats["split"])
     atomic_write_text(workdir / "stats.json", json.dumps(stats, indent=2, sort_keys=True) + "\n")
     return ConversationRun(results=results, verified=verified, items=items, stats=stats,
-                           exports=exports)
+                           exports=exports, train_items=train_items)

@@ -120,7 +120,7 @@ def test_the_verifier_accepts_the_offline_conversations(run):
 
 # ---- eval items ---------------------------------------------------------------------------
 def test_eval_items_one_per_interruption_with_the_cut_turn_as_heard(run):
-    items = run.items
+    items = run.items + run.train_items          # the test pool and the training pool
     assert len(items) == sum(len(c.interruptions) for c in run.accepted)
     by_conv = {c.id: c for c in run.accepted}
     for item in items:
