@@ -86,9 +86,20 @@ def build_cmd(out, name, version, conversations, rendered, eval_items, repair, t
     if not any((conversations, eval_items, repair, timing, sft, dpo)):
         raise ConfigError("nothing to release. Fix: pass at least one of --conversations, "
                           "--eval-items, --repair, --timing, --sft, --dpo")
-    prov = {"seed": g.seed}
+    prov: dict = {}
     if provenance:
-        prov.update(json.loads(require_file(provenance, "--provenance", "a JSON file").read_text()))
+        path = require_file(provenance, "--provenance", "pass a JSON file")
+        try:
+            prov = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise ConfigError(f"--provenance {path}: not a UTF-8 JSON file ({e}). Fix: pass a JSON "
+                              'object such as {"llm": "offline", "seed": 7}') from None
+        if not isinstance(prov, dict):
+            raise ConfigError(f"--provenance {path}: expected a JSON object, got "
+                              f"{type(prov).__name__}")
+    # the seed rule: an explicit global --seed > the provenance file's seed > the default
+    file_seed = prov.get("seed") if isinstance(prov.get("seed"), int) else None
+    prov["seed"] = g.resolve_seed(None, file_seed)
     sources = ReleaseSources(
         conversations=_path_opt(conversations, "--conversations"),
         rendered=_path_opt(rendered, "--rendered"),
