@@ -95,6 +95,7 @@ class BuildState:
     counts: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
     order: tuple[str, ...] = ()
+    backend: Mapping[str, Any] = field(default_factory=dict)    # the running stage's backend config
 
     def artifact(self, key: str) -> Path | None:
         return self.artifacts.get(key)
@@ -262,12 +263,15 @@ def _render(state: BuildState) -> StageOutcome:
 
 
 def _mask(state: BuildState) -> StageOutcome:
+    from bargein.masking.items import MaskConfig
     from bargein.masking.stage import mask_rendered
 
     r = state.config.repair
     res = mask_rendered(state.records[RenderedDialogue], state.records[VerifiedConversation],
-                        workdir=state.workdir, seed=state.seed, signals=tuple(r.signals),
-                        windows_ms=tuple(r.windows_ms), max_items=r.max_items,
+                        workdir=state.workdir, seed=state.seed,
+                        config=MaskConfig(aligner=state.backend["aligner"]),
+                        signals=tuple(r.signals), windows_ms=tuple(r.windows_ms),
+                        max_items=r.max_items, workers=state.config.audio.workers,
                         progress=state.progress)
     return StageOutcome({MaskedItem: list(res.outputs)}, {"repair": len(res.outputs)},
                         {"mask": len(res.failures)})
@@ -283,7 +287,8 @@ def _perturb(state: BuildState) -> StageOutcome:
                  for rd in state.records[RenderedDialogue]]
     summary = run_perturb(dialogues, types=list(c.timing.types), per_type=c.timing.per_type,
                           out_dir=workdir / "perturb", workdir=workdir, seed=state.seed,
-                          sample_rate=c.audio.sample_rate, workers=c.audio.workers or 1)
+                          vad=state.backend["vad"], sample_rate=c.audio.sample_rate,
+                          workers=c.audio.workers or 1)
     return StageOutcome({}, {"timing": int(summary["pairs"])}, {"perturb": int(summary["skipped"])})
 
 
@@ -339,7 +344,7 @@ def plan(config: BuildConfig) -> Plan:
         if c.repair.enabled:
             specs.append(StageSpec(
                 "mask", (RenderedDialogue, VerifiedConversation), (MaskedItem,), _mask,
-                {"repair": "mask.jsonl"}, {"aligner": "synth"}))
+                {"repair": "mask.jsonl"}, {"aligner": "auto"}, needs=("aligner",)))
         if c.timing.enabled:
             specs.append(StageSpec(
                 "perturb", (RenderedDialogue,), (PerturbationPair,), _perturb,
@@ -364,6 +369,7 @@ def run(p: Plan, state: BuildState) -> dict[str, float]:
             raise WiringError(f"stage {spec.name!r} found no {', '.join(missing)} records from "
                               "upstream; its producer did not return what it declares")
         _say(f"{spec.name} ...")
+        state.backend = dict(spec.backend)
         t0 = time.perf_counter()
         outcome = spec.fn(state)
         times[spec.name] = round(time.perf_counter() - t0, 3)
