@@ -55,6 +55,8 @@ SPEC_FORMS = ("openai:MODEL (e.g. openai:gpt-4o-mini; any OpenAI-compatible serv
               "anthropic:MODEL (e.g. anthropic:claude-3-5-haiku-latest), "
               "llamacpp:/path/to/model.gguf, or 'offline' for the rule-based agents")
 DEFAULT_CONCURRENCY = {"openai": 16, "anthropic": 8, "llamacpp": 1}
+SETTING_DEFAULTS: dict[str, Any] = {"timeout_s": 120.0, "max_retries": 4, "structured": "auto",
+                                    "max_tokens": 1024, "http": "auto"}
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -84,17 +86,17 @@ def get_llm(
     concurrency: int | None = None,
     rpm: float | None = None,
     tpm: float | None = None,
-    timeout_s: float = 120.0,
-    max_retries: int = 4,
-    structured: str = "auto",
+    timeout_s: float | None = None,
+    max_retries: int | None = None,
+    structured: str | None = None,
     prices: dict[str, Any] | None = None,
     api_key_env: str | None = None,
     cache: bool = True,
-    max_tokens: int = 1024,
+    max_tokens: int | None = None,
     context_tokens: int | str | None = None,
     client: Any = None,
     max_tokens_field: str | None = None,
-    http: str = "auto",
+    http: str | None = None,
 ) -> LLMClient:
     """An :class:`LLMClient` for ``spec``.
 
@@ -115,11 +117,30 @@ def get_llm(
     ``client`` the user's own SDK client or a factory of one; ``http`` which of the SDK's HTTP
     clients bargein builds (``auto``: the SDK's aiohttp client where installed, else its httpx
     default; see :func:`bargein.llm.sdkclients.http_client`).
+
+    A setting not given here comes from the provider's registry options, which a config or a
+    program sets once for every stage and worker process
+    (``registry.set_options("llm", "openai", context_tokens=8192, timeout_s=300)``), else from
+    :data:`SETTING_DEFAULTS`.
     """
     if is_offline(spec):
         raise ConfigError(f"{spec!r} is not an LLM provider: check is_offline(spec) and use the "
                           f"rule-based agent. LLM specs: {SPEC_FORMS}")
     name, model = parse_spec(spec)
+    given = {"base_url": base_url, "concurrency": concurrency, "rpm": rpm, "tpm": tpm,
+             "timeout_s": timeout_s, "max_retries": max_retries, "structured": structured,
+             "api_key_env": api_key_env, "max_tokens": max_tokens, "context_tokens": context_tokens,
+             "max_tokens_field": max_tokens_field, "http": http, "budget_usd": budget_usd}
+    configured = registry.options("llm", name)
+    unknown = sorted(set(configured) - set(given))
+    if unknown:
+        raise ConfigError(f"LLM settings for {name}: {', '.join(unknown)} not known; valid: "
+                          f"{', '.join(sorted(given))}")
+    s_ = {k: v if v is not None else configured.get(k, SETTING_DEFAULTS.get(k)) for k, v in given.items()}
+    base_url, concurrency, rpm, tpm = s_["base_url"], s_["concurrency"], s_["rpm"], s_["tpm"]
+    timeout_s, max_retries, structured = s_["timeout_s"], s_["max_retries"], s_["structured"]
+    api_key_env, max_tokens, context_tokens = s_["api_key_env"], s_["max_tokens"], s_["context_tokens"]
+    max_tokens_field, http, budget_usd = s_["max_tokens_field"], s_["http"], s_["budget_usd"]
     _check("budget_usd", budget_usd, budget_usd is None or budget_usd >= 0, "a number >= 0 (USD)")
     _check("concurrency", concurrency, concurrency is None or (isinstance(concurrency, int) and concurrency >= 1),
            "an integer >= 1")

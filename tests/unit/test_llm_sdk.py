@@ -322,3 +322,30 @@ def test_strict_schemas_close_every_object_and_keep_length_limits_as_words(keys)
             [{"role": "user", "content": "x"}], agent="a", json_schema=Loose.model_json_schema()))
         fmt = srv.requests[0].json["response_format"]["json_schema"]
     assert fmt["strict"] is False and fmt["schema"] == Loose.model_json_schema()
+
+
+def test_provider_settings_from_the_registry_reach_every_client(keys, tmp_path):
+    """Settings a config sets once (registry options, passed on to worker processes) apply to
+    every get_llm of that provider; an explicit argument wins; an unknown key is refused."""
+    from bargein.errors import ConfigError
+
+    registry.set_options("llm", "openai", structured="json", max_tokens=77, timeout_s=9.0)
+    try:
+        with LoopbackLLMServer(answers=[ANSWER, ANSWER]) as srv:
+            configured = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, workdir=tmp_path)
+            assert ask(configured) == Echo(text="ok", n=1)
+            explicit = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, workdir=tmp_path,
+                               structured="schema", max_tokens=55)
+            ask(explicit, "other")
+            first, second = (r.json for r in srv.requests)
+        assert first["response_format"] == {"type": "json_object"} and first["max_tokens"] == 77
+        assert second["response_format"]["type"] == "json_schema" and second["max_tokens"] == 55
+        async def sdk_timeout(llm):
+            return llm.provider._clients.get().timeout
+
+        assert asyncio.run(sdk_timeout(configured)) == 9.0 and configured.default_max_tokens == 77
+        registry.set_options("llm", "openai", context_size=4096)
+        with pytest.raises(ConfigError, match="context_size not known; valid: .*context_tokens"):
+            get_llm("openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
+    finally:
+        registry.set_options("llm", "openai")
