@@ -359,3 +359,18 @@ def test_a_frequency_penalty_is_sent_and_keys_the_cache(keys, tmp_path):
         ask(guarded)                                   # same prompt, other sampling: not a cache hit
         first, second = (r.json for r in srv.requests)
     assert "frequency_penalty" not in first and second["frequency_penalty"] == 0.4
+
+
+def test_sixteen_concurrent_first_calls_probe_the_server_once(keys, tmp_path):
+    """Calls in flight together to a new server wait for one probe, not each their own."""
+    with LoopbackLLMServer(reject_modes=("json_schema",), latency_s=0.05,
+                           responder=lambda req: ANSWER) as srv:
+        llm = get_llm("openai:qwen", base_url=srv.openai_base_url, workdir=tmp_path, concurrency=16)
+
+        async def sixteen():
+            return await asyncio.gather(*(llm.structured([{"role": "user", "content": f"q{i}"}], Echo,
+                                                         agent="t") for i in range(16)))
+
+        assert asyncio.run(sixteen()) == [Echo(text="ok", n=1)] * 16
+        refused = [r for r in srv.requests if r.fault == "refused"]
+    assert len(refused) == 2 and srv.request_count == 18
