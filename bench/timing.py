@@ -39,7 +39,7 @@ from bargein.records.audio import RenderedDialogue
 from bargein.records.derived import PERTURBATION_TYPES, PerturbationPair
 from bargein.scorers.predictors import BuiltinPredictor
 from bargein.scorers.turnnat import ClipScorer, c_index, pair_accuracy, score_activity, score_pairs
-from bargein.scorers.turnnat_cli import train_predictor
+from bargein.scorers.turnnat_train import train_predictor
 from bargein.store import read_jsonl, write_jsonl
 
 

@@ -6,7 +6,7 @@
 Modules: :mod:`~bargein.masking.spans` (what to mask), :mod:`~bargein.masking.signals` (how),
 :mod:`~bargein.masking.items` (paired variants, conversation sources),
 :mod:`~bargein.masking.qa` (spoken QA datasets, LLM span picker),
-:mod:`~bargein.masking.stage` (the runner stage, Whisper check), :mod:`~bargein.masking.cli`.
+:mod:`~bargein.masking.stage` (the runner stage, Whisper check), :mod:`~bargein.cli.mask` (the command).
 
 The paper does not publish its aligner setup, span rules, mask level or fades. bargein's choices:
 

@@ -102,7 +102,7 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
 
     # the baseline response per eval item (IHBench's comparative reference): the configured
     # LLM, or the rule-based assistant seeing only the item (labelled "offline-rule")
-    from bargein.generators.baseline_cli import baseline_stage
+    from bargein.generators.baseline import baseline_stage
     from bargein.runner import run_stage
 
     with timed("baseline"):

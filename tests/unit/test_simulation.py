@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from bargein.cli import cli
 from bargein.generators import phrases as P
-from bargein.generators.baseline_cli import OFFLINE_MODEL, fill_baselines
+from bargein.generators.baseline import OFFLINE_MODEL, fill_baselines
 from bargein.generators.conversation import generate_conversations
 from bargein.generators.planner import RoundPlan
 from bargein.generators.scenarios import generate_scenarios

@@ -1,4 +1,4 @@
-"""``bargein baseline``: fill each eval item's ``baseline`` response (IHBench's GPT-4o-audio role).
+"""The baseline stage: fill each eval item's ``baseline`` response (IHBench's GPT-4o-audio role).
 
     bargein baseline --llm openai:gpt-4o-audio-preview --items work/eval_items.jsonl
     bargein baseline --llm offline --items work/eval_items.jsonl     # rule-based, "offline-rule"
@@ -14,9 +14,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import click
-
-from bargein.cliutil import get_globals, require_file
 from bargein.generators import phrases as P
 from bargein.generators.antipatterns import cut_sentence
 from bargein.generators.assistant_sim import lower_first
@@ -89,25 +86,3 @@ def fill_baselines(items: list[EvalItem], *, llm: str, seed: int, workdir: str |
     """Every item with ``baseline`` filled; the runner's result (failures included)."""
     return run_stage(baseline_stage(llm), items, workdir=workdir, seed=seed, resources=resources,
                      progress=progress)
-
-
-@click.command("baseline")
-@click.option("--llm", default="offline", show_default=True,
-              help="PROVIDER:MODEL that plays the baseline, or 'offline' for the rule-based one.")
-@click.option("--items", "items_file", required=True, type=click.Path(path_type=Path, dir_okay=False),
-              help="eval_items.jsonl from 'bargein generate conversations'.")
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Output JSONL [default: WORKDIR/baseline.jsonl].")
-def baseline(llm: str, items_file: Path, out: Path | None) -> None:
-    """Fill eval items' baseline responses."""
-    from bargein.store import read_jsonl, write_jsonl
-
-    g = get_globals()
-    require_file(items_file, "--items", "pass the eval_items.jsonl written by "
-                 "'bargein generate conversations'")
-    items = read_jsonl(items_file, EvalItem)
-    res = fill_baselines(items, llm=llm, seed=g.seed, workdir=g.workdir)
-    out = out or g.workdir / "baseline.jsonl"
-    write_jsonl(out, res.outputs)
-    click.echo(f"{len(res.outputs)} baselines ({llm if llm != 'offline' else OFFLINE_MODEL}) -> {out}; "
-               f"{len(res.failures)} failed")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cliutil import echo_report, get_globals
+from bargein.cli.util import echo_report, get_globals
 
 
 @click.command("ihbench")

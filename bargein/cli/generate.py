@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from bargein.cliutil import LazyGroup
+from bargein.cli.util import LazyGroup
 
 GENERATE_COMMANDS = {
-    "scenarios": ("bargein.generators.scenarios_cli:scenarios",
+    "scenarios": ("bargein.cli.generate_scenarios:scenarios",
                   "Sample (domain, goal, intent) scenarios with KBs and system prompts."),
-    "conversations": ("bargein.generators.conversations_cli:conversations",
+    "conversations": ("bargein.cli.generate_conversations:conversations",
                       "Simulate, verify and export conversations with interruptions."),
 }
 

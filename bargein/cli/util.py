@@ -1,7 +1,7 @@
 """What every command module shares: the global options and small helpers.
 
-Command modules in the stage folders import this module; ``bargein.cli`` imports them lazily,
-so there is no import cycle.
+Every command module in ``bargein.cli`` imports this module; the root group imports the
+command modules lazily, so there is no import cycle.
 """
 
 from __future__ import annotations

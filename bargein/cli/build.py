@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cliutil import get_globals
+from bargein.cli.util import get_globals
 
 
 @click.command("build")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cliutil import get_globals, require_file
+from bargein.cli.util import get_globals, require_file
 
 
 @click.command("conversations")

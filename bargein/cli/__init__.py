@@ -1,0 +1,77 @@
+"""``bargein``: noun-verb commands, each a thin wrapper over one library function.
+
+Every command lives in this package, one module per noun (``bargein.cli.render``,
+``bargein.cli.release``, ...), and loads lazily, so ``bargein --help`` is fast and a stage whose
+optional dependencies are missing does not break the others. Library code never lives here:
+a command parses its options, calls its stage's library function and prints the summary.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from bargein import __version__
+from bargein.cli.score import SCORE_COMMANDS as SCORE_COMMANDS  # the table tests walk
+from bargein.cli.util import Globals, LazyGroup
+from bargein.errors import BargeinError
+
+# command name -> "module:attribute" of a click command or group
+COMMANDS: dict[str, tuple[str, str]] = {
+    "build": ("bargein.cli.build:build", "The whole pipeline: config -> release folder."),
+    "generate": ("bargein.cli.generate:generate", "Generate scenarios or conversations."),
+    "verify": ("bargein.cli.verify:verify", "Verify and repair conversations."),
+    "baseline": ("bargein.cli.baseline:baseline", "Fill eval items' baseline responses."),
+    "render": ("bargein.cli.render:render", "Render conversations to two-channel audio."),
+    "mask": ("bargein.cli.mask:mask", "Build masked-audio repair items."),
+    "perturb": ("bargein.cli.perturb:perturb", "Build TurnNat timing perturbation pairs."),
+    "turnnat": ("bargein.cli.turnnat:turnnat", "Train the built-in turn-taking predictor."),
+    "release": ("bargein.cli.release:release", "Build, push, pull and diff releases."),
+    "respond": ("bargein.cli.respond:respond", "Produce model responses for a release."),
+    "backends": ("bargein.cli.backends:backends", "List registered backends."),
+    "score": ("bargein.cli.score:score", "Score model outputs against a release."),
+    "prompts": ("bargein.cli.prompts:prompts", "List and show the prompt templates."),
+    "schema": ("bargein.cli.schema:schema", "Write the JSON Schema of every record."),
+}
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="bargein")
+@click.option("--seed", type=int, default=1234, show_default=True, help="Global seed.")
+@click.option("--workdir", type=click.Path(path_type=Path), default=Path("work"),
+              show_default=True, help="Work directory (cache, stage outputs, failures).")
+@click.option("-v", "--verbose", count=True, help="More logging; -v also shows tracebacks.")
+@click.pass_context
+def cli(ctx: click.Context, seed: int, workdir: Path, verbose: int) -> None:
+    """bargein: spoken-interaction benchmarks and training data for voice agents."""
+    ctx.obj = Globals(seed=seed, workdir=workdir, verbose=verbose)
+    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else
+                        logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: user errors print one clear line (``-v`` shows the traceback)."""
+    args = sys.argv[1:] if argv is None else argv
+    verbose = any(a in ("-v", "--verbose") or (a.startswith("-v") and set(a[1:]) == {"v"})
+                  for a in args)
+    try:
+        cli.main(args=args, prog_name="bargein", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except BargeinError as e:
+        if verbose:
+            raise
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("interrupted; re-run the same command to resume", err=True)
+        sys.exit(130)

@@ -1,0 +1,5 @@
+"""``python -m bargein.cli``: the same as the ``bargein`` command."""
+
+from bargein.cli import main
+
+main()

@@ -1,0 +1,39 @@
+"""``bargein baseline``: fill each eval item's ``baseline`` response.
+
+    bargein baseline --llm openai:gpt-4o-audio-preview --items work/eval_items.jsonl
+    bargein baseline --llm offline --items work/eval_items.jsonl     # rule-based, "offline-rule"
+
+The library is :mod:`bargein.generators.baseline`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bargein.cli.util import get_globals, require_file
+
+
+@click.command("baseline")
+@click.option("--llm", default="offline", show_default=True,
+              help="PROVIDER:MODEL that plays the baseline, or 'offline' for the rule-based one.")
+@click.option("--items", "items_file", required=True, type=click.Path(path_type=Path, dir_okay=False),
+              help="eval_items.jsonl from 'bargein generate conversations'.")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Output JSONL [default: WORKDIR/baseline.jsonl].")
+def baseline(llm: str, items_file: Path, out: Path | None) -> None:
+    """Fill eval items' baseline responses."""
+    from bargein.generators.baseline import OFFLINE_MODEL, fill_baselines
+    from bargein.records import EvalItem
+    from bargein.store import read_jsonl, write_jsonl
+
+    g = get_globals()
+    require_file(items_file, "--items", "pass the eval_items.jsonl written by "
+                 "'bargein generate conversations'")
+    items = read_jsonl(items_file, EvalItem)
+    res = fill_baselines(items, llm=llm, seed=g.seed, workdir=g.workdir)
+    out = out or g.workdir / "baseline.jsonl"
+    write_jsonl(out, res.outputs)
+    click.echo(f"{len(res.outputs)} baselines ({llm if llm != 'offline' else OFFLINE_MODEL}) -> {out}; "
+               f"{len(res.failures)} failed")
