@@ -19,6 +19,8 @@ from bargein.records.base import Record
 
 R = TypeVar("R", bound=Record)
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 MAX_YAML_NODES = 200_000      # a config expands to a few hundred nodes; aliases can fake billions
 MAX_YAML_BYTES = 4 * 1024 * 1024
 
@@ -151,6 +153,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)      # mkstemp makes 0600; outputs get the usual mode
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)

@@ -302,7 +302,10 @@ def _hub_errors(ref: str, repo_id: str, rev: str):
         RevisionNotFoundError,
     )
 
-    import httpx
+    try:                                  # the HTTP client huggingface_hub is built on
+        from httpx2 import HTTPError as TransportError
+    except ImportError:                   # older huggingface_hub releases
+        from httpx import HTTPError as TransportError
 
     try:
         yield
@@ -318,7 +321,7 @@ def _hub_errors(ref: str, repo_id: str, rev: str):
     except (HfHubHTTPError, EntryNotFoundError) as e:
         raise ReleaseError(f"pulling {ref} failed: {str(e).splitlines()[0]}. Fix: check the "
                            "endpoint, the name and your token, then pull again.") from e
-    except (ValueError, OSError, httpx.HTTPError) as e:   # a file name it refuses, a dead endpoint
+    except (ValueError, OSError, TransportError) as e:   # a file name it refuses, a dead endpoint
         raise ReleaseError(f"pulling {ref} failed: {(str(e).splitlines() or [repr(e)])[0]}. "
                            "Nothing was kept. Fix: check the endpoint and the repo, then pull "
                            "again.") from e
