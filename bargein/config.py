@@ -117,11 +117,9 @@ def load_config(path: str | Path) -> BuildConfig:
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist. Fix: pass an existing YAML "
                           "file, or use --preset demo")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config {path} is not valid YAML: {e}") from None
-    return parse_config(data, str(path))
+    from bargein.store import read_yaml
+
+    return parse_config(read_yaml(path, "config"), str(path))
 
 
 def presets() -> list[str]:

@@ -84,7 +84,7 @@ def iter_json_lines(path: str | os.PathLike, what: str = "JSONL file") -> Iterat
     for n, line in iter_text_lines(path, what):
         try:
             obj = json.loads(line)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise InputError(f"{what} {str(path)!r} line {n}: not JSON ({_first_line(e)}). Fix: "
                              "one JSON object per line; regenerate the file with the stage that "
                              "writes it.") from None
@@ -98,7 +98,7 @@ def read_json(path: str | os.PathLike, what: str = "JSON file") -> Any:
     text = read_text(path, what)
     try:
         return json.loads(text)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise InputError(f"{what} {str(path)!r}: not valid JSON ({_first_line(e)}). Fix: check "
                          "the file with `python -m json.tool`.") from None
 
@@ -119,6 +119,9 @@ def read_yaml(path: str | os.PathLike, what: str = "YAML file") -> Any:
     text = read_text(path, what)
     try:
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise InputError(f"{what} {str(path)!r} nests too deeply to be a {what}. Fix: pass the "
+                         "right file.") from None
     except yaml.YAMLError as e:
         raise InputError(f"{what} {str(path)!r} is not valid YAML ({_first_line(e)}). Fix: "
                          "correct the syntax (plain YAML only; Python tags are refused).") from None

@@ -34,7 +34,7 @@ from bargein.errors import ConfigError, GenerationFailed
 from bargein.records import Aggregate, ItemScore, MaskedItem, ScoreReport
 from bargein.scorers.ear_rules import R_VALUE, RepairJudgment, answer_correct, classify_repair
 from bargein.seeding import stable_int
-from bargein.store import atomic_write_text
+from bargein.store import atomic_write_text, iter_text_lines
 
 SIGNAL_DESCRIPTIONS = {"white_noise": "white noise", "silence": "silence",
                        "music": "a music-like sound"}
@@ -156,9 +156,7 @@ def load_responses(path: str | Path, items: list[MaskedItem], *, allow_missing: 
     known = {i.id for i in items}
     out: dict[str, dict[int, str]] = defaultdict(dict)
     unknown, dupes, bad = set(), set(), []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in iter_text_lines(path, "--responses"):
         try:
             obj = json.loads(line)
             iid, epoch, text = str(obj["item_id"]), int(obj.get("epoch", 0)), obj["response"]

@@ -33,6 +33,7 @@ from bargein.releases.stats import depth_bin, depth_bin_labels
 from bargein.scorers.ihbench_judges import Judge, get_judge
 from bargein.scorers.stats import bootstrap_ci
 from bargein.seeding import stable_int
+from bargein.store import iter_text_lines
 
 log = logging.getLogger("bargein.scorers.ihbench")
 TF, RQ = "tf_win", "rq_pass"
@@ -91,25 +92,22 @@ def load_responses(path: Path, items: list[EvalItem], epochs: int) -> dict[tuple
     known = {i.id for i in items}
     out: dict[tuple[str, int], str] = {}
     unknown, dupes, bad = set(), set(), []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                key = (str(obj["item_id"]), int(obj.get("epoch", 0)))
-                text = obj["response"]
-                if not isinstance(text, str):
-                    raise TypeError("response is not a string")
-            except (ValueError, KeyError, TypeError) as e:
-                bad.append(f"line {n}: {e.__class__.__name__}: {e}")
-                continue
-            if key[0] not in known:
-                unknown.add(key[0])
-            elif key in out:
-                dupes.add(key)
-            else:
-                out[key] = text
+    for n, line in iter_text_lines(path, "responses file"):
+        try:
+            obj = json.loads(line)
+            key = (str(obj["item_id"]), int(obj.get("epoch", 0)))
+            text = obj["response"]
+            if not isinstance(text, str):
+                raise TypeError("response is not a string")
+        except (ValueError, KeyError, TypeError) as e:
+            bad.append(f"line {n}: {e.__class__.__name__}: {e}")
+            continue
+        if key[0] not in known:
+            unknown.add(key[0])
+        elif key in out:
+            dupes.add(key)
+        else:
+            out[key] = text
     want = {(i, e) for i in known for e in range(epochs)}
     missing = sorted(want - set(out))
     extra = sorted(k for k in out if k[1] >= epochs or k[1] < 0)

@@ -67,7 +67,14 @@ def build_cmd(out, name, version, conversations, rendered, eval_items, repair, t
                           "--eval-items, --repair, --timing, --sft, --dpo")
     prov = {"seed": g.seed}
     if provenance:
-        prov.update(json.loads(require_file(provenance, "--provenance", "a JSON file").read_text()))
+        from bargein.store import read_json
+
+        extra = read_json(require_file(provenance, "--provenance", "a JSON file"), "--provenance file")
+        if not isinstance(extra, dict):
+            raise ConfigError(f"--provenance file {provenance!r} holds a JSON "
+                              f"{type(extra).__name__}, not an object. Fix: pass a JSON object, "
+                              'e.g. {"llm": "openai:gpt-4o-mini"}')
+        prov.update(extra)
     sources = ReleaseSources(
         conversations=_path_opt(conversations, "--conversations"),
         rendered=_path_opt(rendered, "--rendered"),
