@@ -153,7 +153,14 @@ def _first_line(e: Exception) -> str:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to a temp file beside ``path`` and rename it into place."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise InputError(f"cannot write {path}: it is a folder. Fix: name a file (e.g. "
+                         f"{path / 'out.jsonl'}).")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(f"cannot write {path}: {_file_in_the_way(path.parent)} is a file, not a "
+                         "folder. Fix: choose another output folder or move that file away.") from None
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_UMASK)      # mkstemp makes 0600; outputs get the usual mode
@@ -166,6 +173,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _file_in_the_way(folder: Path) -> Path:
+    for p in (folder, *folder.parents):
+        if p.exists() and not p.is_dir():
+            return p
+    return folder
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -134,8 +134,12 @@ def iter_conversations(path: Path) -> Iterator[tuple[Conversation, VerifiedConve
     for n, line in _lines(path):
         try:
             obj = json.loads(line)
-        except ValueError as e:
-            raise ReleaseError(f"{path}:{n}: not JSON ({e}). Fix: regenerate it.") from e
+        except (ValueError, RecursionError) as e:
+            raise ReleaseError(f"{path}:{n}: not JSON ({e.__class__.__name__}). Fix: regenerate "
+                               "it.") from None
+        if not isinstance(obj, dict):
+            raise ReleaseError(f"{path}:{n}: a JSON {type(obj).__name__}, not a conversation. "
+                               "Fix: regenerate it.")
         rtype = VerifiedConversation if "conversation" in obj else Conversation
         try:
             rec = rtype.model_validate(obj)
@@ -172,7 +176,10 @@ class _OffsetIndex:
     def _id(self, line: bytes, n: int) -> str:
         try:
             cid = json.loads(line.decode("utf-8"))["conversation_id"]
-        except (ValueError, KeyError, TypeError):
+        except UnicodeDecodeError:
+            raise ReleaseError(f"rendered dialogues file {self.path}: record {n} is not UTF-8 "
+                               "text. Fix: pass the render.jsonl that `bargein render` wrote.") from None
+        except (ValueError, KeyError, TypeError, RecursionError):
             cid = None
         if not isinstance(cid, str):
             raise ReleaseError(f"rendered dialogues file {self.path}: record {n} is not a "
@@ -300,16 +307,20 @@ def _chat_rows(src: Path, config: str, to_row) -> Iterator[tuple[dict[str, Any],
     for n, line in _lines(src):
         try:
             obj = json.loads(line)
-        except ValueError as e:
-            raise ReleaseError(f"{src}:{n}: not JSON ({e}). Fix: re-export {config}.") from e
+        except (ValueError, RecursionError) as e:
+            raise ReleaseError(f"{src}:{n}: not JSON ({e.__class__.__name__}). Fix: re-export "
+                               f"{config}.") from None
         try:
             if not isinstance(obj, dict):
                 raise TypeError(f"a JSON {type(obj).__name__}, not an object")
-            yield obj, to_row(obj)
+            row = to_row(obj)
+        except ReleaseError as e:
+            raise ReleaseError(f"{config} file {src} line {n}: {e}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ReleaseError(f"{config} file {src} line {n}: not a {config} record "
                                f"({e.__class__.__name__}: {str(e)[:120]}). Fix: pass the "
                                f"{config}.jsonl a build exported.") from None
+        yield obj, row
 
 
 def in_test_split(key: str, test_percent: int) -> bool:
@@ -371,6 +382,14 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
     """
     parse_semver(version)
     check_release_name(name)
+    unknown = sorted(set(sources.configs or ()) - set(CONFIG_ORDER))
+    if unknown:
+        raise ReleaseError(f"unknown release config(s) {', '.join(map(repr, unknown))}. Fix: "
+                           f"choose from {', '.join(CONFIG_ORDER)}.")
+    if previous is not None:
+        from bargein.releases.manifest import read_manifest
+
+        read_manifest(previous)          # the previous version must be a release folder
     out_dir = check_replaceable(out_dir, protect=protect)
     staging = make_staging(out_dir)
     b = _Build(staging=staging, sources=sources, max_shard_bytes=max_shard_bytes)

@@ -283,8 +283,13 @@ def pull_release(ref: str | Path, *, out: str | Path | None = None, token: str |
             path = Path(snapshot_download(repo_id, repo_type=REPO_TYPE, revision=rev, token=tok,
                                           endpoint=endpoint,
                                           local_dir=str(staging) if staging else None))
-        verify_release(path)
+        try:
+            verify_release(path)
+        except ReleaseError as e:
+            kept = " (nothing was kept)" if staging is not None else ""
+            raise ReleaseError(f"{repo_id}@{rev} refused{kept}: {e}", evidence=e.evidence) from None
         if staging is not None:
+            shutil.rmtree(staging / ".cache", ignore_errors=True)   # the client's download state
             swap_into_place(staging, target)
             staging = None
             return target

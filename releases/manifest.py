@@ -151,9 +151,10 @@ def verify_release(release_dir: str | Path) -> ReleaseManifest:
     for path in sorted(set(present) - set(listed)):
         problems.append(f"file {path} is not in the manifest")
     if problems:
+        more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
         raise ReleaseError(
             f"release {release_dir} ({manifest.name} {manifest.version}) does not match its "
-            f"manifest:\n  " + "\n  ".join(problems) +
-            "\nFix: re-download it (`bargein release pull`) or rebuild it; never edit a release "
+            f"manifest: " + "; ".join(problems[:3]) + more +
+            ". Fix: re-download it (`bargein release pull`) or rebuild it; never edit a release "
             "folder by hand.", evidence=problems)
     return manifest

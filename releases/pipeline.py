@@ -56,8 +56,11 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
     from bargein.generators.scenarios import generate_scenarios
     from bargein.releases.build import ReleaseSources, build_release
 
+    from bargein.outdir import check_replaceable, check_writable_dir
+
     workdir, out_dir = Path(workdir), Path(out_dir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    check_replaceable(out_dir, protect=(workdir,))        # before any work: never after it
+    check_writable_dir(workdir, option="--workdir")
     seed = config.seed
     times: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -152,7 +155,7 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
         stats=workdir / "stats.json", audio_roots=(workdir, workdir / "perturb"))
     with timed("release"):
         manifest = build_release(out_dir, name=config.name, version=config.version,
-                                 sources=sources, provenance=provenance,
+                                 sources=sources, provenance=provenance, protect=(workdir,),
                                  changelog=config.release.changelog, previous=previous,
                                  pretty_name=config.release.pretty_name,
                                  license=config.release.license)

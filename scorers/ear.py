@@ -162,7 +162,7 @@ def load_responses(path: str | Path, items: list[MaskedItem], *, allow_missing: 
             iid, epoch, text = str(obj["item_id"]), int(obj.get("epoch", 0)), obj["response"]
             if not isinstance(text, str):
                 raise TypeError("response is not a string")
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
             bad.append(f"line {n}: {type(e).__name__}: {e}")
             continue
         if iid not in known:

@@ -99,7 +99,7 @@ def load_responses(path: Path, items: list[EvalItem], epochs: int) -> dict[tuple
             text = obj["response"]
             if not isinstance(text, str):
                 raise TypeError("response is not a string")
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
             bad.append(f"line {n}: {e.__class__.__name__}: {e}")
             continue
         if key[0] not in known:
