@@ -26,7 +26,7 @@ test-llm: install
 	$(PY) -m pytest -q -rs -m slow tests/llm
 
 bench: install
-	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	for b in bench/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
 	rm -rf work release .pytest_cache

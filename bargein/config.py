@@ -3,7 +3,11 @@
     bargein build --config my.yaml       # or --preset demo
     bargein build --print-config demo    # the full config with every default
 
-A wrong key or value raises :class:`ConfigError` that names the key, the value and the fix.
+A wrong key or value raises :class:`ConfigError` that names the key, the value and the fix, when
+the config is loaded (not when the stage that uses it starts): the LLM spec, domains and voices
+are resolved against what is installed. Settings that change how a build runs but not what it
+writes (``audio.workers``) are marked ``execution``: they are left out of the provenance, so the
+manifest id depends on the data only.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ class AudioConfig(_Section):
     snr_db: float = 20.0
     telephony: bool = False
     backchannels: bool = False
-    workers: int | None = Field(None, ge=1, description="render worker processes (default: cores)")
+    workers: int | None = Field(None, ge=1, description="render worker processes (default: cores)",
+                                json_schema_extra={"execution": True})
 
 
 class RepairConfig(_Section):
@@ -87,6 +92,25 @@ class BuildConfig(_Section):
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
 
+    def provenance(self) -> dict[str, Any]:
+        """The config as recorded in a release: every setting that shapes the data, none of the
+        ``execution`` ones (worker counts), so the manifest id does not change with them."""
+        return _without_execution(self)
+
+
+def _without_execution(model: BaseModel) -> dict[str, Any]:
+    from pydantic_core import to_jsonable_python
+
+    out: dict[str, Any] = {}
+    for name, field in type(model).model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if extra.get("execution"):
+            continue
+        value = getattr(model, name)
+        out[name] = (_without_execution(value) if isinstance(value, BaseModel)
+                     else to_jsonable_python(value))
+    return out
+
 
 def _explain(err: ValidationError, source: str) -> ConfigError:
     lines = []
@@ -101,15 +125,60 @@ def _explain(err: ValidationError, source: str) -> ConfigError:
     return ConfigError(f"invalid config {source}:\n" + "\n".join(lines))
 
 
+def _check_values(cfg: BuildConfig) -> list[str]:
+    """What the schema cannot see: names resolved against what is installed (LLM providers,
+    domains, voices, a local model file). One line per wrong value, naming key, value and fix."""
+    problems: list[str] = []
+
+    def check(key: str, value: Any, fn) -> None:
+        try:
+            fn()
+        except ConfigError as e:
+            problems.append(f"  {key}: {value!r} — {e}")
+
+    from bargein.llm.base import is_offline
+
+    if not is_offline(cfg.llm):
+        def llm() -> None:
+            from bargein.llm import parse_spec
+
+            name, model = parse_spec(cfg.llm)
+            if name == "llamacpp" and not Path(model).expanduser().is_file():
+                raise ConfigError(f"model file {model!r} does not exist; give the path of a .gguf file")
+
+        check("llm", cfg.llm, llm)
+    if cfg.scenarios.domains:
+        def domains() -> None:
+            from bargein.generators.catalogue_loader import load_catalogue
+            from bargein.generators.scenarios import resolve_domains
+
+            resolve_domains(cfg.scenarios.domains, load_catalogue())
+
+        check("scenarios.domains", cfg.scenarios.domains, domains)
+    if cfg.audio.enabled:
+        from bargein.audio.voices import get_voice
+
+        for role in ("assistant", "user"):
+            vid = getattr(cfg.audio, f"{role}_voice")
+            check(f"audio.{role}_voice", vid, lambda vid=vid: get_voice(vid))
+    return problems
+
+
 def parse_config(data: dict[str, Any] | None, source: str = "<config>") -> BuildConfig:
+    """Validate ``data`` (keys, types, ranges, then names against what is installed)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"config {source} must be a YAML mapping, got {type(data).__name__}")
+        raise ConfigError(f"config {source} must be a YAML mapping of keys to values, got "
+                          f"{type(data).__name__}. Fix: `bargein build --print-config demo` shows one")
     try:
-        return BuildConfig.model_validate(data)
+        cfg = BuildConfig.model_validate(data)
     except ValidationError as e:
         raise _explain(e, source) from None
+    problems = _check_values(cfg)
+    if problems:
+        raise ConfigError(f"invalid config {source}:\n" + "\n".join(problems))
+    return cfg
 
 
 def load_config(path: str | Path) -> BuildConfig:
@@ -119,7 +188,12 @@ def load_config(path: str | Path) -> BuildConfig:
                           "file, or use --preset demo")
     from bargein.store import read_yaml
 
-    return parse_config(read_yaml(path, "config"), str(path))
+    data = read_yaml(path, "config")
+    if data is None:        # an empty file or only comments: never run the defaults by accident
+        raise ConfigError(f"config {path} is empty. Fix: write the keys you want to change (`bargein "
+                          "build --print-config demo` prints every key with its default), or use "
+                          "--preset demo")
+    return parse_config(data, str(path))
 
 
 def presets() -> list[str]:

@@ -7,11 +7,16 @@ output depends on. :func:`run_stage` applies it to every input item:
   file hashes, backend ids, seed, input record) in ``workdir/cache/<stage>/``, written
   atomically, so a run killed at any point (``kill -9`` included) resumes without redoing
   finished items, and a finished run re-runs from cache;
+* the entry also lists every file the item wrote (path, bytes, sha256; see
+  :mod:`bargein.cache`): a cached record is served only while each of those files is intact,
+  otherwise that item alone is computed again;
 * a failing item becomes a :class:`Failure` (stage, reason, evidence) in
   ``workdir/<stage>.failures.jsonl`` and the batch goes on; failures are retried on the next run;
 * outputs are written to ``workdir/<stage>.jsonl`` in input order, atomically;
 * ``kind="io"`` stages are ``async def`` and run concurrently under a bound;
-  ``kind="cpu"`` stages run in worker processes; ``kind="inline"`` runs in the caller.
+  ``kind="cpu"`` stages run in worker processes; ``kind="inline"`` runs in the caller;
+* worker processes die with the runner: ``kill -9`` or ``SIGTERM`` of the parent leaves no
+  worker behind (parent-death signal plus a parent watch in each worker).
 
 Every item gets its own RNG seeded from (seed, stage, item id) through SHA-256.
 """
@@ -23,23 +28,28 @@ import inspect
 import json
 import logging
 import os
+import pickle
 import random
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
+from bargein.cache import ArtifactRef, ContentCache, check_artifacts, note_written, recording
 from bargein.errors import BargeinError, BudgetExceeded
 from bargein.records.base import Record
 from bargein.records.release import Failure
 from bargein.seeding import _plain, canonical_json, item_seed, stable_hash
-from bargein.store import atomic_write_text, write_jsonl
+from bargein.store import write_jsonl
 
 log = logging.getLogger("bargein.runner")
 
@@ -101,6 +111,11 @@ class StageContext:
         p.mkdir(parents=True, exist_ok=True)
         return p
 
+    def wrote(self, path: str | os.PathLike) -> None:
+        """Declare a file this item wrote without :func:`bargein.store.atomic_write_bytes`
+        (files written through it are noted already): the cached record then depends on it."""
+        note_written(path)
+
 
 @dataclass
 class StageResult:
@@ -109,6 +124,7 @@ class StageResult:
     failures: list[Failure]
     computed: int = 0
     cached: int = 0
+    stale: int = 0                      # cache entries whose artifacts were missing or changed
     skipped: int = 0
     budget_stopped: bool = False
     wall_s: float = 0.0
@@ -116,6 +132,8 @@ class StageResult:
     def summary(self) -> str:
         s = (f"{self.stage}: {len(self.outputs)} outputs from {self.computed + self.cached} items "
              f"({self.cached} cached, {self.computed} computed), {len(self.failures)} failed")
+        if self.stale:
+            s += f"; {self.stale} recomputed because their files were missing or changed"
         if self.budget_stopped:
             s += f"; budget reached, {self.skipped} items not started"
         return s
@@ -131,8 +149,9 @@ def item_key(stage: Stage, fingerprint: str, seed: int, item: Record) -> str:
     return stable_hash("item", fingerprint, seed, item.model_dump(mode="json"))
 
 
-def _cache_path(workdir: Path, stage: Stage, key: str) -> Path:
-    return workdir / "cache" / stage.name / key[:2] / f"{key}.json"
+def stage_cache(workdir: Path, stage: Stage) -> ContentCache:
+    """The stage's entries: ``workdir/cache/<stage>/ab/<key>.json``."""
+    return ContentCache(Path(workdir) / "cache" / stage.name, ".json")
 
 
 def _to_list(result: Any) -> list[Record]:
@@ -155,13 +174,49 @@ def _failure(stage: Stage, item_id: str, exc: BaseException) -> Failure:
                    error_type=type(exc).__name__, evidence=evidence)
 
 
-def _encode(outputs: list[Record]) -> str:
-    return json.dumps({"outputs": [json.loads(o.model_dump_json()) for o in outputs]},
+ENTRY_VERSION = 2          # 2: entries list the artifacts their records depend on
+
+
+def _encode(outputs: list[Record], artifacts: list[ArtifactRef]) -> str:
+    return json.dumps({"v": ENTRY_VERSION, "outputs": [json.loads(o.model_dump_json()) for o in outputs],
+                       "artifacts": [a.to_json() for a in artifacts]},
                       sort_keys=True, ensure_ascii=False)
 
 
 def _decode(stage: Stage, text: str) -> list[Record]:
     return [stage.output.model_validate(o) for o in json.loads(text)["outputs"]]
+
+
+def _valid_entry(stage: Stage, text: str, workdir: Path) -> tuple[list[Record] | None, str]:
+    """The cached outputs when the entry is readable and every artifact it lists is intact;
+    otherwise ``(None, why)``."""
+    try:
+        d = json.loads(text)
+        if d.get("v") != ENTRY_VERSION:
+            return None, f"entry format {d.get('v')!r} is not {ENTRY_VERSION}"
+        refs = [ArtifactRef.from_json(a) for a in d["artifacts"]]
+        outputs = [stage.output.model_validate(o) for o in d["outputs"]]
+    except (ValueError, KeyError, TypeError) as e:
+        return None, f"unreadable entry ({type(e).__name__})"
+    problems = check_artifacts(refs, workdir)
+    if problems:
+        return None, "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
+    return outputs, ""
+
+
+def _call(stage: Stage, item: Record, ctx: "StageContext") -> str:
+    """Run the stage function on one item; the encoded cache entry (outputs + artifacts)."""
+    with recording() as written:
+        outputs = _to_list(stage.fn(item, ctx))
+    return _encode(outputs, written.refs(ctx.workdir))
+
+
+async def _call_async(stage: Stage, item: Record, ctx: "StageContext") -> str:
+    with recording() as written:          # each asyncio task has its own context
+        out = stage.fn(item, ctx)
+        if inspect.isawaitable(out):
+            out = await out
+    return _encode(_to_list(out), written.refs(ctx.workdir))
 
 
 class _Progress:
@@ -192,10 +247,45 @@ class _Progress:
 
 # ---- worker-process plumbing (kind="cpu") -----------------------------------------------
 _WORKER_RESOURCES: dict[str, Any] = {}
+PARENT_POLL_S = 0.5
 
 
-def _worker_init(factory: Callable[[], dict[str, Any]] | None) -> None:
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker end when the runner process ends, however it ends (``kill -9`` too).
+
+    Linux: ``PR_SET_PDEATHSIG`` sends SIGKILL when the parent dies. Everywhere: a daemon thread
+    polls the parent pid and exits when the worker was re-parented.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            PR_SET_PDEATHSIG = 1
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            log.debug("prctl(PR_SET_PDEATHSIG) unavailable; relying on the parent watch")
+    if os.getppid() != parent_pid:          # the parent died before the signal was armed
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_S)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="bargein-parent-watch", daemon=True).start()
+
+
+def _worker_init(parent_pid: int, registry_state: dict[str, Any] | None,
+                 factory: Callable[[], dict[str, Any]] | None) -> None:
     global _WORKER_RESOURCES
+    _die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent decides; Ctrl-C reaches it too
+    if registry_state is not None:
+        from bargein import registry
+
+        registry.restore(registry_state)
     _WORKER_RESOURCES = factory() if factory else {}
 
 
@@ -203,9 +293,26 @@ def _worker_call(stage: Stage, item: Record, seed: int, workdir: str) -> tuple[s
     ctx = StageContext(stage=stage.name, item_id=item.id, seed=seed, workdir=Path(workdir),
                        config=stage.config, resources=_WORKER_RESOURCES)
     try:
-        return "ok", _encode(_to_list(stage.fn(item, ctx)))
+        return "ok", _call(stage, item, ctx)
     except Exception as exc:  # noqa: BLE001 - every item failure is recorded, the batch goes on
         return "fail", _failure(stage, item.id, exc).model_dump_json()
+
+
+def _registry_for_workers() -> dict[str, Any]:
+    """This process's registrations that a worker can import (module-level factories)."""
+    from bargein import registry
+
+    state = registry.snapshot()
+    for kind, entries in state["runtime"].items():
+        for name in list(entries):
+            try:
+                pickle.dumps(entries[name])
+            except Exception as e:  # noqa: BLE001 - any pickling error means: not for workers
+                log.warning("%s backend %r is registered in this process only (%s); worker processes "
+                            "will not see it. Fix: register a module-level class or function, or "
+                            "declare an entry point in group 'bargein.%s'", kind, name, e, kind)
+                del entries[name]
+    return state
 
 
 def run_stage(
@@ -226,38 +333,41 @@ def run_stage(
     workdir.mkdir(parents=True, exist_ok=True)
     items = list(items)
     ids = [_item_id(i) for i in items]
-    dupes = {i for i in ids if ids.count(i) > 1} if len(set(ids)) != len(ids) else set()
-    if dupes:
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        dupes = {i for i in ids if i in seen or seen.add(i)}
         raise BargeinError(f"stage {stage.name!r}: duplicate input ids {sorted(dupes)[:5]}")
     resources = dict(resources or {})
     if resources_factory is not None and stage.kind != "cpu":
         resources.update(resources_factory())
     fp = stage.fingerprint()
     keys = [item_key(stage, fp, seed, it) for it in items]
+    cache = stage_cache(workdir, stage)
     results: dict[int, list[Record]] = {}
     failures: dict[int, Failure] = {}
     todo: list[int] = []
+    stale = 0
     for n, key in enumerate(keys):
-        path = _cache_path(workdir, stage, key)
-        if path.exists():
-            try:
-                results[n] = _decode(stage, path.read_text(encoding="utf-8"))
+        text = cache.get_text(key)
+        if text is not None:
+            outputs, why = _valid_entry(stage, text, workdir)
+            if outputs is not None:
+                results[n] = outputs
                 continue
-            except (ValueError, KeyError):
-                log.warning("stage %s: unreadable cache entry %s, recomputing", stage.name, path)
+            stale += 1
+            log.warning("stage %s: item %s recomputed: %s", stage.name, ids[n], why)
         todo.append(n)
-    result = StageResult(stage=stage.name, outputs=[], failures=[], cached=len(results))
+    result = StageResult(stage=stage.name, outputs=[], failures=[], cached=len(results), stale=stale)
     bar = _Progress(stage.name, len(todo), resources, progress)
 
-    def done(n: int, outputs: list[Record] | None, failure: Failure | None) -> None:
+    def done(n: int, entry: str | None, failure: Failure | None) -> None:
         if failure is not None:
             failures[n] = failure
         else:
             # store and keep the decoded form, so a first run and a cached re-run are
             # byte-identical (JSON round-trip normalises dict key order)
-            encoded = _encode(outputs or [])
-            atomic_write_text(_cache_path(workdir, stage, keys[n]), encoded)
-            results[n] = _decode(stage, encoded)
+            cache.put_text(keys[n], entry)
+            results[n] = _decode(stage, entry)
             result.computed += 1
         bar.update()
 
@@ -275,7 +385,7 @@ def run_stage(
                 resources.update(resources_factory())
             for n in todo:
                 try:
-                    done(n, _to_list(stage.fn(items[n], ctx_for(n))), None)
+                    done(n, _call(stage, items[n], ctx_for(n)), None)
                 except BudgetExceeded:
                     result.budget_stopped = True
                     break
@@ -304,10 +414,7 @@ async def _run_async(stage, items, todo, ctx_for, done) -> bool:
             if stopped:
                 return
             try:
-                out = stage.fn(items[n], ctx_for(n))
-                if inspect.isawaitable(out):
-                    out = await out
-                done(n, _to_list(out), None)
+                done(n, await _call_async(stage, items[n], ctx_for(n)), None)
             except BudgetExceeded:
                 stopped = True
             except Exception as exc:  # noqa: BLE001
@@ -317,30 +424,81 @@ async def _run_async(stage, items, todo, ctx_for, done) -> bool:
     return stopped
 
 
+class _Terminated(BaseException):
+    """SIGTERM reached the runner while worker processes were running."""
+
+
+@contextmanager
+def _sigterm_stops_workers():
+    """In the main thread, turn SIGTERM into an exception, so the pool is shut down and the
+    process exits 143 (the workers die with it in any case, see :func:`_die_with_parent`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    except _Terminated:
+        log.warning("SIGTERM: worker processes stopped; finished items are cached, re-run to resume")
+        raise SystemExit(128 + signal.SIGTERM) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now (work in flight is not cached)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        try:
+            p.kill()
+        except (OSError, ValueError, AttributeError):
+            pass
+    for p in procs:
+        try:
+            p.join(5)
+        except (OSError, ValueError, AssertionError, AttributeError):
+            pass
+
+
 def _run_processes(stage, items, todo, seed, workdir, factory, workers, done) -> None:
     import multiprocessing as mp
 
     workers = workers or max(1, min(len(todo), os.cpu_count() or 1))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                             initializer=_worker_init, initargs=(factory,)) as pool:
-        pending = {}
-        queue = list(todo)
-        while queue or pending:
-            while queue and len(pending) < workers * 2:
-                n = queue.pop(0)
-                pending[pool.submit(_worker_call, stage, items[n], seed, str(workdir))] = n
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                n = pending.pop(fut)
-                try:
-                    status, payload = fut.result()
-                except Exception as exc:  # noqa: BLE001 - a crashed worker fails its item
-                    done(n, None, _failure(stage, items[n].id, exc))
-                    continue
-                if status == "ok":
-                    done(n, _decode(stage, payload), None)
-                else:
-                    done(n, None, Failure.model_validate_json(payload))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                               initializer=_worker_init,
+                               initargs=(os.getpid(), _registry_for_workers(), factory))
+    finished_ok = False
+    with _sigterm_stops_workers():
+        try:
+            pending = {}
+            queue = list(todo)
+            while queue or pending:
+                while queue and len(pending) < workers * 2:
+                    n = queue.pop(0)
+                    pending[pool.submit(_worker_call, stage, items[n], seed, str(workdir))] = n
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    n = pending.pop(fut)
+                    try:
+                        status, payload = fut.result()
+                    except Exception as exc:  # noqa: BLE001 - a crashed worker fails its item
+                        done(n, None, _failure(stage, items[n].id, exc))
+                        continue
+                    if status == "ok":
+                        done(n, payload, None)
+                    else:
+                        done(n, None, Failure.model_validate_json(payload))
+            finished_ok = True
+        finally:
+            if finished_ok:
+                pool.shutdown(wait=True)
+            else:
+                _stop_pool(pool)
 
 
 def run(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bargein.errors import InputError
+from bargein.cache import note_written
 from bargein.records.base import Record
 
 R = TypeVar("R", bound=Record)
@@ -150,8 +151,12 @@ def _first_line(e: Exception) -> str:
     return " ".join(text[:1])[:200] if text else e.__class__.__name__
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to a temp file beside ``path`` and rename it into place."""
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, artifact: bool = True) -> None:
+    """Write ``data`` to a temp file beside ``path`` and rename it into place.
+
+    Inside a runner stage item the file is noted as one of the item's artifacts (see
+    :mod:`bargein.cache`), unless ``artifact=False`` (cache entries, shared files).
+    """
     path = Path(path)
     if path.is_dir():
         raise InputError(f"cannot write {path}: it is a folder. Fix: name a file (e.g. "
@@ -173,6 +178,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+    if artifact:
+        note_written(path, data)
 
 
 def _file_in_the_way(folder: Path) -> Path:

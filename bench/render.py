@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +30,6 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 import _render_convs as RC  # noqa: E402
 
 from bargein.audio.render import RenderConfig, TTSPool, render_conversations  # noqa: E402

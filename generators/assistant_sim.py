@@ -23,6 +23,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from bargein.generators import grounded as G
 from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
 from bargein.generators.planner import EDGE_WORDS, MIN_CUT_WORDS, RoundPlan
@@ -86,9 +87,13 @@ class RuleAssistant:
         self.kinds = {f.key: f.kind for f in scenario.kb.user_facts}
 
     def respond(self, plan: RoundPlan, rng: random.Random) -> AssistantTurn:
-        if plan.assistant_mode == "recovery":
-            return self.recover(plan, rng)
-        return self.normal(plan, rng)
+        turn = self.recover(plan, rng) if plan.assistant_mode == "recovery" else self.normal(plan, rng)
+        if plan.recovery is not None and plan.recovery.type == "filler":
+            return turn                     # the rest of a cut sentence: kept exactly
+        ack, content = P.tidy(turn.acknowledgement), P.tidy(turn.content)
+        if ack and not ack.rstrip().endswith((".", "!", "?")):
+            content = turn.content          # "So, as I was saying, the ..." continues a sentence
+        return AssistantTurn(acknowledgement=ack, content=content)
 
     # -- normal branch (no interruption awareness) --------------------------------------------
     def normal(self, plan: RoundPlan, rng: random.Random) -> AssistantTurn:
@@ -113,6 +118,9 @@ class RuleAssistant:
             if value and not sensitive and P.n_words(value) <= 6 and not P.clause(value):
                 return P.pick(rng, "assistant", "ack_fact", value=value)
             return P.pick(rng, "assistant", "ack_plain")
+        if kind == "hidden":
+            return P.pick(rng, "assistant", "recover_hidden_fact",
+                          fact=P.second_person(info.get("value", "")))
         if kind == "unknown":
             return P.pick(rng, "assistant", "ack_unknown")
         if kind == "accept":
@@ -152,21 +160,20 @@ class RuleAssistant:
             return AssistantTurn(acknowledgement=P.pick(rng, "assistant", "recover_impatient"),
                                  content=self.content(plan, rng, lead=False))
         if t == "pushback":
-            anchor = _yours(d.get("anchor") or (f"your {d['label']}" if d.get("label") else ""))
-            parts = [P.pick(rng, "assistant", "recover_pushback_empathy")]
-            if anchor:
-                parts.append(P.pick(rng, "assistant", "recover_pushback_grounded", anchor=anchor))
-            alternative = rng.choice(P.bank("assistant", "alternatives"))
-            parts.append(P.pick(rng, "assistant", "recover_pushback_offer", alternative=alternative))
-            return AssistantTurn(acknowledgement="", content=P.join(*parts))
+            kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
+            phrase = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "this step")
+            return AssistantTurn(acknowledgement="", content=G.recover_pushback(rng, kind, phrase))
         if t == "normal":
             variant = d.get("variant")
             if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):
-                address = P.pick(rng, "assistant", "recover_hidden")
+                address = P.pick(rng, "assistant", "recover_hidden_fact",
+                                 fact=P.second_person(d.get("value", "")))
             elif variant == "volunteer":
                 address = P.pick(rng, "assistant", "recover_volunteer", value=d["value"], label=d["label"])
             elif variant == "constraint":
                 address = P.bank("pairs", "normal_constraint")[int(d["pair"])]["assistant"]
+            elif d.get("object_kind"):
+                address = G.recover_clarify(rng, d["anchor"])
             else:
                 address = P.pick(rng, "assistant", "recover_clarify", anchor=d.get("anchor", "that"))
         elif t == "correction":

@@ -35,7 +35,7 @@ from bargein.generators.user_sim import (
 )
 from bargein.generators.user_sim import llm_messages as user_messages
 from bargein.records import (
-    Conversation, EvalItem, Interruption, Message, Scenario, VerifiedConversation,
+    INTERRUPTION_TYPES, Conversation, EvalItem, Interruption, Message, Scenario, VerifiedConversation,
 )
 from bargein.runner import Stage, StageContext, StageResult, run_stage
 from bargein.seeding import stable_hash
@@ -68,7 +68,8 @@ def _clone(st: ConversationState) -> ConversationState:
     return dataclasses.replace(
         st, units=deque(st.units), visits=dict(st.visits), stated=dict(st.stated),
         corrected=set(st.corrected), used_pairs={k: set(v) for k, v in st.used_pairs.items()},
-        last_user=dict(st.last_user), read_back=set(st.read_back), uttered=set(st.uttered))
+        last_user=dict(st.last_user), read_back=set(st.read_back), uttered=set(st.uttered),
+        delivered=set(st.delivered))
 
 
 async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseModel], *,
@@ -213,7 +214,10 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
         failed_types: set[str] = set()
         for replan in range(REPLANS + 1):
             snapshot = _clone(st)
-            # a re-plan avoids the interruption types that could not be realised this round
+            # a re-plan avoids the interruption types that could not be realised this round;
+            # the last one does not interrupt at all (a round without a cut always exists)
+            if replan == REPLANS and isinstance(agents, RuleAgents):
+                failed_types |= set(INTERRUPTION_TYPES)
             plan = planner.plan(st, rng, frozenset(failed_types))
             try:
                 plan = await agents.refine_plan(plan, st, messages, rng, replan)

@@ -97,7 +97,18 @@ def fill(template: str, *, where: str = "phrase", **slots: str) -> str:
     missing = [s for s in _SLOT.findall(template) if s not in slots]
     if missing:
         raise ConfigError(f"{where}: template {template!r} needs slots {missing}")
-    return sentence(template.format(**slots))
+    return tidy(template.format(**slots))
+
+
+def tidy(text: str) -> str:
+    """Capitalise every sentence start and repair the casing and agreement slips that filling
+    slots can make ("Thanks. {new} it is." with a lower-case value, "I shares ...")."""
+    from bargein.verify.quality import grammar_issues
+
+    text = " ".join(text.split())
+    for s, e, new, _ in reversed(grammar_issues(text)):
+        text = text[:s] + new + text[e:]
+    return text
 
 
 def sentence(text: str) -> str:
@@ -200,14 +211,55 @@ def has_placeholder(text: str) -> bool:
     return bool(re.search(r"\{\w+\}|\[[A-Z_ ]{3,}\]|<[a-z_]+>|\bXXX+\b|\bTBD\b", text))
 
 
-_FIRST_PERSON = [
-    (r"^is\b", "I'm"), (r"^was\b", "I was"), (r"^has\b", "I have"), (r"^had\b", "I had"),
-    (r"^needs\b", "I need"), (r"^wants\b", "I want"), (r"^does\b", "I do"), (r"^will\b", "I'll"),
-    (r"^can't\b", "I can't"), (r"^cannot\b", "I can't"), (r"^would\b", "I'd"),
-    (r"\band is\b", "and I'm"), (r"\band was\b", "and I was"), (r"\band has\b", "and I have"),
-    (r"\band needs\b", "and need"), (r"\band wants\b", "and want"), (r"\btheir\b", "my"),
-    (r"\bthey\b", "I"), (r"\bthem\b", "me"), (r"\bthemselves\b", "myself"),
-]
+_BE = {"I": ("I'm", "I was"), "you": ("you're", "you were")}
+_IRREGULAR = {"has": "have", "does": "do", "goes": "go", "is": "", "was": ""}
+
+
+def _base(verb: str) -> str:
+    if verb in _IRREGULAR:
+        return _IRREGULAR[verb]
+    if verb.endswith("ies") and len(verb) > 4:
+        return verb[:-3] + "y"
+    if verb.endswith(("shes", "ches", "sses", "xes", "zes")):
+        return verb[:-2]
+    return verb[:-1] if verb.endswith("s") and not verb.endswith("ss") else verb
+
+
+def _as_subject(value: str, subject: str) -> str:
+    """A predicate about the caller ("shares the account with X and needs Y") with ``subject``
+    ("I" or "you") in front and the verbs agreeing ("I share ... and need ...")."""
+    out = value.strip().rstrip(".")
+    possessive = "my" if subject == "I" else "your"
+    out = re.sub(r"\btheir\b", possessive, out)
+    out = re.sub(r"\bthemselves\b", "myself" if subject == "I" else "yourself", out)
+
+    def verb(m: re.Match) -> str:
+        lead, w = m.group(1), m.group(2)
+        if w in ("is", "was"):
+            if not lead:
+                return _BE[subject][0 if w == "is" else 1]
+            return lead + {("I", "is"): "am", ("you", "is"): "are", ("I", "was"): "was",
+                           ("you", "was"): "were"}[(subject, w)]
+        return lead + _base(w)
+
+    ok = lambda m: verb(m) if _verbish(m.group(2)) else m.group(0)  # noqa: E731
+    first = out.split(" ", 1)[0]
+    if first.endswith("ing") and len(first) > 4:
+        return f"{_BE[subject][0]} {out}"
+    out = re.sub(r"^()([a-z]+)\b", ok, out)
+    out = re.sub(r"(\band )([a-z]+)\b", ok, out)
+    if out.startswith(("I'm", "you're", "I was", "you were")):
+        return out
+    return f"{subject} {out}"
+
+
+_NOT_VERBS = frozenset("its this was his hers ours yours always perhaps sometimes news series "
+                       "analysis less unless plus across business".split())
+
+
+def _verbish(word: str) -> bool:
+    return word in ("is", "was", "has", "does") or (
+        word.endswith("s") and word not in _NOT_VERBS and len(word) > 3 and not word.endswith("ss"))
 
 
 def first_person(value: str) -> str:
@@ -216,11 +268,19 @@ def first_person(value: str) -> str:
     out = value.strip().rstrip(".")
     if re.match(r"^[A-Z]", out) and not re.match(r"^(Is|Was|Has|Had|Needs|Wants)\b", out):
         return out
-    for pat, rep in _FIRST_PERSON:
-        out = re.sub(pat, rep, out, flags=re.I) if pat.startswith("^") else re.sub(pat, rep, out)
-    if not re.match(r"^(I\b|I'|my\b|we\b|our\b)", out):
-        out = "I " + out
-    return out
+    if re.match(r"^(I\b|I'|my\b|we\b|our\b)", out):
+        return out
+    return _as_subject(out[:1].lower() + out[1:], "I")
+
+
+def second_person(value: str) -> str:
+    """The same fact as the assistant says it back ("you're travelling to Reno and need ...")."""
+    out = value.strip().rstrip(".")
+    if re.match(r"^(I\b|I'm)", out):
+        out = re.sub(r"^I'm\b", "you're", out)
+        out = re.sub(r"^I\b", "you", out)
+        return re.sub(r"\bmy\b", "your", out)
+    return _as_subject(out[:1].lower() + out[1:], "you")
 
 
 _PREDICATE = re.compile(r"^(is|was|has|had|needs|wants|does|lives|works|owns|rents|can't|cannot|"

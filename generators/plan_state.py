@@ -163,7 +163,10 @@ def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
     """Talking points in order, questions for required info no talking point covers before a
     closing talking point. A key whose value a talking point reads out is covered by it."""
     st = scenario.kb.workflow.stage(stage_name)
-    askable = tuple(k for k in st.required_info if k not in _produced(scenario))
+    from bargein.verify.objects import system_keys
+
+    held = system_keys(scenario)          # values only the system holds: never asked for
+    askable = tuple(k for k in st.required_info if k not in _produced(scenario) and k not in held)
     facts = {f.key: f for f in scenario.kb.user_facts}
     wf = scenario.kb.workflow
     ends = any(t.source == stage_name and t.kind == "next" and t.target in wf.terminals
@@ -234,6 +237,8 @@ class ConversationState:
     pending: Recovery | None = None                          # an interruption to recover from
     pending_unit: Unit | None = None                         # the unit that was cut
     dispute: str = ""                                        # what the last pushback was about
+    delivered: set[str] = field(default_factory=set)         # stages with a delivered turn
+    dispute_kind: str = "policy"                             # fee | requirement | policy
     fast: bool = False
 
     @property
@@ -258,9 +263,12 @@ class ConversationState:
         return spoken(fact)
 
     def correctable(self) -> list[str]:
+        from bargein.verify.objects import system_keys
+
+        held = system_keys(self.scenario)
         return [c.key for c in self.scenario.intent.corrections
                 if self.stated.get(c.key) == c.first_value and c.key not in self.corrected
-                and c.key in self.uttered]
+                and c.key in self.uttered and c.key not in held]
 
     def free_pairs(self, bank: str) -> list[int]:
         used = self.used_pairs.get(bank, set())
@@ -273,8 +281,11 @@ class ConversationState:
         hidden = [f.key for f in intent.hidden_facts]
         corrected = [c.key for c in intent.corrections]   # said early, so they can be corrected
         keys = corrected + [k for k in intent.provides if relevant is None or k in relevant] + hidden
-        facts = self.facts
-        return [k for k in dict.fromkeys(keys) if k in facts and k not in self.stated]
+        from bargein.verify.objects import system_keys
+
+        facts, held = self.facts, system_keys(self.scenario)
+        return [k for k in dict.fromkeys(keys) if k in facts and k not in self.stated
+                and k not in held]
 
     def is_hidden(self, key: str) -> bool:
         return any(f.key == key for f in self.scenario.intent.hidden_facts)

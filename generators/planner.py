@@ -85,6 +85,9 @@ class RulePlanner:
     def _end(self, st: ConversationState, outcome: str | None, kind: str) -> None:
         st.outcome = None if kind == "cap" else (
             outcome or (self.wf.terminals[0] if self.wf.terminals else "resolved"))
+        if st.outcome == "resolved" and not (self._last_stage(st.stage) and st.stage in st.delivered):
+            # ended early (a termination before the goal's last stage): not resolved
+            st.outcome = next((t for t in self.wf.terminals if t != "resolved"), None)
         st.terminal_kind, st.stage, st.units = kind, None, deque()
 
     def _leave(self, st: ConversationState, rng: random.Random) -> str:
@@ -119,7 +122,9 @@ class RulePlanner:
             if st.stage is not None and left <= 2:      # the cap is near: wrap up
                 rest = list(st.units) + self._later_units(st.stage)
                 open_q = any(u.kind == "ask" and set(u.keys) - set(st.stated) for u in rest)
-                self._end(st, None, "cap" if open_q else "next")
+                done = (self._last_stage(st.stage) and not open_q and st.stage in st.delivered
+                        and not any(u.kind == "ask" for u in st.units))
+                self._end(st, None, "next" if done else "cap")
             if st.stage is None:
                 st.phase = "closing"
                 break
@@ -135,10 +140,16 @@ class RulePlanner:
             if st.units:
                 u = st.units.popleft()
                 if u.kind == "close":
+                    st.delivered.add(st.stage)
                     st.close_offered = True
                     self._end(st, None, "next")
                     st.phase = "farewell"
-                return u.model_copy(update={"text": st.fill_values(u.text)}), transition, lead
+                text = st.fill_values(u.text)
+                if text:
+                    text = drop_unfounded(text, st)
+                    if not text:
+                        continue
+                return u.model_copy(update={"text": text}), transition, lead
             transition = self._leave(st, rng)
             lead = st.stage is not None
         if st.phase == "closing":
@@ -368,7 +379,8 @@ class RulePlanner:
                         "label": P.label(k), "value": st.say(k)}
             return {"variant": "clarify"}
         if itype == "pushback" and unit.purpose == "deescalate":
-            return {"variant": "persist", "anchor": st.dispute or "that"}   # same concern again
+            return {"variant": "persist", "anchor": st.dispute or "that",   # same concern again
+                    "object_kind": st.dispute_kind}
         if itype == "pushback":
             variants = ["suspicion", "resistance", "dispute", "disagreement"]
             if unit.kind == "ask" and unit.keys:
@@ -385,6 +397,8 @@ class RulePlanner:
         rng = rng or random.Random(st.round)
         st.round += 1
         st.n_messages += 1 if plan.assistant_action == "farewell" else 2
+        if plan.stage and plan.unit is not None and plan.unit.kind != "farewell":
+            st.delivered.add(plan.stage)
         st.last_user = {}
         for k, f in st.facts.items():
             if f.value in content or (f.spoken and f.spoken in content):
@@ -396,6 +410,7 @@ class RulePlanner:
             if interruption.type == "pushback" and d.get("variant") != "persist":
                 anchor = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "")
                 st.dispute = "" if anchor == "that" else anchor
+                st.dispute_kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
             if interruption.type == "correction":
                 st.stated[d["key"]] = d["new"]
                 st.corrected.add(d["key"])
@@ -415,6 +430,10 @@ class RulePlanner:
             key = next(iter(plan.user_facts), "")
             st.last_user = {"kind": "fact" if len(plan.user_facts) == 1 else "plain",
                             "key": key, "value": plan.user_facts.get(key, "")}
+            hidden = [k for k in plan.user_facts if st.is_hidden(k)]
+            if plan.user_action == "volunteer" and hidden:
+                st.last_user = {"kind": "hidden", "key": hidden[0],
+                                "value": plan.user_facts[hidden[0]]}
         elif plan.user_action == "unknown":
             st.unknown_in_stage = True
             for k in plan.user_facts:
@@ -424,6 +443,24 @@ class RulePlanner:
             st.last_user = {"kind": "accept"}
         elif plan.user_action in ("ack", "choose"):
             st.last_user = {"kind": "plain"}
+
+
+_ATTR = re.compile(r"\b(?:as )?you(?:'ve| have)? (?:said|mentioned|told (?:me|us)|described|believe|"
+                   r"noted|indicated|explained|reported)\b", re.I)
+
+
+def drop_unfounded(text: str, st: ConversationState) -> str:
+    """The talking point without sentences that attribute to the caller a value they never
+    said ("You said it's a grey spinner case" before they described it)."""
+    facts = st.facts
+    out = []
+    for sent in re.split(r"(?<=[.?!])\s+", text):
+        if _ATTR.search(sent):
+            said = [k for k, f in facts.items() if f.value in sent or (f.spoken and f.spoken in sent)]
+            if not said or any(k not in st.uttered for k in said):
+                continue
+        out.append(sent)
+    return " ".join(out).strip()
 
 
 def _question(text: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -38,7 +39,7 @@ RQ: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("Delivers the rest of the interrupted content without dropping information.",)),
     "impatient": (
         ("Skips the rest of the interrupted explanation instead of finishing it.",
-         "Does not re-explain or repeat what the caller already heard (\"{tail}\").",
+         "Does not re-explain or repeat what the caller already heard{heard_quote}.",
          "Moves directly to the next concrete step."),
         ("Keeps the reply brief and to the point.",)),
     "correction": (
@@ -52,14 +53,14 @@ RQ: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "Keeps the two topics separate instead of blending them together."),
         ("Does not drop the interrupted task in favour of the new topic.",)),
     "normal": (
-        ("Acknowledges or answers what the caller added ({detail}).",
+        ("Acknowledges or answers what the caller added{detail}.",
          "Resumes the interrupted point with a fresh start of the sentence rather than "
          "mid-sentence.",
          "Does not ignore the interjection and carry on as if nothing was said."),
         ("Takes the new information into account where it matters.",)),
     "pushback": (
         ("Responds with empathy and de-escalates rather than arguing.",
-         "Engages with the caller's specific concern ({concern}).",
+         "Engages with the caller's specific concern{concern}.",
          "Offers at least one concrete alternative way forward."),
         ("Neither caves by dropping the requirement nor stonewalls by repeating it.",)),
 }
@@ -76,6 +77,26 @@ class RubricOut(BaseModel):
 def _words(text: str, n: int, last: bool = False) -> str:
     w = text.split()
     return " ".join(w[-n:] if last else w[:n])
+
+
+def _last_sentence(text: str) -> str:
+    """The last complete sentence of ``text`` (one that ends before the cut), or ''."""
+    done = re.findall(r"[^.?!]*[.?!](?=\s|$)", text)
+    return done[-1].strip() if done and len(done[-1].split()) >= 4 else ""
+
+
+def _assistant_phrase(phrase: str) -> str:
+    return re.sub(r"\bmy\b", "your", phrase)
+
+
+def _third(text: str) -> str:
+    """What the caller said, for a criterion about them ("I'm moving" stays a quote)."""
+    return text.rstrip(".")
+
+
+def _first_sentence(text: str) -> str:
+    m = re.match(r"\s*(.+?[.?!])(?=\s|$)", text)
+    return (m.group(1) if m else text).strip()
 
 
 def recovery_plans(conv: Conversation) -> dict[int, dict]:
@@ -97,11 +118,15 @@ def interruption_context(conv: Conversation, idx: int) -> dict[str, str]:
     rest = cut.text[len(heard):].strip()
     plan = next((p for p in conv.plan if p.get("message_index") == cut.index), {})
     d = dict(plan.get("detail") or {})
+    whole = _last_sentence(heard)
+    concern = _assistant_phrase(d.get("anchor") or (f"my {d['label']}" if d.get("label") else ""))
+    detail = d.get("value") or (concern if d.get("object_kind") else "") or inter.text.strip()
     slots = {"tail": _words(heard, 4, last=True), "head": _words(rest, 4),
              "label": d.get("label", "the value"), "old": d.get("old", ""), "new": d.get("new", ""),
-             "request": inter.text.strip(), "concern": d.get("anchor") or d.get("label") or
-             _words(inter.text, 8), "detail": d.get("value") or d.get("anchor") or
-             _words(inter.text, 10)}
+             "request": inter.text.strip(),
+             "concern": f" ({concern})" if concern and concern != "that" else "",
+             "detail": f" ({_third(detail)})" if detail else "",
+             "heard_quote": f" (\"{whole}\")" if whole else ""}
     return slots
 
 
@@ -127,10 +152,24 @@ def task_criterion(conv: Conversation, idx: int, rng: random.Random) -> str:
     if unit.get("kind") == "outcome":
         return f"{lead} tells the caller how the request ends and what happens next."
     text = unit.get("text") or ""
-    if keys and unit.get("kind") == "ask" and (not text or "?" in text):
+    given = _given_keys(conv, idx)
+    keys = [P.label(k) for k in unit.get("keys") or () if k not in given]
+    questions = re.findall(r"[^.?!]*\?", text)
+    if unit.get("kind") == "ask" and questions:
+        return f"{lead} asks the caller: \"{questions[-1].strip()}\""
+    if keys and unit.get("kind") == "ask" and not text:
         return f"{lead} asks the caller for their {' and '.join(keys)} to continue the {stage} step."
+    if unit.get("kind") == "ask" and not text:
+        return f"{lead} moves on to the next step of the {stage} stage without asking again."
     text = text or cut.text[cut.interruption.cut_char_offset:]
-    return f"{lead} continues the {stage} step by covering: \"{_words(text, 14)}...\"."
+    return f"{lead} continues the {stage} step by covering: \"{_first_sentence(text)}\"."
+
+
+def _given_keys(conv: Conversation, idx: int) -> set[str]:
+    """Fact keys whose value was said (by anyone) before message ``idx``."""
+    said = " ".join(m.spoken_text for m in conv.messages[: idx + 1]).lower()
+    return {f.key for f in conv.scenario.kb.user_facts
+            if any(v and v.lower() in said for v in (f.value, f.spoken))}
 
 
 def rule_rubric(conv: Conversation, idx: int, rng: random.Random) -> Rubric:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict
 
 from bargein.errors import GenerationFailed
+from bargein.generators import grounded as G
 from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
 from bargein.generators.planner import EDGE_WORDS, RoundPlan, place_cut
@@ -202,24 +203,43 @@ class RuleUser:
                     variant = rng.choice(["suspicion", "resistance", "dispute", "disagreement"])
                 else:
                     min_word = end
+            obj = None
             if variant == "persist":           # the objection stays on what was disputed before
                 end = _phrase_end_word(message, content_start, _yours(up.detail.get("anchor", "")))
                 if end is not None and end <= P.n_words(message) - EDGE_WORDS:
                     min_word = end
             elif (up.type == "pushback" and variant != "sensitive") or variant == "clarify":
-                ends = [e for e in _anchor_ends(message, content_start)
-                        if e <= P.n_words(message) - EDGE_WORDS]
-                if not ends:
-                    errors.append({"attempt": attempt, "error": "nothing in the content to react to"})
+                kinds = G.PUSHBACK_KINDS if up.type == "pushback" else G.CLARIFY_KINDS
+                objs = [o for o in G.objects_in(message[content_start:], kinds)
+                        if G.end_word(message, content_start, o) <= P.n_words(message) - EDGE_WORDS
+                        and G.end_word(message, content_start, o) >= P.n_words(message[:content_start]) + EDGE_WORDS]
+                if not objs:
+                    errors.append({"attempt": attempt, "error": f"no {'/'.join(kinds)} in the content "
+                                   "to react to"})
                     break
-                min_word = rng.choice(ends[:3])
-            k = place_cut(message, content_start, fraction, rng, min_word=min_word)
+                obj = rng.choice(objs[-3:])
+                min_word = G.end_word(message, content_start, obj)
+                fraction = 0.0                  # react right after hearing it
+            if up.type == "impatient":
+                ks = impatient_cuts(message, content_start)
+                if not ks:
+                    errors.append({"attempt": attempt, "error": "no explanation left to skip"})
+                    break
+                first = P.n_words(message[:content_start])
+                target = first + fraction * (P.n_words(message) - first)
+                k = sorted(ks, key=lambda k: (abs(k - target), k))[0 if rng.random() < 0.7 else min(1, len(ks) - 1)]
+            else:
+                k = place_cut(message, content_start, fraction, rng, min_word=min_word)
             if k is None:
                 errors.append({"attempt": attempt, "error": "no cut point inside the content"})
                 break
             heard = P.prefix_words(message, k)
             detail = dict(_slots(up))
-            text = self._say(up, variant, heard[content_start:], detail, rng)
+            if obj is not None:
+                detail["anchor"], detail["object_kind"] = G.as_user(obj.phrase), obj.kind
+                text = G.pushback(rng, obj) if up.type == "pushback" else G.clarify(rng, obj)
+            else:
+                text = self._say(up, variant, heard[content_start:], detail, rng)
             errs = check_interjection(up, message, content_start, heard, text, context)
             if not errs:
                 if variant:
@@ -262,6 +282,27 @@ class RuleUser:
         if t == "normal":
             return P.pick(rng, "user", "normal_clarify", anchor=anchor)
         return P.pick(rng, "user", f"pushback_{variant or 'suspicion'}", anchor=anchor)
+
+
+def impatient_cuts(message: str, content_start: int) -> list[int]:
+    """Cut points where an impatient caller has something to skip: not inside a question, and
+    at least five content words of explanation (not questions) still to come."""
+    from bargein.verify.text import content_words as v_content_words
+    from bargein.verify.text import sentences
+
+    spans = P.word_spans(message)
+    first = P.n_words(message[:content_start])
+    out = []
+    for k in range(max(first + EDGE_WORDS, EDGE_WORDS), len(spans) - EDGE_WORDS + 1):
+        cut = spans[k - 1][1]
+        sent = next((message[a:b] for a, b in sentences(message) if a <= cut <= b), "")
+        if sent.rstrip().endswith("?"):
+            continue
+        rest = message[cut:]
+        told = [rest[a:b] for a, b in sentences(rest) if not rest[a:b].rstrip().endswith("?")]
+        if sum(len(v_content_words(x)) for x in told) >= 5:
+            out.append(k)
+    return out
 
 
 def _anchor_ends(message: str, content_start: int) -> list[int]:

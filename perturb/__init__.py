@@ -2,6 +2,6 @@
 
 ``sources`` (inputs) -> ``stage`` (scan, plan, make pairs) using ``ops`` (the five edits),
 ``crops`` (20-25 s crops with silent ends), ``edits`` (sample-exact splices with room tone),
-``measure`` (VAD re-measurement against the spec); ``cli`` is ``bargein perturb``;
-``synth`` builds synthetic dialogues for tests and benchmarks.
+``measure`` (VAD re-measurement against the spec); the command is
+:mod:`bargein.cli.perturb`.
 """

@@ -47,6 +47,7 @@ BC_SPACING_S = 0.8
 BC_PLACE_MARGIN_S = 0.1     # VAD pads speech by 40 ms a side: place 0.9 s apart to measure >= 0.8
 BC_CLEAR_S = 0.3            # inserted backchannels stay this far from the listener's speech
 BC_WINDOW_S = (3.0, 12.0)
+EE_GUARD_S = 0.05           # early entry: cuts stay this far from speech (the reference's guard)
 
 
 def _edit(**kw: Any) -> Edit:
@@ -96,7 +97,9 @@ def find_candidates(segs: Sequence[Sequence[Span]], duration_s: float,
         until = _next_start(segs[ca], b0 + 1e-6)
         bt1 = _turn_end(segs[cb], b0, until)
         e_lo = max(SPEC["early_entry"][0], (b0 - a1) + 0.2)
-        e_hi = min(SPEC["early_entry"][1], b0 - a0 - 0.3, b0 - _prev_end(segs[cb], b0) - 0.2)
+        e_hi = min(SPEC["early_entry"][1], b0 - a0 - 0.3,
+                   b0 - _prev_end(segs[cb], b0) - 2 * EE_GUARD_S,          # B silent before its cut
+                   _next_start(segs[ca], a1 + 1e-6) - a1 - 2 * EE_GUARD_S)  # A silent after its cut
         if e_lo <= e_hi:
             out["early_entry"].append(dict(a=ca, b=cb, a0=a0, a1=a1, b0=b0, bt1=bt1,
                                            e_lo=e_lo, e_hi=e_hi, need=(b0 - e_hi - 1.0, bt1)))
@@ -176,18 +179,38 @@ def late_response(clip: Clip, c: dict, rng: Random) -> tuple[np.ndarray, list[Ed
     return _stack(ya, yb, c["a"]), edits, {"delay_s": d}
 
 
+def _cut_and_pad(clip: Clip, ch: int, p0: int, n_cut: int, near_s: float) -> np.ndarray:
+    """Remove ``[p0, p0 + n_cut)`` from one channel and append ``n_cut`` samples of its room
+    tone, so everything after the cut moves ``n_cut`` earlier and the length is unchanged."""
+    nf = clip.n_fade
+    y = E.remove(clip.audio[:, ch], p0, p0 + n_cut, nf)
+    return E._xfade(y, clip.tone(ch, near_s, n_cut + nf), nf)
+
+
 def early_entry(clip: Clip, c: dict, rng: Random) -> tuple[np.ndarray, list[Edit], dict]:
+    """B's response starts ``e`` earlier, inside A's turn, and everything after it moves too.
+
+    The reference cuts ``e`` of silence from *both* channels: from A's silence just after A
+    stops and from B's silence just before B starts, then pads both ends with room tone::
+
+        A  ======|..cut..|             ====      ->  A  ======|             ====
+        B            |..cut..|=====              ->  B     |=====                (e earlier)
+    """
     e = rng.uniform(c["e_lo"], c["e_hi"])
     en = clip.n(e)
-    x = clip.audio
-    p0, p1 = clip.n(c["b0"]), clip.n(c["bt1"])
-    turn = x[p0:p1, c["b"]]
-    fill = E._xfade(turn, clip.tone(c["b"], c["bt1"], en + clip.n_fade), clip.n_fade)
-    yb = E.overwrite(x[:, c["b"]], p0 - en, fill, clip.n_fade)
+    g = clip.n(EE_GUARD_S)
+    a_cut = clip.n(c["a1"]) + g
+    b_cut = clip.n(c["b0"]) - g - en
+    ya = _cut_and_pad(clip, c["a"], a_cut, en, c["a1"])
+    yb = _cut_and_pad(clip, c["b"], b_cut, en, c["b0"] - e)
     e = en / clip.sr
-    edits = [_edit(op="shift", channel=c["b"], at_s=c["b0"] - e, duration_s=e, source_start_s=c["b0"],
-                  note=f"response turn ({p1 / clip.sr - c['b0']:.3f} s) advanced by {e:.3f} s")]
-    return _stack(x[:, c["a"]].copy(), yb, c["a"]), edits, {"advance_s": e}
+    turn_s = clip.n(c["bt1"]) / clip.sr - c["b0"]
+    edits = [_edit(op="remove_silence", channel=c["a"], at_s=a_cut / clip.sr, duration_s=e,
+                   source_start_s=a_cut / clip.sr, note="silence after A's turn cut: A's later speech moves earlier"),
+             _edit(op="remove_silence", channel=c["b"], at_s=b_cut / clip.sr, duration_s=e,
+                   source_start_s=b_cut / clip.sr,
+                   note=f"silence before B's response cut: response ({turn_s:.3f} s) advanced by {e:.3f} s")]
+    return _stack(ya, yb, c["a"]), edits, {"advance_s": e}
 
 
 def hold_instead_of_shift(clip: Clip, c: dict, rng: Random) -> tuple[np.ndarray, list[Edit], dict]:

@@ -67,8 +67,13 @@ class ReleaseSources:
     audio_roots: tuple[Path, ...] = ()
     configs: tuple[str, ...] | None = None      # restrict to these configs
     test_percent: int = 10                      # sft/dpo from one file: % of conversations in test
+    # "bargein" (every config) or "ihbench-public": exactly the public IHBench release's configs
+    # (``conversations`` in its wide 1-based layout with structs, ``baseline``)
+    profile: str = "bargein"
 
     def wants(self, config: str) -> bool:
+        if self.profile == "ihbench-public" and config not in ("conversations", "baseline"):
+            return False
         return self.configs is None or config in self.configs
 
 
@@ -242,7 +247,9 @@ def _write_conversations(b: _Build, rendered: _OffsetIndex, audio: R.AudioResolv
     for conv, v in iter_conversations(src):       # pass 1: the widest ihbench row
         if v is None or v.accepted:
             max_turns = max(max_turns, len(R.ihbench_turns(conv)))
-    wc = b.writer("conversations") if want_conv else None
+    public = b.sources.profile == "ihbench-public"
+    wc = (b.writer("conversations", max_turns=max_turns, profile=b.sources.profile) if public else
+          b.writer("conversations")) if want_conv else None
     wi = b.writer("ihbench", max_turns=max_turns) if want_ih else None
     try:
         for conv, v in _progress(iter_conversations(src), "conversations"):
@@ -254,7 +261,8 @@ def _write_conversations(b: _Build, rendered: _OffsetIndex, audio: R.AudioResolv
             if rd is not None:
                 b.stats.add_rendered(rd)
             if wc is not None:
-                wc.write(R.conversation_row(conv, v, rd, audio))
+                wc.write(R.ihbench_public_row(conv, rd, audio, max_turns) if public else
+                         R.conversation_row(conv, v, rd, audio))
             if wi is not None:
                 wi.write(R.ihbench_row(conv, rd, audio, max_turns))
     except BaseException:
@@ -434,6 +442,10 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
                 if reason not in stats["discard_reasons"]:
                     stats["discard_reasons"][reason] = n
         prov = {**default_provenance(), **dict(provenance or {})}
+        if sources.profile == "ihbench-public":
+            prov["profile"] = ("ihbench-public: configs, column names, 1-based turns and struct "
+                               "columns of the public IHBench card; the structs' inner fields are "
+                               "bargein's records (the public card does not list them)")
         prov["stats"] = stats
         entries = _changelog(version, changelog, previous, staging)
         plots = _plots(b)

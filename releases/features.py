@@ -84,6 +84,58 @@ def ihbench_features(max_turns: int) -> Features:
     return Features(f)
 
 
+# ----------------------------------------------------------- the ``ihbench-public`` profile
+# The public release (Hub ``bosonai/IHBench``, dataset card and viewer schema): configs
+# ``conversations`` (default, the wide layout) and ``baseline``, split ``test``; turns numbered
+# from 1; per turn the heard transcript comes before the planned original; ``domain``,
+# ``knowledge_base`` and ``user_intent`` are structs. The card does not list the structs' inner
+# fields: those below are bargein's records (an assumption, documented in the card).
+IHBENCH_PUBLIC_PER_TURN: tuple[str, ...] = (
+    "assistant_turn_{k}_transcript", "assistant_turn_{k}_original", "user_turn_{k}_transcript",
+    "user_turn_{k}_audio", "user_turn_{k}_interruption_type", "turn_{k}_tf_rubric",
+    "turn_{k}_rq_rubrics",
+)
+_FACT = {"key": _S, "value": _S, "kind": _S, "spoken": _S}
+PUBLIC_DOMAIN = {"name": _S, "title": _S, "description": _S, "guidelines": List(_S)}
+PUBLIC_KB = {
+    "domain": _S, "goal": _S, "start": _S, "terminals": List(_S),
+    "stages": List({"name": _S, "description": _S, "required_info": List(_S),
+                    "skip_conditions": List(_S), "failure_handling": List(_S),
+                    "termination_conditions": List(_S)}),
+    "transitions": List({"source": _S, "target": _S, "kind": _S, "condition": _S}),
+    "guidelines": List(_S), "user_facts": List(_FACT),
+}
+PUBLIC_INTENT = {
+    "profile": _S, "interruption_rate": _F,
+    "interruption_probs": {t: _F for t in ("normal", "impatient", "correction", "topic_switch",
+                                           "filler", "pushback")},
+    "hidden_facts": List(_FACT), "provides": List(_S),
+    "corrections": List({"key": _S, "first_value": _S, "corrected_value": _S}),
+}
+
+
+def ihbench_public_columns(max_turns: int) -> list[str]:
+    """Column order of the public ``conversations`` config (turns 1..max_turns)."""
+    cols = list(IHBENCH_FIXED)
+    for k in range(1, max_turns + 1):
+        cols += [c.format(k=k) for c in IHBENCH_PUBLIC_PER_TURN]
+    return cols
+
+
+def ihbench_public_features(max_turns: int) -> Features:
+    f: dict = {"conversation_id": _S, "domain": PUBLIC_DOMAIN, "goal": _S, "system_message": _S,
+               "knowledge_base": PUBLIC_KB, "user_intent": PUBLIC_INTENT, "num_turns": _I}
+    for k in range(1, max_turns + 1):
+        f[f"assistant_turn_{k}_transcript"] = _S
+        f[f"assistant_turn_{k}_original"] = _S
+        f[f"user_turn_{k}_transcript"] = _S
+        f[f"user_turn_{k}_audio"] = Audio()
+        f[f"user_turn_{k}_interruption_type"] = _S
+        f[f"turn_{k}_tf_rubric"] = _S
+        f[f"turn_{k}_rq_rubrics"] = List(_S)
+    return Features(f)
+
+
 def conversations_features() -> Features:
     return Features({
         "conversation_id": _S, "scenario_id": _S, "domain": _S, "goal": _S,
@@ -152,7 +204,9 @@ def dpo_features() -> Features:
     return Features({"id": _S, "prompt": _CHAT, "chosen": _CHAT, "rejected": _CHAT, "meta": _S})
 
 
-def features_for(config: str, *, max_turns: int = 0) -> Features:
+def features_for(config: str, *, max_turns: int = 0, profile: str = "bargein") -> Features:
+    if profile == "ihbench-public" and config == "conversations":
+        return ihbench_public_features(max_turns)
     if config == "ihbench":
         return ihbench_features(max_turns)
     try:

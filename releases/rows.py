@@ -177,6 +177,51 @@ def ihbench_row(conv: Conversation, rd: RenderedDialogue | None, audio: AudioRes
     return row
 
 
+def _public_structs(conv: Conversation) -> dict[str, Any]:
+    """``domain``, ``knowledge_base`` and ``user_intent`` as the public release's structs."""
+    sc = conv.scenario
+    d, kb, it = sc.domain, sc.kb, sc.intent
+
+    def fact(f):
+        return {"key": f.key, "value": f.value, "kind": f.kind, "spoken": f.spoken}
+
+    return {
+        "domain": {"name": d.name, "title": d.title, "description": d.description,
+                   "guidelines": list(d.guidelines)},
+        "knowledge_base": {
+            "domain": kb.domain, "goal": kb.goal, "start": kb.workflow.start,
+            "terminals": list(kb.workflow.terminals),
+            "stages": [{"name": st.name, "description": st.description,
+                        "required_info": list(st.required_info), "skip_conditions": list(st.skip_conditions),
+                        "failure_handling": list(st.failure_handling),
+                        "termination_conditions": list(st.termination_conditions)} for st in kb.workflow.stages],
+            "transitions": [{"source": t.source, "target": t.target, "kind": str(t.kind),
+                             "condition": t.condition} for t in kb.workflow.transitions],
+            "guidelines": list(kb.guidelines), "user_facts": [fact(f) for f in kb.user_facts]},
+        "user_intent": {
+            "profile": it.profile, "interruption_rate": it.interruption_rate,
+            "interruption_probs": {k: float(v) for k, v in it.interruption_probs.items()},
+            "hidden_facts": [fact(f) for f in it.hidden_facts], "provides": list(it.provides),
+            "corrections": [{"key": c.key, "first_value": c.first_value,
+                             "corrected_value": c.corrected_value} for c in it.corrections]},
+    }
+
+
+def ihbench_public_row(conv: Conversation, rd: RenderedDialogue | None, audio: AudioResolver,
+                       max_turns: int) -> dict[str, Any]:
+    """One row of the public ``conversations`` config: the wide layout with turns numbered
+    from 1 and structs (same content as :func:`ihbench_row`, whose turn k is public turn k + 1)."""
+    row = ihbench_row(conv, rd, audio, max_turns)
+    out = {"conversation_id": row["conversation_id"], **_public_structs(conv), "goal": row["goal"],
+           "system_message": row["system_message"], "num_turns": row["num_turns"]}
+    for k in range(max_turns):
+        for col in ("assistant_turn_{k}_transcript", "assistant_turn_{k}_original", "user_turn_{k}_transcript",
+                    "user_turn_{k}_audio", "user_turn_{k}_interruption_type", "turn_{k}_tf_rubric",
+                    "turn_{k}_rq_rubrics"):
+            out[col.format(k=k + 1)] = row[col.format(k=k)]
+    return out
+
+
 def eval_item_row(item: EvalItem, rd: RenderedDialogue | None,
                   audio: AudioResolver) -> dict[str, Any]:
     return {

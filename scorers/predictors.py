@@ -28,7 +28,7 @@ import numpy as np
 
 from bargein.audio.labels import FRAME_HZ, N_VAP_CLASSES, vap_targets
 from bargein.errors import BackendUnavailable, ConfigError
-from bargein.registry import create, register
+from bargein.registry import create
 from bargein.store import atomic_write_bytes
 
 RUN_EDGES_S = (0.1, 0.2, 0.4, 0.8, 1.6, 3.2)        # 7 bins
@@ -292,10 +292,6 @@ class VAPPredictor:
         ok = y >= 0
         out[:n][ok] = -logp[np.flatnonzero(ok), y[ok]]
         return out
-
-
-register("predictor", "builtin", BuiltinPredictor.load, "count model over VA history (trained here)")
-register("predictor", "vap", VAPPredictor, "VAP checkpoint (TorchScript or state dict; needs torch)")
 
 
 def get_predictor(spec: str) -> Predictor:

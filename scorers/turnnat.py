@@ -115,7 +115,10 @@ class ClipScore:
 
 
 class ClipScorer:
-    """VAD -> activity -> predictor NLL per clip, with VAD results cached by file hash."""
+    """``turnnat-bargein``: VAD -> activity -> predictor NLL per clip (every VAD segment gives
+    units), with VAD results cached by file hash."""
+
+    protocol = "turnnat-bargein"
 
     def __init__(self, predictor: Any, vad: Any, cache_dir: Path | None = None):
         self.predictor, self.vad, self.cache_dir = predictor, vad, cache_dir
@@ -142,6 +145,44 @@ class ClipScorer:
         if r["units"] == 0:
             raise AudioError(f"{path}: no utterance >= {MIN_UTT_S * 1000:.0f} ms found by VAD; "
                              "cannot score turn-taking")
+        return ClipScore(str(path), r["nll"], r["mean_nll"], r["tail_nll"], r["units"])
+
+
+class RefClipScorer:
+    """``turnnat-ref``: the reference scoring VAD (silero 0.5/100/50/30 ms, 50 Hz, cleaned) and
+    the reference units (merged utterances, first 3 s unscored, >= 5 frames, fallbacks)."""
+
+    protocol = "turnnat-ref"
+
+    def __init__(self, predictor: Any, cache_dir: Path | None = None):
+        from bargein.audio.vad import SileroVAD
+
+        self.predictor, self.cache_dir = predictor, cache_dir
+        self.vad = SileroVAD()
+
+    def activity(self, path: Path) -> tuple[np.ndarray, np.ndarray, int]:
+        from bargein.perturb.stage import load_stereo
+        from bargein.scorers.turnnat_ref import scoring_activity
+
+        x = load_stereo(str(path), 16000, "turnnat")
+        key = f"{file_sha256(path)}-turnnat-ref-{self.vad.version}"
+        cache = self.cache_dir / f"{key}.json" if self.cache_dir else None
+        if cache is not None and cache.exists():
+            act = np.array(json.loads(cache.read_text()), dtype=np.int8).reshape(-1, 2)
+        else:
+            act = scoring_activity(x, 16000, self.vad)
+            if cache is not None:
+                atomic_write_text(cache, json.dumps(act.tolist()))
+        return act, x, 16000
+
+    def score(self, path: Path) -> ClipScore:
+        from bargein.scorers import turnnat_ref
+
+        act, x, sr = self.activity(path)
+        r = turnnat_ref.score_activity(act, self.predictor, len(x) / sr, audio=x, sample_rate=sr)
+        if r["units"] == 0:
+            raise AudioError(f"{path}: nothing to score (no frame after the first "
+                             f"{turnnat_ref.CONTEXT_S:.0f} s)")
         return ClipScore(str(path), r["nll"], r["mean_nll"], r["tail_nll"], r["units"])
 
 
@@ -189,8 +230,12 @@ def score_pairs(pairs: Sequence[PerturbationPair], root: Path, scorer: ClipScore
             m = bootstrap_ci(-arr[:, col], n_boot=n_boot, seed=seed)
             aggs.append(Aggregate(metric=metric, group=group, value=m[0], ci_low=m[1], ci_high=m[2],
                                   n=len(rs)))
+    from bargein.scorers.protocols import get_protocol
+
+    protocol = get_protocol(getattr(scorer, "protocol", "turnnat-bargein"), "turnnat").record()
     report = ScoreReport(scorer="turnnat", release=str(root), aggregates=tuple(aggs),
-                         config={"predictor": f"{scorer.predictor.id}@{getattr(scorer.predictor, 'version', '')}",
+                         config={"protocol": protocol,
+                                 "predictor": f"{scorer.predictor.id}@{getattr(scorer.predictor, 'version', '')}",
                                  "vad": f"{scorer.vad.id}@{scorer.vad.version}", "seed": seed,
                                  "n_boot": n_boot, "min_utt_s": MIN_UTT_S, "context_s": CONTEXT_S,
                                  "tail_frac": TAIL_FRAC, "lambda": LAMBDA,

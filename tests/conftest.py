@@ -30,13 +30,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
-def _restore_voice_registry():
-    """Tests may register voices or engine options; give every test the built-in registry."""
-    from bargein.audio import voices as mod
+def _restore_registry():
+    """Tests may register backends, voices or engine options; give every test the installed ones."""
+    from bargein import registry
 
-    saved = (dict(mod._VOICES), dict(mod._ENGINE_OPTIONS))
+    saved = registry.snapshot()
     yield
-    mod._VOICES.clear()
-    mod._VOICES.update(saved[0])
-    mod._ENGINE_OPTIONS.clear()
-    mod._ENGINE_OPTIONS.update(saved[1])
+    registry.restore(saved)

@@ -7,11 +7,11 @@ Every check has a stable name; a fixable verdict carries one minimal edit comman
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 
 from bargein.generators.facts import find_placeholders
 from bargein.records.conversation import Conversation, Message, Verdict
-from bargein.verify.edits import EditCommand, delete_edit, rewrite_edit, set_edit
+from bargein.verify.base import CHECKS, CheckFn, check, _verdict
+from bargein.verify.edits import delete_edit, rewrite_edit, set_edit
 from bargein.verify.leakage import find_leaks, leak_edit
 from bargein.verify.text import (
     content_words, extract_values, is_backchannel, prefix_at_word, sentences,
@@ -19,23 +19,6 @@ from bargein.verify.text import (
 )
 
 FILLER_FIX = "mm-hm"
-CheckFn = Callable[[Conversation], list[Verdict]]
-CHECKS: dict[str, CheckFn] = {}
-
-
-def check(name: str) -> Callable[[CheckFn], CheckFn]:
-    def deco(fn: CheckFn) -> CheckFn:
-        CHECKS[name] = fn
-        fn.check_name = name  # type: ignore[attr-defined]
-        return fn
-    return deco
-
-
-def _verdict(check: str, index: int | None, issue: str, *, edit: EditCommand | None = None,
-             evidence: str = "", fixable: bool | None = None) -> Verdict:
-    return Verdict(check=check, message_index=index, issue=issue,
-                   fixable=edit is not None if fixable is None else fixable,
-                   evidence=evidence, edit=edit.to_str() if edit is not None else None)
 
 
 def _pairs(conv: Conversation) -> list[tuple[Message, Message]]:
@@ -293,6 +276,9 @@ def state_machine_leakage(conv: Conversation) -> list[Verdict]:
             out.append(_verdict("state_machine_leakage", m.index, f"the user {leak.what}",
                                 evidence=m.text[leak.start:leak.end], edit=leak_edit(m, leak)))
     return out
+
+
+from bargein.verify import quality as _quality  # noqa: E402,F401  (registers the quality checks)
 
 
 def run_checks(conv: Conversation) -> list[Verdict]:

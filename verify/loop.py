@@ -27,7 +27,8 @@ from bargein.verify.modifier import LLMClient, amodify, modify
 
 STAGE_NAME = "verify"
 STAGE_VERSION = "1"
-_CODE = ("checks", "leakage", "text", "edits", "modifier", "llm_checks", "loop")
+_CODE = ("base", "checks", "quality", "objects", "leakage", "text", "edits", "modifier", "llm_checks",
+         "loop")
 
 
 @lru_cache(maxsize=1)

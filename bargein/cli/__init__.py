@@ -16,7 +16,7 @@ import click
 
 from bargein import __version__
 from bargein.cli.score import SCORE_COMMANDS as SCORE_COMMANDS  # the table tests walk
-from bargein.cli.util import Globals, LazyGroup
+from bargein.cli.util import DEFAULT_SEED, Globals, LazyGroup
 from bargein.errors import BargeinError
 
 # command name -> "module:attribute" of a click command or group
@@ -35,12 +35,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("bargein.cli.score:score", "Score model outputs against a release."),
     "prompts": ("bargein.cli.prompts:prompts", "List and show the prompt templates."),
     "schema": ("bargein.cli.schema:schema", "Write the JSON Schema of every record."),
+    "inspect": ("bargein.cli.inspect:inspect", "A static site to listen to and look at a release."),
 }
 
 
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="bargein")
-@click.option("--seed", type=int, default=1234, show_default=True, help="Global seed.")
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True,
+              help="Global seed for every command; given explicitly it also overrides a build "
+                   "config's seed (a command's own --seed wins over it).")
 @click.option("--workdir", type=click.Path(path_type=Path), default=Path("work"),
               show_default=True, help="Work directory (cache, stage outputs, failures).")
 @click.option("-v", "--verbose", count=True, help="More logging; -v also shows tracebacks.")
@@ -50,18 +53,26 @@ def cli(ctx: click.Context, seed: int, workdir: Path, verbose: int) -> None:
     if workdir.exists() and not workdir.is_dir():
         raise click.BadParameter(f"{str(workdir)!r} is a file, not a folder. Fix: name a folder "
                                  "for the work dir.", param_hint="'--workdir'")
-    ctx.obj = Globals(seed=seed, workdir=workdir, verbose=verbose)
+    given = ctx.get_parameter_source("seed") not in (None, click.core.ParameterSource.DEFAULT)
+    ctx.obj = Globals(seed=seed, workdir=workdir, verbose=verbose, seed_given=given)
     logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else
                         logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: user errors print one clear line (``-v`` shows the traceback)."""
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: returns 0, or exits with the command's non-zero code.
+
+    0: the command produced what it was asked for. 1: it ran but produced nothing useful (every
+    item failed, no pairs, every LLM call refused), with a one-line summary on stderr. 2: a user
+    error (bad option, config or input), one clear line (``-v`` shows the traceback).
+    130: interrupted (re-run the same command to resume).
+    """
     args = sys.argv[1:] if argv is None else argv
     verbose = any(a in ("-v", "--verbose") or (a.startswith("-v") and set(a[1:]) == {"v"})
                   for a in args)
     try:
-        cli.main(args=args, prog_name="bargein", standalone_mode=False)
+        # standalone_mode=False: click returns the code of ``ctx.exit``/``Exit`` instead of exiting
+        rv = cli.main(args=args, prog_name="bargein", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
@@ -78,3 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted; re-run the same command to resume", err=True)
         sys.exit(130)
+    code = rv if isinstance(rv, int) else 0
+    if code:
+        sys.exit(code)
+    return 0          # the console script does sys.exit(main())

@@ -1,5 +1,7 @@
 """``python -m bargein.cli``: the same as the ``bargein`` command."""
 
+import sys
+
 from bargein.cli import main
 
-main()
+sys.exit(main())

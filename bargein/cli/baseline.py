@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, require_file
+from bargein.cli.util import fail_if_nothing, get_globals, require_file
 
 
 @click.command("baseline")
@@ -37,3 +37,6 @@ def baseline(llm: str, items_file: Path, out: Path | None) -> None:
     write_jsonl(out, res.outputs)
     click.echo(f"{len(res.outputs)} baselines ({llm if llm != 'offline' else OFFLINE_MODEL}) -> {out}; "
                f"{len(res.failures)} failed")
+    first = f" (first: {res.failures[0].reason.splitlines()[0][:200]})" if res.failures else ""
+    fail_if_nothing(len(res.outputs), f"no baseline was produced: {len(res.failures)} failed{first}; "
+                    f"see {g.workdir / 'baseline.failures.jsonl'}")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, require_file
+from bargein.cli.util import fail_if_nothing, get_globals, require_file
 
 
 @click.command("conversations")
@@ -34,7 +34,7 @@ def conversations(n: int | None, scenarios_file: Path | None, seed: int | None, 
     from bargein.store import read_jsonl
 
     g = get_globals()
-    seed = g.seed if seed is None else seed
+    seed = g.resolve_seed(seed)
     if scenarios_file is not None:
         require_file(scenarios_file, "--scenarios-file",
                      "pass the scenarios.jsonl written by 'bargein generate scenarios'")
@@ -57,3 +57,6 @@ def conversations(n: int | None, scenarios_file: Path | None, seed: int | None, 
     files = ["conversations.jsonl", "verified.jsonl", "eval_items.jsonl"]
     files += [] if no_exports else ["sft.jsonl", "dpo.jsonl"]
     click.echo(f"wrote {', '.join(files)} and stats.json to {g.workdir}")
+    fail_if_nothing(len(run.accepted), f"no conversation was accepted ({len(run.verified)} verified, "
+                    f"every one discarded or failed); see {g.workdir / 'verified.jsonl'} and the "
+                    "*.failures.jsonl files for the reasons")

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals
+from bargein.cli.util import fail_if_nothing, get_globals
 
 
 @click.command("scenarios")
-@click.option("--n", "n", type=int, default=50, show_default=True,
+@click.option("--n", "n", type=click.IntRange(1, None), default=50, show_default=True,
               help="Number of (domain, goal, intent) configurations to sample.")
 @click.option("--seed", type=int, default=None,
               help="Seed for this command (default: the global --seed).")
@@ -32,7 +32,7 @@ def scenarios(n: int, seed: int | None, llm: str, domains: str, out: Path | None
     from bargein.generators.scenarios import STAGE_NAME, generate_scenarios
 
     g = get_globals()
-    seed = g.seed if seed is None else seed
+    seed = g.resolve_seed(seed)
     extra = {"budget_usd": budget} if budget is not None else {}
     res = generate_scenarios(n, seed, llm=llm, workdir=g.workdir, domains=domains or None,
                              **extra)
@@ -51,3 +51,6 @@ def scenarios(n: int, seed: int | None, llm: str, domains: str, out: Path | None
         click.echo(f"  {f.item_id}: {f.reason.splitlines()[0][:160]}")
     if res.budget_stopped:
         click.echo(f"budget reached: {res.skipped} items not started; re-run to resume")
+    first = f" (first: {res.failures[0].reason.splitlines()[0][:200]})" if res.failures else ""
+    fail_if_nothing(len(res.outputs), f"no scenario was generated: {len(res.failures)} failed{first}; "
+                    f"see {g.workdir / f'{STAGE_NAME}.failures.jsonl'}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, require_file
+from bargein.cli.util import fail_if_nothing, get_globals, require_file
 from bargein.errors import ConfigError
 
 
@@ -66,7 +66,8 @@ def _find_conversations(rendered: Path, workdir: Path) -> Path:
 @click.option("--max-per-dialogue", type=int, default=None, help="At most N sources per dialogue.")
 @click.option("--span-picker", default="offline", show_default=True,
               help="QA: PROVIDER:MODEL to locate answers not found verbatim in the transcript.")
-@click.option("--workers", type=int, default=None, help="Worker processes (default: cores).")
+@click.option("--workers", type=click.IntRange(1, None), default=None,
+              help="Worker processes (default: cores).")
 @click.option("--asr-check", is_flag=True,
               help="Transcribe every item with Whisper and print how often answerable variants "
                    "still say the value and unanswerable ones no longer do (slow).")
@@ -88,8 +89,6 @@ def mask(rendered, conversations, audio_root, qa_dataset, split, audio_column, q
     g = get_globals()
     if (rendered is None) == (qa_dataset is None):
         raise ConfigError("give exactly one source: --rendered render.jsonl or --qa-dataset PATH")
-    if workers is not None and workers < 1:
-        raise ConfigError(f"--workers {workers}: must be >= 1")
     try:
         config = MaskConfig(signals=_csv(signals, "--signals"), windows_ms=_windows(windows),
                             snr_db=snr_db, fade_ms=fade_ms, aligner=aligner, facts=facts,
@@ -147,5 +146,5 @@ def mask(rendered, conversations, audio_root, qa_dataset, split, audio_column, q
                    f"(n={rates['n_answerable']}), unanswerable_value_removed="
                    f"{rates['unanswerable_value_removed']:.3f} (n={rates['n_unanswerable']}); "
                    f"details in {g.workdir / 'mask.asr_check.jsonl'}")
-    if not items:
-        raise click.exceptions.Exit(1)
+    fail_if_nothing(len(items), f"no masked item was built ({len(result.failures)} failed); "
+                    f"see {g.workdir / 'mask.failures.jsonl'}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, require_file
+from bargein.cli.util import fail_if_nothing, get_globals, require_file
 from bargein.records.derived import PERTURBATION_TYPES
 
 
@@ -16,7 +16,7 @@ from bargein.records.derived import PERTURBATION_TYPES
                    "dataset (save_to_disk folder or Parquet) with a stereo audio column.")
 @click.option("--types", default=",".join(PERTURBATION_TYPES), show_default=True,
               help="Comma-separated perturbation types.")
-@click.option("--per-type", type=int, default=20, show_default=True, help="Pairs per type (quota).")
+@click.option("--per-type", type=click.IntRange(1, None), default=20, show_default=True, help="Pairs per type (quota).")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Output folder for pairs.jsonl, audio/ and sidecars/. Default: <workdir>/perturb")
 @click.option("--vad", default="silero", show_default=True,
@@ -24,7 +24,8 @@ from bargein.records.derived import PERTURBATION_TYPES
 @click.option("--sample-rate", type=int, default=16000, show_default=True, help="Output sample rate.")
 @click.option("--audio-column", default=None, help="HF dataset audio column (default: first Audio).")
 @click.option("--split", default=None, help="HF dataset split (default: the only one).")
-@click.option("--workers", type=int, default=1, show_default=True, help="Worker processes.")
+@click.option("--workers", type=click.IntRange(1, None), default=1, show_default=True,
+              help="Worker processes.")
 @click.option("--strict/--no-strict", default=True, show_default=True,
               help="Drop pairs whose re-measured edit falls outside the specified range.")
 def perturb(input_path: Path, types: str, per_type: int, out: Path | None, vad: str,
@@ -47,3 +48,5 @@ def perturb(input_path: Path, types: str, per_type: int, out: Path | None, vad: 
         click.echo(f"  {t:24s} {s['per_type'][t]:4d} / {per_type}   candidates {s['candidates'][t]}{short}")
     if s["skipped"]:
         click.echo(f"  {s['skipped']} skipped with reasons in {out}/skipped.jsonl")
+    fail_if_nothing(s["pairs"], f"no perturbation pair was built from {s['dialogues']} dialogues; "
+                    f"reasons in {out}/skipped.jsonl")

@@ -55,9 +55,12 @@ def _chat_opt(values: tuple[str, ...], option: str) -> dict[str, Path] | Path | 
 @click.option("--license", "license_", default="cc-by-4.0", show_default=True)
 @click.option("--pretty-name", help="Card title (default: --name).")
 @click.option("--repo", help="ORG/NAME used in the card's loading examples.")
+@click.option("--profile", type=click.Choice(["bargein", "ihbench-public"]), default="bargein",
+              show_default=True, help="ihbench-public: exactly the public IHBench layout (configs "
+              "conversations + baseline, 1-based wide turns, struct columns).")
 def build_cmd(out, name, version, conversations, rendered, eval_items, repair, timing, sft, dpo,
               test_percent, stats, audio_root, provenance, previous, changelog, only, license_,
-              pretty_name, repo):
+              pretty_name, repo, profile):
     """Build a release folder (Parquet per config, card, manifest) from stage outputs."""
     from bargein.releases.build import ReleaseSources, build_release
 
@@ -82,7 +85,7 @@ def build_cmd(out, name, version, conversations, rendered, eval_items, repair, t
         timing=_path_opt(timing, "--timing"),
         sft=_chat_opt(sft, "--sft"), dpo=_chat_opt(dpo, "--dpo"), test_percent=test_percent,
         stats=_path_opt(stats, "--stats"),
-        audio_roots=tuple(audio_root) or (g.workdir,), configs=tuple(only) or None)
+        audio_roots=tuple(audio_root) or (g.workdir,), configs=tuple(only) or None, profile=profile)
     m = build_release(out, name=name, version=version, sources=sources, provenance=prov,
                       changelog=changelog, previous=previous, pretty_name=pretty_name,
                       license=license_, repo_hint=repo)

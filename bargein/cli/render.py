@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, parse_kv, require_file
+from bargein.cli.util import fail_if_nothing, get_globals, parse_kv, require_file
 from bargein.errors import ConfigError
 
 
@@ -57,7 +57,8 @@ def _voice_map(path: Path | None) -> dict[str, dict[str, str]]:
 @click.option("--label-vad", type=click.Choice(["auto", "silero", "webrtc", "energy", "none"]),
               default="auto", show_default=True,
               help="VAD for the measured frame labels (auto: energy on clean audio, silero on noisy).")
-@click.option("--workers", type=int, default=None, help="Worker processes (default: cores).")
+@click.option("--workers", type=click.IntRange(1, None), default=None,
+              help="Worker processes (default: cores).")
 def render(conversations: Path, voices: tuple[str, ...], voice_map: Path | None, sample_rate: int,
            noise: str, snr_db: float, telephony: bool, backchannels: bool, label_vad: str,
            workers: int | None) -> None:
@@ -74,8 +75,6 @@ def render(conversations: Path, voices: tuple[str, ...], voice_map: Path | None,
     g = get_globals()
     require_file(conversations, "--conversations", "pass the conversations.jsonl written by "
                  "'bargein generate conversations' (or 'bargein verify')")
-    if workers is not None and workers < 1:
-        raise ConfigError(f"--workers {workers}: must be >= 1")
     fixed, pool = _voices(voices)
     try:
         config = RenderConfig(
@@ -115,8 +114,8 @@ def render(conversations: Path, voices: tuple[str, ...], voice_map: Path | None,
         click.echo(f"{len(failures)} failed (see {g.workdir / 'render.failures.jsonl'}):", err=True)
         for f in failures[:5]:
             click.echo(f"  {f.item_id}: {f.error_type}: {f.reason[:300]}", err=True)
-        if not result.outputs:
-            raise click.exceptions.Exit(1)
+    fail_if_nothing(len(result.outputs), f"no dialogue was rendered ({len(failures)} failed); "
+                    f"see {g.workdir / 'render.failures.jsonl'}")
 
 
 def _count(d: Path) -> int:

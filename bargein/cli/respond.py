@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals
+from bargein.cli.util import fail_if_nothing, get_globals
 
 
 @click.command("respond")
@@ -32,3 +32,4 @@ def respond(release: str, llm: str, epochs: int, out: Path, concurrency: int,
     kind = {"offline": " (offline rule-based responder)", "oracle": " (gold recoveries)"}.get(
         llm.strip().lower(), "")
     click.echo(f"wrote {n} responses to {out}{kind}")
+    fail_if_nothing(n, f"no response was produced for {release}")

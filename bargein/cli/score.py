@@ -1,4 +1,4 @@
-"""``bargein score ihbench | ear | turnnat | timing``."""
+"""``bargein score ihbench | ear | turnnat | timing | fdb``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ SCORE_COMMANDS: dict[str, tuple[str, str]] = {
     "ear": ("bargein.cli.score_ear:ear", "EAR on repair items."),
     "turnnat": ("bargein.cli.turnnat:score_turnnat", "TurnNat pair accuracy / C-index."),
     "timing": ("bargein.cli.score_timing:timing", "FD-Bench and Talking-Turns timing metrics."),
+    "fdb": ("bargein.cli.score_fdb:fdb", "Full-Duplex-Bench v1 / v1.5 metrics."),
 }
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import echo_report, get_globals
+from bargein.cli.util import echo_report, fail_if_nothing, get_globals
 
 
 @click.command("ear")
@@ -39,3 +39,4 @@ def ear(items: str, responses: Path, judge: str, out: Path | None, n_boot: int, 
                        concurrency=concurrency, workdir=g.workdir, allow_missing=allow_missing,
                        endpoint=endpoint)
     echo_report(report, as_json=as_json, out=out, wrote="item_scores.jsonl, report.json, tables.md")
+    fail_if_nothing(len(report.scores), f"no item of {items} could be scored")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import echo_report, get_globals
+from bargein.cli.util import echo_report, fail_if_nothing, get_globals
 
 
 @click.command("ihbench")
@@ -34,3 +34,5 @@ def ihbench(release: str, responses: Path, judge: str, epochs: int, out: Path | 
                            n_boot=n_boot, concurrency=concurrency, workdir=g.workdir,
                            endpoint=endpoint)
     echo_report(report, as_json=as_json, out=out, wrote="item_scores.jsonl, report.json, tables.md, plots/")
+    fail_if_nothing(report.items, f"no item of {release} could be scored ({report.judge_failures} "
+                    "judge failures)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, require_file
+from bargein.cli.util import fail_if_nothing, get_globals, require_file
 
 
 @click.group()
@@ -56,36 +56,64 @@ def format_report(report) -> str:
 
 
 @click.command("turnnat")
-@click.option("--pairs", required=True, type=click.Path(path_type=Path),
+@click.option("--pairs", default=None, type=click.Path(path_type=Path),
               help="pairs.jsonl written by bargein perturb (audio paths relative to its folder).")
+@click.option("--recordings", default=None, type=click.Path(path_type=Path),
+              help="Instead of pairs: score the naturalness of each recording (a folder of stereo "
+                   "WAV/FLAC, rendered.jsonl, or a local HF dataset / Parquet).")
+@click.option("--protocol", type=click.Choice(["turnnat-bargein", "turnnat-ref"]), default="turnnat-bargein",
+              show_default=True, help="turnnat-ref reproduces the public TurnNat scorer (VAD, units).")
 @click.option("--predictor", default=None,
               help="builtin:PATH or vap:PATH. Default: builtin:<workdir>/turnnat/model.npz")
-@click.option("--vad", default="silero", show_default=True, help="VAD for the activity of each clip.")
+@click.option("--vad", default="silero", show_default=True,
+              help="VAD for the activity of each clip (turnnat-bargein; turnnat-ref uses its own).")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Output folder. Default: <workdir>/scores/turnnat")
 @click.option("--n-boot", type=int, default=1000, show_default=True)
-def score_turnnat(pairs: Path, predictor: str | None, vad: str, out: Path | None, n_boot: int) -> None:
-    """TurnNat pair accuracy and C-index, overall and per perturbation type."""
+def score_turnnat(pairs: Path | None, recordings: Path | None, protocol: str, predictor: str | None,
+                  vad: str, out: Path | None, n_boot: int) -> None:
+    """TurnNat pair accuracy and C-index (overall and per type), or per-recording naturalness."""
     from bargein.audio.vad import get_vad
+    from bargein.errors import ConfigError
     from bargein.records.derived import PerturbationPair
     from bargein.scorers.predictors import get_predictor
-    from bargein.scorers.turnnat import ClipScorer, score_pairs
+    from bargein.scorers.turnnat import ClipScorer, RefClipScorer, score_pairs
     from bargein.store import atomic_write_text, read_jsonl, write_jsonl
 
     g = get_globals()
-    require_file(pairs, "--pairs", "run bargein perturb first, or point at its pairs.jsonl")
+    if (pairs is None) == (recordings is None):
+        raise ConfigError("bargein score turnnat: give exactly one of --pairs or --recordings")
     spec = predictor or f"builtin:{g.workdir / 'turnnat' / 'model.npz'}"
+    out = out or g.workdir / "scores" / "turnnat"
+    cache = g.workdir / "turnnat" / "vad"
+    if recordings is not None:
+        from bargein.perturb.sources import load_sources
+        from bargein.scorers.external import score_turnnat_recordings
+
+        require_file(recordings, "--recordings", "give a folder of stereo files, rendered.jsonl or an HF dataset")
+        dialogues = load_sources(recordings, g.workdir)
+        rows, summary, failures = score_turnnat_recordings(dialogues, get_predictor(spec), protocol,
+                                                           vad=vad, cache_dir=cache)
+        write_jsonl(out / "recordings.jsonl", rows)
+        write_jsonl(out / "failures.jsonl", failures)
+        atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        click.echo(f"{summary['recordings']} recordings scored ({protocol}), mean naturalness "
+                   f"{summary['naturalness_mean']:.4f}; {len(failures)} failed -> {out}")
+        return
+    require_file(pairs, "--pairs", "run bargein perturb first, or point at its pairs.jsonl")
     pred = get_predictor(spec)
     recs = read_jsonl(pairs, PerturbationPair)
-    scorer = ClipScorer(pred, get_vad(vad), g.workdir / "turnnat" / "vad")
+    scorer = RefClipScorer(pred, cache) if protocol == "turnnat-ref" else ClipScorer(pred, get_vad(vad), cache)
     t0 = time.perf_counter()
     items, report, failures = score_pairs(recs, pairs.parent, scorer, seed=g.seed, n_boot=n_boot)
-    out = out or g.workdir / "scores" / "turnnat"
     write_jsonl(out / "scores.jsonl", items)
     write_jsonl(out / "failures.jsonl", failures)
     atomic_write_text(out / "report.json", report.model_dump_json(indent=2) + "\n")
+    click.echo(f"protocol {protocol}")
     click.echo(format_report(report))
     click.echo(f"{len(items)} pairs scored, {len(failures)} failed in "
                f"{time.perf_counter() - t0:.1f} s -> {out}")
     if failures:
         click.echo(json.dumps(failures[:3]))
+    fail_if_nothing(len(items), f"no pair could be scored ({len(failures)} failed); reasons in "
+                    f"{out}/failures.jsonl")

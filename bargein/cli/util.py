@@ -15,11 +15,24 @@ import click
 from bargein.errors import ConfigError, NotBuiltYet
 
 
+DEFAULT_SEED = 1234
+
+
 @dataclass
 class Globals:
-    seed: int = 1234
+    seed: int = DEFAULT_SEED
     workdir: Path = Path("work")
     verbose: int = 0
+    seed_given: bool = False        # --seed was on the command line (it then overrides a config's seed)
+
+    def resolve_seed(self, local: int | None = None, config: int | None = None) -> int:
+        """The one seed rule every command follows: a command's own ``--seed`` > the global
+        ``--seed`` given on the command line > the config's ``seed`` > the global default."""
+        if local is not None:
+            return local
+        if self.seed_given or config is None:
+            return self.seed
+        return config
 
 
 def get_globals() -> Globals:
@@ -94,6 +107,15 @@ class LazyGroup(click.Group):
                 rows.append((name, cmd.get_short_help_str(60)))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def fail_if_nothing(produced: int, summary: str) -> None:
+    """A command that ran but produced nothing useful exits 1 with a one-line summary on stderr.
+
+    ``summary`` says what failed and where the evidence is (the failures file)."""
+    if produced <= 0:
+        click.echo(f"error: {summary}", err=True)
+        raise click.exceptions.Exit(1)
 
 
 def echo_report(report, *, as_json: bool, out, wrote: str) -> None:

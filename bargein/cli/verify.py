@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, require_file
+from bargein.cli.util import fail_if_nothing, get_globals, require_file
 
 
 @click.command("verify")
@@ -54,3 +54,5 @@ def verify(conversations: Path, llm_spec: str, max_rounds: int, out: Path | None
         click.echo(f"failures: {g.workdir / (stage.name + '.failures.jsonl')}")
     if g.verbose:
         click.echo(json.dumps(stats, indent=2))
+    fail_if_nothing(len(res.outputs), f"every conversation failed verification ({len(res.failures)}); "
+                    f"see {g.workdir / (stage.name + '.failures.jsonl')}")

@@ -14,7 +14,7 @@ from bargein.generators.assistant_sim import brand
 from bargein.generators.conversation import generate_conversations
 from bargein.generators.planner import stage_units
 from bargein.generators.scenarios import generate_scenarios
-from bargein.generators.scripted_llm import Call, ScriptedLLM
+from doubles.scripted_llm import Call, ScriptedLLM
 from bargein.llm import get_llm
 from bargein.records import Scenario
 from bargein.testing.loopback import LoopbackLLMServer

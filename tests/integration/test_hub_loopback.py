@@ -17,7 +17,7 @@ from bargein.releases.build import ReleaseSources, build_release
 from bargein.releases.hub import plan_push, pull_release, push_release
 from bargein.releases.manifest import read_manifest
 from bargein.releases.reader import decode_audio, load_config
-from bargein.releases.synthetic import write_synthetic
+from doubles.synthetic_release import write_synthetic
 from bargein.testing.hub_server import LoopbackHub
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from bargein.records.conversation import VerifiedConversation
 from bargein.runner import run_stage
 from bargein.testing.loopback import LoopbackLLMServer
 from bargein.verify import EditCommand, amodify, averify_conversation, verify_stage
-from bargein.verify.examples import EXAMPLE_TURNS, build_conversation, example_scenario
+from doubles.conversation_examples import EXAMPLE_TURNS, build_conversation, example_scenario
 
 pytestmark = pytest.mark.integration
 

@@ -22,3 +22,27 @@ def shout(item: ChatMessage, ctx) -> ChatMessage:
 def split_words(item: ChatMessage, ctx) -> list[ChatMessage]:
     return [ChatMessage(role="assistant", content=w, id=f"{item.id}_w{i}")
             for i, w in enumerate(item.content.split())]
+
+
+def vad_regions(item: ChatMessage, ctx) -> ChatMessage:
+    """Synthesise the text with the plugin's ``tone`` engine and find speech with a VAD by name."""
+    import json
+
+    from bargein import registry
+    from bargein.audio.vad import get_vad
+
+    speech = registry.get("tts", "tone").synthesize(item.content, "low")
+    vad = get_vad(ctx.config["vad"])
+    regions = [[round(s.start_s, 3), round(s.end_s, 3)] for s in vad.segments(speech.samples, speech.sample_rate)]
+    return ChatMessage(role="assistant", content=json.dumps([vad.id, regions]), id=f"{item.id}_regions")
+
+
+def write_file(item: ChatMessage, ctx) -> ChatMessage:
+    """Write one file per item under ``config['out']`` (outside the work dir, like perturb)."""
+    from pathlib import Path
+
+    from bargein.store import atomic_write_text
+
+    path = Path(ctx.config["out"]) / f"{item.id}.txt"
+    atomic_write_text(path, f"{item.content.upper()} {ctx.rng.random():.12f}\n")
+    return ChatMessage(role="assistant", content=str(path), id=f"{item.id}_written")

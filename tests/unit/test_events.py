@@ -9,7 +9,7 @@ from bargein.audio.events import (
     is_backchannel_text, mutual_silences, shift_hold_regions,
 )
 from bargein.audio.vad import get_vad
-from bargein.perturb.synth import burst_audio
+from doubles.synthetic_audio import burst_audio
 from bargein.records.audio import Segment, WordTiming
 
 # A: 0.5-3.0, hold pause, 3.6-6.0 | B: 6.4-9.0 (shift) | A: 9.1-9.6 (too short a context)

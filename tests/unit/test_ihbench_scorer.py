@@ -15,7 +15,7 @@ import pytest
 from bargein.errors import ConfigError
 from bargein.records import INTERRUPTION_TYPES, ChatMessage, EvalItem, Rubric
 from bargein.releases.build import ReleaseSources, build_release
-from bargein.releases.synthetic import write_synthetic
+from doubles.synthetic_release import write_synthetic
 from bargein.scorers import ihbench_rules as rules
 from bargein.scorers.ihbench import (
     RQ, TF, Judged, TFJudgment, aggregate, balanced_positions, item_means, load_eval_items,

@@ -14,7 +14,7 @@ from bargein.audio.io import active_rms, read_audio, write_audio
 from bargein.audio.vad import get_vad, segments_to_tuples
 from bargein.perturb.sources import load_sources
 from bargein.perturb.stage import run_perturb
-from bargein.perturb.synth import burst_audio, random_timeline
+from doubles.synthetic_audio import burst_audio, random_timeline
 from bargein.records.derived import PERTURBATION_TYPES, PerturbationPair
 from bargein.store import read_jsonl
 
@@ -81,11 +81,23 @@ def test_each_edit_remeasured_on_the_output(perturbed):
             assert _near([y for _, y in pert[a_ch]], e.at_s) == pytest.approx(
                 _near([y for _, y in nat[a_ch]], e.at_s), abs=0.015)
         elif p.type == "early_entry":
-            b = e.channel
-            t0 = _near([x for x, _ in nat[b]], e.source_start_s)
-            t1 = _near([x for x, _ in pert[b]], e.at_s)
+            # TurnNat build_perturbations.py L3082-3312: the same silence is cut from both
+            # channels, so B's response and everything after it move earlier together
+            ea, eb = p.edits
+            a, b = ea.channel, eb.channel
+            adv = eb.duration_s
+            assert ea.duration_s == pytest.approx(adv) and a != b
+            t0 = _near([x for x, _ in nat[b]], eb.at_s + adv + 0.05)
+            t1 = _near([x for x, _ in pert[b]], eb.at_s + 0.05)
             assert 1.2 - TOL <= t0 - t1 <= 2.5 + TOL
-            assert any(s < t1 < t for s, t in pert[1 - b]), "the response must start inside the other's speech"
+            assert t0 - t1 == pytest.approx(adv, abs=TOL)
+            assert any(s < t1 < t for s, t in pert[a]), "the response must start inside the other's speech"
+            cut_end = max(ea.at_s, eb.at_s) + adv
+            dur = len(xn) / sr
+            for ch in (a, b):
+                later = [x for x, _ in nat[ch] if cut_end + 0.1 < x < dur - adv - 0.3]
+                for x in later:
+                    assert _near([y for y, _ in pert[ch]], x - adv, within=TOL) == pytest.approx(x - adv, abs=TOL)
         elif p.type == "hold_instead_of_shift":
             b = e.channel
             a = 1 - b
@@ -173,7 +185,7 @@ def test_hf_dataset_and_parquet_inputs(tmp_path):
 
 
 def test_real_speech_with_silero_and_transcript_backchannels(tmp_path):
-    from bargein.perturb.synth import speech_dialogue
+    from doubles.synthetic_audio import speech_dialogue
     from bargein.records.audio import RenderedDialogue
     from bargein.store import write_jsonl
 
@@ -206,3 +218,22 @@ def test_cli(tmp_path):
     r = CliRunner().invoke(cli, ["--workdir", str(tmp_path / "w"), "perturb", "--input",
                                  str(tmp_path / "in"), "--types", "bogus"])
     assert r.exit_code != 0 and "valid" in str(r.exception)
+
+
+def test_rerun_after_deleting_the_audio_rebuilds_the_pairs(tmp_path):
+    """Issue 11: with out/audio deleted, a re-run reported success with pairs whose FLAC files
+    did not exist (the runner served cached records without checking their files)."""
+    import shutil
+
+    _write_dialogues(tmp_path / "in", seeds=(4,))
+    d = load_sources(tmp_path / "in", tmp_path / "work")
+    kw = dict(types=["late_response", "early_entry"], per_type=1, out_dir=tmp_path / "out",
+              workdir=tmp_path / "work", seed=3, vad="energy")
+    run_perturb(d, **kw)
+    pairs = read_jsonl(tmp_path / "out" / "pairs.jsonl", PerturbationPair)
+    before = {p: (tmp_path / "out" / p).read_bytes() for pr in pairs for p in (pr.natural_path, pr.perturbed_path)}
+    assert len(pairs) == 2 and len(before) == 4
+    shutil.rmtree(tmp_path / "out" / "audio")
+    run_perturb(d, **kw)
+    assert read_jsonl(tmp_path / "out" / "pairs.jsonl", PerturbationPair) == pairs
+    assert {p: (tmp_path / "out" / p).read_bytes() for p in before} == before

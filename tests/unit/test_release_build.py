@@ -20,7 +20,7 @@ from bargein.releases.features import IHBENCH_FIXED, ihbench_columns
 from bargein.releases.manifest import read_manifest, verify_release
 from bargein.releases.reader import decode_audio, load_config, splits
 from bargein.releases.rows import ihbench_turns
-from bargein.releases.synthetic import write_synthetic
+from doubles.synthetic_release import write_synthetic
 
 PROV = {"seed": 7, "llm": "offline", "git_commit": "test-commit",
         "models": {"baseline": "synthetic-baseline"}}

@@ -12,7 +12,7 @@ from bargein.releases.build import ReleaseSources, build_release
 from bargein.releases.card import read_changelog
 from bargein.releases.diff import diff_releases
 from bargein.releases.manifest import bump, parse_semver, tag_for
-from bargein.releases.synthetic import write_synthetic
+from doubles.synthetic_release import write_synthetic
 
 PROV = {"seed": 3, "llm": "offline", "git_commit": "c0ffee"}
 

@@ -91,8 +91,9 @@ def test_gold_recoveries_follow_the_type_semantics(convs):
             elif itr.type == "topic_switch":  # address it, then steer back
                 pair = P.bank("pairs", "topic_switch")[int(d["pair"])]
                 assert gold.startswith(pair["assistant"])
-            elif itr.type == "pushback":      # de-escalate and offer an alternative
-                assert any(a in gold for a in P.bank("assistant", "alternatives"))
+            elif itr.type == "pushback":      # de-escalate and offer an alternative of the kind
+                kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
+                assert any(a in gold for a in P.bank("assistant", f"alternatives_{kind}"))
             elif itr.type == "normal":        # address it, fresh start of the cut sentence
                 assert gold != rest and not gold.startswith(rest)
     assert seen == {"normal", "impatient", "correction", "topic_switch", "filler", "pushback"}

@@ -68,7 +68,7 @@ def test_timing_cli_with_schedule(tmp_path):
 
     from bargein.audio.io import write_audio
     from bargein.cli import cli
-    from bargein.perturb.synth import burst_audio
+    from doubles.synthetic_audio import burst_audio
 
     x = burst_audio([USER, SYSTEM], 60.0, 16000, seed=3)
     write_audio(tmp_path / "rec" / "session1.flac", x, 16000)

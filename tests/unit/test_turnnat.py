@@ -14,7 +14,7 @@ from bargein.audio.labels import activity_from_segments
 from bargein.errors import BackendUnavailable, ConfigError
 from bargein.scorers.predictors import BuiltinPredictor, contexts, get_predictor
 from bargein.scorers.turnnat import c_index, pair_accuracy, pool, score_activity, tbus, unit_scores
-from bargein.perturb.synth import random_timeline
+from doubles.synthetic_audio import random_timeline
 
 
 def _segs(seed: int, duration_s: float = 120.0):
@@ -150,7 +150,7 @@ def test_train_and_score_cli(tmp_path):
     from bargein.cli import cli
     from bargein.perturb.sources import load_sources
     from bargein.perturb.stage import run_perturb
-    from bargein.perturb.synth import burst_audio
+    from doubles.synthetic_audio import burst_audio
 
     for s in range(6):
         write_audio(tmp_path / "train" / f"t{s}.flac", burst_audio(_segs(s), 122.0, 16000, seed=s), 16000)

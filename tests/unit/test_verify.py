@@ -18,7 +18,7 @@ from bargein.verify import (
     verify_stage,
 )
 from bargein.verify.edits import apply_edits
-from bargein.verify.examples import (
+from doubles.conversation_examples import (
     EXAMPLE_TURNS, RUBRIC_TEXT, build_conversation, example_conversation, example_scenario,
 )
 from bargein.verify.text import is_backchannel, prefix_at_word, word_ends
@@ -46,7 +46,10 @@ def test_example_passes_every_check():
     assert vc.accepted and vc.rounds == 0 and vc.verdicts == () and vc.conversation == conv
     assert set(CHECKS) == {"turn_alternation", "heard_prefix", "filler_backchannel",
                            "correction_grounded", "rubric_counts", "placeholders",
-                           "undelivered_content", "state_machine_leakage"}
+                           "undelivered_content", "state_machine_leakage", "interjection_grounded",
+                           "impatient_has_rest", "grammar_casing", "attribution_grounded",
+                           "hidden_fact_addressed", "user_states_system_value",
+                           "resolved_goal_reached", "tf_not_given", "rq_whole_phrase"}
 
 
 # ---- turn_alternation --------------------------------------------------------------------
@@ -243,7 +246,7 @@ def test_words_heard_earlier_or_own_facts_are_not_undelivered():
 def test_filler_reacting_to_unheard_words_becomes_mm_hm():
     bad = conv_with({3: ("user", "zip code?")})
     vs = run_checks(bad)
-    assert {v.check for v in vs} == {"filler_backchannel", "undelivered_content"}
+    assert {v.check for v in vs} == {"filler_backchannel", "undelivered_content", "grammar_casing"}
     vc = verify_conversation(bad)
     assert vc.accepted and vc.conversation.messages[3].text == "mm-hm"
 
@@ -382,6 +385,9 @@ def _random_clean_conversation(rng: random.Random) -> Conversation:
                 turns[i + 1] = ["user", rng.choice(fillers)]
             elif rng.random() < 0.25:
                 opts = {"stage": opts.get("stage")}
+            elif opts["type"] == "impatient":   # an earlier cut: still something to skip
+                opts["cut"] = rng.randint(max(4, opts["cut"] - 8), opts["cut"])
+                opts["overlap_ms"] = rng.randint(0, 800)
             else:
                 opts["cut"] = rng.randint(opts["cut"], n - 1)
                 opts["overlap_ms"] = rng.randint(0, 800)

@@ -1,4 +1,6 @@
-"""A scripted stand-in model for the LLM path (tests and ``bench/generation.py``).
+"""A scripted stand-in model for the LLM path, for ``bench/generation.py``.
+(The benchmark's own copy: benchmarks import only the package and their own helpers; the tests keep theirs under ``tests/doubles/``.)
+
 
 It answers bargein's conversation-agent prompts, sent through a real provider SDK to
 :class:`bargein.testing.loopback.LoopbackLLMServer`, with schema-valid JSON that the rule-based

@@ -1,4 +1,6 @@
-"""Synthetic two-speaker dialogues for tests and benchmarks.
+"""Synthetic two-speaker dialogues for ``bench/timing.py``.
+(The benchmark's own copy: benchmarks import only the package and their own helpers; the tests keep theirs under ``tests/doubles/``.)
+
 
 * :func:`burst_audio`: noise bursts exactly on a hand-built timeline (energy VAD finds them
   to the frame), for unit tests;

@@ -1,4 +1,4 @@
-"""Small synthetic stage outputs for release tests and ``bench/release.py``.
+"""Small synthetic stage outputs for release tests.
 
 Not the generation pipeline: a fixed phrase bank arranged into valid records (scenario,
 conversation with all six interruption types, verification, eval items with baselines, a

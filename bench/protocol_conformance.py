@@ -1,0 +1,139 @@
+"""Reference-protocol conformance, public IHBench layout, scoring speed and sidecar truth.
+
+    python bench/protocol_conformance.py [--seconds 120]
+
+Prints::
+
+    turnnat_ref_conformance=     fraction of hand-derived expected values our ``turnnat-ref``
+    fdbench_conformance=         / ``fdbench-v1`` / ``fdb-v1|v1.5`` code reproduces (goal 1.000;
+    fdb_conformance=             cases in bargein.scorers.conformance)
+    ihbench_public_schema_match= 1 when a release built with the ``ihbench-public`` profile has
+                                 the public card's configs, columns, 1-based turns and structs
+    turnnat_ref_score_xrt=       audio seconds scored per wall second by the whole ``turnnat-ref``
+                                 scorer (silero VAD of both channels, 50 Hz cleaning, units,
+                                 predictor), ratio to the wall clock of this run (goal >= 500)
+    turnnat_ref_units_xrt=       the same without the VAD (activity given)
+    fdbench_v1_score_xrt=        the ``fdbench-v1`` scorer incl. its VAD
+    sidecar_error_ms_p95=        |sidecar measured - energy VAD on the written audio| over every
+                                 timing figure of every pair (goal <= 20); the energy detector is
+                                 not the detector that placed or measured the edit
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# this folder holds helpers (``_synthetic_release``) but also scripts named like stdlib modules
+# (``inspect.py``): search it after the standard library, not before
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.append(sys.path.pop(0))
+
+import argparse  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from random import Random  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from bargein.audio.io import resample  # noqa: E402
+from bargein.audio.tts import get_engine  # noqa: E402
+from bargein.scorers.conformance import conformance  # noqa: E402
+
+SENTENCES = [
+    "Could you tell me where my parcel is right now", "Yes of course, let me look that up for you",
+    "It was supposed to arrive on Tuesday", "I see the order here, it left the depot this morning",
+    "Okay and when will it get here", "The driver should reach you before six this evening",
+    "That is later than I hoped", "I understand, I can send you a tracking link",
+    "Please do, and send it by text", "Done, you should have it in a moment",
+]
+
+
+def spoken_dialogue(seconds: float, seed: int) -> np.ndarray:
+    """(n, 2) 16 kHz espeak dialogue alternating channels with 0.2-0.9 s gaps."""
+    tts, rng = get_engine("espeak"), Random(seed)
+    n = int(seconds * 16000)
+    x = np.zeros((n, 2), dtype=np.float32)
+    t, k = 0.5, 0
+    while True:
+        ch = k % 2
+        sp = tts.synthesize(SENTENCES[k % len(SENTENCES)], ("en-us", "en-gb+f3")[ch])
+        y = resample(sp.samples, sp.sample_rate, 16000)
+        a = int(t * 16000)
+        if a + len(y) >= n:
+            return x
+        x[a:a + len(y), ch] += y
+        t += len(y) / 16000 + rng.uniform(0.2, 0.9)
+        k += 1
+
+
+def speeds(seconds: float) -> dict[str, float]:
+    from bargein.scorers import fdbench, turnnat_ref
+    from bargein.scorers.predictors import BuiltinPredictor
+
+    train = spoken_dialogue(seconds, 1)
+    test = spoken_dialogue(seconds, 2)
+    pred = BuiltinPredictor.train([turnnat_ref.scoring_activity(train, 16000).astype(bool)])
+    dur = len(test) / 16000
+    t0 = time.perf_counter()
+    v = turnnat_ref.scoring_activity(test, 16000)
+    r = turnnat_ref.score_activity(v, pred, dur)
+    t1 = time.perf_counter()
+    reps = 20
+    for _ in range(reps):
+        turnnat_ref.score_activity(v, pred, dur)
+    t2 = time.perf_counter()
+    fdbench.score_recording(test, 16000)
+    t3 = time.perf_counter()
+    assert r["units"] > 0
+    return {"turnnat_ref_score_xrt": dur / (t1 - t0), "turnnat_ref_units_xrt": reps * dur / (t2 - t1),
+            "fdbench_v1_score_xrt": dur / (t3 - t2)}
+
+
+def public_schema_problems(tmp: Path) -> list[str]:
+    """Build a 4-conversation release with ``profile="ihbench-public"`` (bench helper stage
+    outputs) and compare it with the public card's layout."""
+    from _synthetic_release import write_synthetic
+
+    from bargein.releases.build import ReleaseSources, build_release
+    from bargein.releases.public_schema import check_public_schema
+
+    run = write_synthetic(tmp / "work", 4, seed=11)
+    build_release(tmp / "rel", name="ihbench-public-bench", version="1.0.0", provenance={"seed": 11},
+                  sources=ReleaseSources(conversations=run.conversations, rendered=run.rendered,
+                                         eval_items=run.eval_items, profile="ihbench-public"))
+    return check_public_schema(tmp / "rel")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=120.0, help="length of the spoken test dialogue")
+    args = ap.parse_args(argv)
+    failures = []
+    for family, key in (("turnnat", "turnnat_ref_conformance"), ("fdbench", "fdbench_conformance"),
+                        ("fdb", "fdb_conformance")):
+        ok, total, bad = conformance(family)
+        failures += bad
+        print(f"{key}={ok / total:.3f}  ({ok}/{total} hand-derived values)")
+    if failures:
+        print("  not matched: " + ", ".join(failures))
+    with tempfile.TemporaryDirectory() as tmp:
+        problems = public_schema_problems(Path(tmp))
+    print(f"ihbench_public_schema_match={int(not problems)}  "
+          f"({'; '.join(problems) if problems else 'configs, columns, 1-based turns, structs as the public card'})")
+    for k, v in speeds(args.seconds).items():
+        goal = "  (goal >= 500)" if k == "turnnat_ref_score_xrt" else ""
+        print(f"{k}={v:.0f}{goal}")
+    try:
+        from bargein.perturb.fidelity import sidecar_errors_bench
+        with tempfile.TemporaryDirectory() as tmp:
+            errs, n_pairs = sidecar_errors_bench(Path(tmp))
+        print(f"sidecar_error_ms_p95={np.percentile(errs, 95):.1f}  ({len(errs)} figures, {n_pairs} pairs; "
+              f"max {np.max(errs):.1f} ms)")
+    except ImportError:
+        print("sidecar_error_ms_p95=n/a")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

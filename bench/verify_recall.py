@@ -1,0 +1,167 @@
+"""Verifier recall on a seeded-defect corpus, and false positives on clean look-alikes.
+
+    python bench/verify_recall.py [--scenarios 50] [--seed 7] [--per-kind 60]
+
+Generates the offline conversations (``generate conversations --scenarios 50 --seed 7``), keeps
+the accepted ones, and injects one defect of each kind at a known place (``bench/_inject.py``:
+wording lists of its own, written as the error would appear, not from the checks' patterns),
+at least ``--per-kind`` times per kind. A defect is found when the verifier reports the kind's
+check at the injected message. Each kind also has clean look-alike edits (a pushback on a real
+fee, a "you mentioned" the caller did say, "an hour", a quote of a whole message...): any
+verdict of the kind's check there is a false positive.
+
+Prints per kind ``recall`` and ``fp``, then ``verifier_recall_min`` (weakest kind) and
+``verifier_false_positive_rate`` (flagged clean look-alikes plus flagged untouched accepted
+conversations, over both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+# bench/ holds a module named like a stdlib one (inspect.py): load our helper by path instead
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+
+def _load_helper(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, _HERE / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+I = _load_helper("_inject")  # noqa: E741
+
+from bargein.generators.conversation import generate_conversations  # noqa: E402
+from bargein.generators.scenarios import generate_scenarios  # noqa: E402
+from bargein.seeding import stable_int  # noqa: E402
+from bargein.verify.checks import run_checks  # noqa: E402
+
+PERSONAL = {"full_name", "date_of_birth", "email", "phone_number", "home_address"}
+
+
+def disclosed_keys(conv) -> frozenset[str]:
+    """Fact keys the assistant disclosed before the caller ever said them (the injector's own,
+    simpler notion of a value the system holds)."""
+    out = set()
+    for f in conv.scenario.kb.user_facts:
+        if f.key in PERSONAL or f.kind in ("name", "email", "phone", "address"):
+            continue
+        forms = [v for v in (f.value, f.spoken) if v and len(v) > 3]
+        said = [(m.role, sent) for m in conv.messages
+                for sent in re.split(r"(?<=[.?!])\s+", m.spoken_text) if any(v in sent for v in forms)]
+        if said and said[0][0] == "assistant" and not said[0][1].endswith("?"):
+            out.add(f.key)
+    return frozenset(out)
+
+
+def last_stage(conv) -> set[str]:
+    return {conv.scenario.kb.workflow.stages[-1].name}
+
+
+KINDS = {
+    "interjection_grounded": (I.pushback_fragment, I.clean_pushback),
+    "impatient_has_rest": (I.impatient_in_question, I.clean_impatient),
+    "grammar_casing": (I.grammar, I.clean_grammar),
+    "attribution_grounded": (I.attribution, I.clean_attribution),
+    "hidden_fact_addressed": (I.hidden_ignored, I.clean_hidden),
+    "user_states_system_value": (lambda c, r: I.system_value(c, r, disclosed_keys(c)), None),
+    "resolved_goal_reached": (lambda c, r: I.resolved_early(c, r, last_stage(c)), None),
+    "tf_not_given": (I.tf_given, I.clean_tf),
+    "rq_whole_phrase": (I.rq_fragment, I.clean_rq),
+}
+
+
+def hits(conv, check: str, index) -> bool:
+    return any(v.check == check and (index is None or v.message_index == index)
+               for v in run_checks(conv))
+
+
+def measure(convs, kind: str, fn, n: int, seed: int) -> tuple[int, int, list]:
+    found = total = 0
+    misses = []
+    attempt = 0
+    while total < n and attempt < n * 20:
+        conv = convs[attempt % len(convs)]
+        rng = random.Random(stable_int("inject", kind, seed, attempt))
+        attempt += 1
+        out = fn(conv, rng)
+        if out is None:
+            continue
+        bad, idx = out
+        total += 1
+        if hits(bad, kind, idx):
+            found += 1
+        elif len(misses) < 3:
+            misses.append((conv.id, idx, bad.messages[idx].text[:160] if idx is not None else ""))
+    return found, total, misses
+
+
+def measure_fp(convs, kind: str, fn, n: int, seed: int) -> tuple[int, int, list]:
+    flagged = total = 0
+    shown = []
+    attempt = 0
+    while total < n and attempt < n * 20:
+        conv = convs[attempt % len(convs)]
+        rng = random.Random(stable_int("clean", kind, seed, attempt))
+        attempt += 1
+        out = fn(conv, rng)
+        if out is None:
+            continue
+        ok, idx = out
+        total += 1
+        vs = [v for v in run_checks(ok) if v.check == kind]
+        if vs:
+            flagged += 1
+            if len(shown) < 3:
+                shown.append((conv.id, idx, vs[0].issue[:120], vs[0].evidence[:160]))
+    return flagged, total, shown
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scenarios", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--per-kind", type=int, default=60)
+    ap.add_argument("--show-misses", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        scn = generate_scenarios(args.scenarios, args.seed, workdir=tmp, progress=False).outputs
+        run = generate_conversations(scn, seed=args.seed, workdir=tmp, progress=False,
+                                     sft=False, dpo=False)
+    convs = [v.conversation for v in run.verified if v.accepted]
+    clean_flagged = sum(1 for c in convs if run_checks(c))
+    print(f"accepted_conversations={len(convs)} flagged_untouched={clean_flagged}")
+    recalls, fp_num, fp_den = [], clean_flagged, len(convs)
+    for kind, (bad_fn, clean_fn) in KINDS.items():
+        found, total, misses = measure(convs, kind, bad_fn, args.per_kind, args.seed)
+        rec = found / total if total else 0.0
+        recalls.append(rec)
+        line = f"{kind:26s} injected={total:3d} found={found:3d} recall={rec:.3f}"
+        if clean_fn is not None:
+            f2, t2, fps = measure_fp(convs, kind, clean_fn, args.per_kind, args.seed + 1)
+            fp_num += f2
+            fp_den += t2
+            line += f" clean={t2:3d} fp={f2 / t2 if t2 else 0:.3f}"
+        print(line)
+        if args.show_misses:
+            for m in misses:
+                print("    miss:", m)
+            for m in (fps if clean_fn is not None else []):
+                print("    false positive:", m)
+        if total < 50:
+            print(f"    (only {total} sites for {kind})")
+    print(f"verifier_recall_min={min(recalls):.3f}")
+    print(f"verifier_false_positive_rate={fp_num / fp_den if fp_den else 0:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Interjections and recoveries about the objects a turn really holds (offline agents).
+
+A pushback objects to a fee, a requirement or a policy the caller just heard; a clarification
+asks about an amount, a duration or a date they may have misheard; the gold recovery answers
+that object by its kind (a fee is explained or waived, a requirement justified or replaced, a
+policy stated with what can be done) — never by echoing a window of the heard words::
+
+    heard   "... rebooking carries a $75 change fee, and the new"
+    user    "Hold on, a $75 change fee? Nobody told me about that when I booked."
+    gold    "I understand, nobody likes a surprise charge. The $75 change fee comes with the fare
+             rules of your ticket, but I can check whether you qualify for a waiver. ..."
+
+Wording is composed from an opener, a core by object kind and an optional tail (banks in
+``phrases_user.yaml`` / ``phrases_assistant.yaml``), so two pushbacks rarely read the same.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from bargein.generators import phrases as P
+from bargein.verify.objects import Obj, find_objects
+
+PUSHBACK_KINDS = ("fee", "requirement", "policy")
+CLARIFY_KINDS = ("fee", "policy", "value")
+_SWAP = {"your": "my", "you": "me", "yours": "mine"}
+_BACK = {"my": "your", "me": "you", "mine": "yours", "I": "you"}
+
+
+def as_user(phrase: str) -> str:
+    """How the caller says the assistant's phrase ("your date of birth" -> "my date of birth")."""
+    return re.sub(r"\b(your|you|yours)\b", lambda m: _SWAP[m.group(1).lower()], phrase)
+
+
+def as_assistant(phrase: str) -> str:
+    return re.sub(r"\b(my|me|mine)\b", lambda m: _BACK[m.group(1)], phrase)
+
+
+def objects_in(content: str, kinds: tuple[str, ...]) -> list[Obj]:
+    """The objects of ``kinds`` in the content, the longest phrase per head, in order."""
+    found = [o for o in find_objects(content) if o.kind in kinds and 2 <= len(o.phrase.split()) <= 7
+             or o.kind in kinds and o.phrase[:1] in "$€£0123456789"]
+    best: dict[int, Obj] = {}
+    for o in found:                       # keep the widest phrase ending at each position
+        if o.end not in best or len(o.phrase) > len(best[o.end].phrase):
+            best[o.end] = o
+    return sorted(best.values(), key=lambda o: o.start)
+
+
+def end_word(message: str, content_start: int, obj: Obj) -> int:
+    """1-based index (in ``message``) of the last word of ``obj`` (found in the content)."""
+    end = content_start + obj.end
+    return sum(1 for s, _ in P.word_spans(message) if s < end)
+
+
+def _compose(rng: random.Random, file: str, kind_key: str, **slots: str) -> str:
+    opener = rng.choice(P.bank(file, f"{kind_key}_open"))
+    core = P.fill(rng.choice(P.bank(file, kind_key)), where=f"{file}.{kind_key}", **slots)
+    tail = rng.choice(P.bank(file, f"{kind_key}_tail"))
+    if opener and core[:1].isupper() and not core.startswith(("I ", "I'")) and opener.endswith(","):
+        core = core[:1].lower() + core[1:]
+    return P.tidy(P.join(opener, core, tail))
+
+
+def pushback(rng: random.Random, obj: Obj) -> str:
+    return _compose(rng, "user", f"pushback_{obj.kind}", obj=as_user(obj.phrase),
+                    head=_head(obj))
+
+
+def clarify(rng: random.Random, obj: Obj) -> str:
+    return _compose(rng, "user", "clarify_value", obj=as_user(obj.phrase), head=_head(obj))
+
+
+def _head(obj: Obj) -> str:
+    words = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj.phrase, flags=re.I)
+    return words
+
+
+def recover_pushback(rng: random.Random, kind: str, phrase: str) -> str:
+    """Empathy, the object explained by its kind, one alternative of that kind, a question."""
+    obj = as_assistant(phrase)
+    head = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj, flags=re.I)
+    parts = [P.pick(rng, "assistant", f"recover_pb_empathy_{kind}"),
+             P.pick(rng, "assistant", f"recover_pb_why_{kind}", obj=obj, head=head),
+             P.pick(rng, "assistant", "recover_pb_offer",
+                    alternative=rng.choice(P.bank("assistant", f"alternatives_{kind}")))]
+    return P.tidy(P.join(*parts))
+
+
+def recover_clarify(rng: random.Random, phrase: str) -> str:
+    return P.pick(rng, "assistant", "recover_clarify_value", obj=as_assistant(phrase))

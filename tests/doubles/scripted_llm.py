@@ -1,0 +1,132 @@
+"""A scripted stand-in model for the LLM path (tests).
+
+It answers bargein's conversation-agent prompts, sent through a real provider SDK to
+:class:`bargein.testing.loopback.LoopbackLLMServer`, with schema-valid JSON that the rule-based
+agents build from what each prompt shows (the ``<plan>``, ``<assistant_message>``,
+``<system_prompt>`` sections) — the way a mock model replays answers. ``override`` lets a test
+inject bad answers (re-asks, re-plans, failures) or verifier/modifier verdicts::
+
+    llm = ScriptedLLM(scenarios, override=lambda call: ... or None)
+    with LoopbackLLMServer(responder=llm, latency_s=0.2) as srv: ...
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from bargein.generators import phrases as P
+from bargein.generators.assistant_sim import RuleAssistant
+from bargein.generators.planner import EDGE_WORDS, RoundPlan
+from bargein.generators.rubric import RQ
+from bargein.generators.user_sim import PlanBroken, RuleUser, UserPlan
+from bargein.records import Scenario
+from bargein.seeding import stable_int
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request as the scripted model sees it."""
+
+    schema: str                 # the requested output schema (AssistantTurn, UserInterjection, ...)
+    prompt: str                 # the first user message (the rendered agent prompt)
+    attempt: int                # 1 for the first ask, 2+ for re-asks in the same chat
+    request: dict[str, Any]
+
+
+def _section(prompt: str, tag: str) -> str | None:
+    m = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", prompt, re.S)
+    return m.group(1) if m else None
+
+
+def schema_name(req: dict[str, Any]) -> str:
+    rf = req.get("response_format") or {}
+    if isinstance(rf, dict) and rf.get("json_schema"):
+        return rf["json_schema"].get("name", "")
+    text = json.dumps(req.get("messages", []))
+    m = re.search(r"JSON Schema for (\w+)", text)
+    return m.group(1) if m else ""
+
+
+class ScriptedLLM:
+    """Responder for the loopback server; deterministic in the request content."""
+
+    def __init__(self, scenarios: Iterable[Scenario] = (), *,
+                 override: Callable[[Call], str | None] | None = None):
+        self.scenarios = {s.system_prompt.strip(): s for s in scenarios}
+        self.override = override
+        self.calls: Counter[str] = Counter()
+
+    def __call__(self, req: dict[str, Any]) -> str:
+        users = [m["content"] for m in req.get("messages", []) if m.get("role") == "user"]
+        call = Call(schema=schema_name(req), prompt=users[0] if users else "",
+                    attempt=len(users), request=req)
+        self.calls[call.schema] += 1
+        if self.override is not None:
+            out = self.override(call)
+            if out is not None:
+                return out
+        handler = getattr(self, f"_{call.schema}", None)
+        if handler is None:
+            raise ValueError(f"scripted model: no answer for schema {call.schema!r}")
+        rng = random.Random(stable_int("scripted", req.get("messages"), req.get("seed")))
+        return json.dumps(handler(call, rng))
+
+    # -- conversation agents ------------------------------------------------------------------
+    def _PlannerOut(self, call: Call, rng: random.Random) -> dict:
+        d = json.loads(_section(call.prompt, "plan") or "{}")
+        return {"assistant_goal": f"{d.get('assistant_action', 'continue')}: "
+                                  f"{(d.get('content') or 'the next step')[:80]}",
+                "user_goal": d.get("user_action", "reply"), "interrupt": bool(d.get("interrupt")),
+                "type": d.get("type"), "cut_after": "",
+                "rationale": f"realises the sampled decisions ({d.get('type') or 'no interruption'})"}
+
+    def _AssistantTurn(self, call: Call, rng: random.Random) -> dict:
+        scn = self.scenarios.get((_section(call.prompt, "system_prompt") or "").strip())
+        if scn is None:
+            raise ValueError("scripted model: the assistant prompt names an unknown scenario")
+        view = json.loads(_section(call.prompt, "plan") or "{}")
+        turn = RuleAssistant(scn).respond(RoundPlan.model_validate(view), rng)
+        return turn.model_dump()
+
+    def _UserReply(self, call: Call, rng: random.Random) -> dict:
+        up = UserPlan.model_validate_json(_section(call.prompt, "plan") or "{}")
+        return {"utterance": RuleUser().reply(up, rng)}
+
+    def _UserInterjection(self, call: Call, rng: random.Random) -> dict:
+        up = UserPlan.model_validate_json(_section(call.prompt, "plan") or "{}")
+        message = _section(call.prompt, "assistant_message") or ""
+        lo = int(re.search(r'<cut_range min="(\d+)"', call.prompt).group(1))
+        first = max(0, lo - EDGE_WORDS)
+        spans = P.word_spans(message)
+        content_start = spans[first][0] if first < len(spans) else 0
+        history = call.prompt.split("The assistant's full planned message")[0]
+        try:
+            out = RuleUser().interject(up, message, content_start, (history,), rng)
+        except PlanBroken:      # like a real model: answer anyway; the caller's checks re-ask
+            return {"heard_prefix": P.prefix_words(message, max(1, min(lo, P.n_words(message)))),
+                    "interjection": "Sorry, what was that?"}
+        return {"heard_prefix": out.heard, "interjection": out.interjection}
+
+    def _RubricOut(self, call: Call, rng: random.Random) -> dict:
+        itype = re.search(r"^Interruption type: (\w+)", call.prompt, re.M).group(1)
+        details = json.loads(re.search(r"^Details: (.*)$", call.prompt, re.M).group(1))
+        nxt = json.loads(re.search(r"^Planned next step of the workflow: (.*)$", call.prompt, re.M).group(1))
+        core, _ = RQ[itype]
+        return {"tf_criterion": f"After the {itype.replace('_', ' ')} interruption the response "
+                                f"goes on to {nxt or 'the next workflow step'}.",
+                "rq_criteria": [P.fill(c, **details) for c in core]}
+
+    # -- verifier / modifier (clean by default; tests script issues through ``override``) ----
+    def _VerifierReport(self, call: Call, rng: random.Random) -> dict:
+        return {"issues": []}
+
+    def _ModifierOutput(self, call: Call, rng: random.Random) -> dict:
+        wanted = [int(k) for k in re.findall(r"^- message (\d+):", call.prompt, re.M)]
+        texts = dict(re.findall(r"^\[(\d+)\] \w+: (.*)$", call.prompt, re.M))
+        return {"edits": [{"message_index": k, "text": texts.get(str(k), "")} for k in wanted]}

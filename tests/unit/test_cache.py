@@ -1,0 +1,132 @@
+"""The one cache: a cached record is served only while the files it points to are intact.
+
+Render items use the plugin ``tone`` engine (fast, deterministic); the generic cases use a
+runner stage that writes one file per item, inside and outside the work dir.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from bargein.audio.render import RenderConfig, render_conversations
+from bargein.cache import ArtifactRef, ContentCache, cache_key, check_artifacts, recording
+from bargein.records import ChatMessage
+from bargein.runner import Stage, run_stage
+from bargein.store import atomic_write_bytes
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+import _render_convs as C  # noqa: E402
+import _runner_stages as S  # noqa: E402
+from test_plugins import plugin  # noqa: E402,F401 - the fixture
+
+TONE = RenderConfig(assistant_voice="tone:high", user_voice="tone:low", label_vad="energy")
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def rendered(plugin, tmp_path):  # noqa: F811
+    convs = [C.verified(seed=s, variant=s % 2) for s in (1, 2, 3)]
+    first = render_conversations(convs, workdir=tmp_path, seed=5, config=TONE, workers=1)
+    assert first.computed == 3 and not first.failures
+    return convs, first, _files(tmp_path / "artifacts"), (tmp_path / "render.jsonl").read_bytes(), tmp_path
+
+
+def test_untouched_rerun_computes_nothing(rendered):
+    convs, first, files, jsonl, wd = rendered
+    again = render_conversations(convs, workdir=wd, seed=5, config=TONE, workers=1)
+    assert (again.computed, again.cached, again.stale) == (0, 3, 0)
+    assert (wd / "render.jsonl").read_bytes() == jsonl
+
+
+def test_deleting_one_artifact_rerenders_exactly_that_item(rendered):
+    convs, first, files, jsonl, wd = rendered
+    victim = first.outputs[1]
+    clip = next(s.clip_path for s in victim.segments if s.clip_path)
+    (wd / clip).unlink()
+    again = render_conversations(convs, workdir=wd, seed=5, config=TONE, workers=1)
+    assert (again.computed, again.cached, again.stale) == (1, 2, 1)
+    assert "1 recomputed because their files were missing or changed" in again.summary()
+    assert _files(wd / "artifacts") == files and (wd / "render.jsonl").read_bytes() == jsonl
+
+
+def test_deleting_the_whole_audio_folder_rerenders_everything(rendered):
+    import shutil
+
+    convs, first, files, jsonl, wd = rendered
+    shutil.rmtree(wd / "artifacts")
+    again = render_conversations(convs, workdir=wd, seed=5, config=TONE, workers=2)
+    assert (again.computed, again.stale) == (3, 3)
+    assert _files(wd / "artifacts") == files and (wd / "render.jsonl").read_bytes() == jsonl
+
+
+def test_corrupting_one_artifact_same_size_recomputes_that_item(rendered):
+    convs, first, files, jsonl, wd = rendered
+    labels = wd / first.outputs[2].frame_labels_path
+    data = bytearray(labels.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    labels.write_bytes(bytes(data))
+    assert labels.stat().st_size == len(files[Path(first.outputs[2].frame_labels_path).relative_to("artifacts").as_posix()])
+    again = render_conversations(convs, workdir=wd, seed=5, config=TONE, workers=1)
+    assert (again.computed, again.cached) == (1, 2)
+    assert _files(wd / "artifacts") == files
+
+
+def test_artifacts_outside_the_workdir_are_checked_too(tmp_path):
+    """Perturb writes its pairs under --out, not the work dir: those files count the same."""
+    out = tmp_path / "out"
+    stage = Stage(name="write", fn=S.write_file, output=ChatMessage, config={"out": str(out)})
+    items = [ChatMessage(role="user", content=f"text {i}", id=f"t{i}") for i in range(4)]
+    assert run_stage(stage, items, workdir=tmp_path / "w", seed=1).computed == 4
+    (out / "t2.txt").unlink()
+    (out / "t3.txt").write_text("tampered", encoding="utf-8")
+    again = run_stage(stage, items, workdir=tmp_path / "w", seed=1)
+    assert (again.computed, again.cached) == (2, 2)
+    assert (out / "t2.txt").read_text(encoding="utf-8").startswith("TEXT 2")
+    assert (out / "t3.txt").read_text(encoding="utf-8").startswith("TEXT 3")
+
+
+def test_files_written_in_worker_processes_are_recorded(tmp_path):
+    out = tmp_path / "out"
+    stage = Stage(name="write", fn=S.write_file, output=ChatMessage, config={"out": str(out)}, kind="cpu")
+    items = [ChatMessage(role="user", content=f"text {i}", id=f"t{i}") for i in range(4)]
+    assert run_stage(stage, items, workdir=tmp_path / "w", seed=1, workers=2).computed == 4
+    (out / "t0.txt").unlink()
+    assert run_stage(stage, items, workdir=tmp_path / "w", seed=1, workers=2).computed == 1
+
+
+def test_recording_and_check(tmp_path):
+    with recording() as written:
+        atomic_write_bytes(tmp_path / "a.bin", b"abc")
+        atomic_write_bytes(tmp_path / "cache-entry", b"x", artifact=False)
+    refs = written.refs(tmp_path)
+    assert refs == [ArtifactRef(path="a.bin", bytes=3,
+                                sha256="ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")]
+    assert check_artifacts(refs, tmp_path) == []
+    (tmp_path / "a.bin").write_bytes(b"abd")
+    assert check_artifacts(refs, tmp_path) == ["a.bin: sha256 differs from the recorded one"]
+    (tmp_path / "a.bin").write_bytes(b"ab")
+    assert check_artifacts(refs, tmp_path) == ["a.bin: 2 bytes, recorded 3"]
+    os.unlink(tmp_path / "a.bin")
+    assert check_artifacts(refs, tmp_path) == ["a.bin: missing"]
+    atomic_write_bytes(tmp_path / "b.bin", b"outside any stage")      # no recording: nothing noted
+
+
+def test_content_cache(tmp_path):
+    c = ContentCache(tmp_path / "c", ".npz")
+    k = cache_key("tts", "espeak@1", "en-us", "hello")
+    assert c.get(k) is None and k not in c
+    p = c.put(k, b"\x00\x01")
+    assert p == tmp_path / "c" / k[:2] / f"{k}.npz" and c.get(k) == b"\x00\x01" and k in c
+    assert not list(p.parent.glob(".*.tmp"))
+    c.discard(k)
+    assert c.get(k) is None
+    with pytest.raises(ValueError, match="not a lowercase hex digest"):
+        c.path("../../etc/passwd")

@@ -1,0 +1,506 @@
+"""Checks for the defects a reader of the data finds (issue: interjections on fragments, golds
+that echo them, grammar, false attributions, ignored facts, impossible corrections, wrong
+outcomes, criteria that make no sense).
+
+Each check is named, deterministic, and judges the conversation as written (messages, scenario,
+rubrics, outcome) — never the plan of the writer, so offline and LLM conversations are judged
+alike. Every verdict carries the message index and the offending span as evidence; a verdict
+that a minimal edit repairs carries that edit.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bargein.records.conversation import Conversation, Message, Verdict
+from bargein.verify.base import _verdict, check
+from bargein.verify.edits import delete_edit, replace_edit, rewrite_edit
+from bargein.verify.objects import (
+    FEE_NOUNS, PERSONAL_KEYS, POLICY_NOUNS, REQUIREMENT_NOUNS, find_objects, label, object_words,
+    said_before, system_keys,
+)
+from bargein.verify.text import (
+    STOPWORDS, content_words, is_backchannel, normalise, sentences, tokens,
+)
+
+
+def _pairs(conv: Conversation) -> list[tuple[Message, Message]]:
+    return [(m, u) for m, u in conv.interruptions if u.role == "user"]
+
+
+def _content_start(m: Message) -> str:
+    return m.heard_text or ""
+
+
+# ---- interjection_grounded ------------------------------------------------------------------
+_OBJECTION = re.compile(r"n't\b|\boff\b|\bsit right\b|\b(why|not|no|never|n't|too|unfair|rather|uncomfortable|wrong|can't|"
+                        r"cannot|won't|refuse|problem|worried|concern\w*|seriously|ridiculous|"
+                        r"steep|expensive|much|really|suppose[d]?|said|told|thought|long|"
+                        r"unreasonable|odd|strange|weird|sure|safe|hold|wait|hang|nobody|expect\w*|necessary|"
+                        r"a lot|comfortable|nervous|warned|frustrat\w*|agree\w*|more than|quoted|okay with)\b|"
+                        r"for, exactly", re.I)
+_GENERIC_REF = re.compile(r"\b(that|this|it|those|these|all that|any of that)\b", re.I)
+_PUSHBACK_KINDS = frozenset({"fee", "requirement", "policy", "value", "fact"})
+
+
+def grounding(conv: Conversation, m: Message, text: str) -> tuple[set[str], set[str]]:
+    """(words the interjection shares with the heard part, of which those on an object)."""
+    heard = m.heard_text or ""
+    shared = set(content_words(text) & content_words(heard))
+    objs = find_objects(heard, conv.scenario)
+    on_obj = shared & object_words(objs, _PUSHBACK_KINDS)
+    return shared, on_obj
+
+
+def echoed_fragment(text: str, heard: str, conv: Conversation) -> str:
+    """A span the caller echoes as a question ("Wait, arrive?") that is in the heard words but
+    does not end on the head of an object there ('' when there is none)."""
+    objs = [o for o in find_objects(heard, conv.scenario) if o.kind in _PUSHBACK_KINDS]
+    heads = {tokens(o.phrase)[-1] for o in objs if tokens(o.phrase)}
+    for mm in re.finditer(r"([A-Za-z$][\w$.,'-]*(?:\s+[\w$.,'-]+){0,3})\?", text):
+        words = tokens(mm.group(1))
+        for n in range(min(4, len(words)), 0, -1):
+            span = " ".join(words[-n:])
+            if span and f" {span} " in f" {normalise(heard)} " and span not in STOPWORDS | {"that", "this"}:
+                if words[-1] in heads or any(c.isdigit() for c in span):
+                    return ""
+                if n == 1 and len(words) > 2:
+                    continue                   # the last word of a longer question
+                return span
+    return ""
+
+
+@check("interjection_grounded")
+def interjection_grounded(conv: Conversation) -> list[Verdict]:
+    """A pushback or clarification refers to a real object of the heard part (a fee, amount,
+    requirement, policy, fact or the question asked), not an arbitrary fragment, and reads as
+    its type: a pushback objects, a clarification asks."""
+    out = []
+    for m, u in _pairs(conv):
+        t = m.interruption.type
+        if t not in ("pushback", "normal"):
+            continue
+        shared, on_obj = grounding(conv, m, u.text)
+        earlier = " ".join(e.spoken_text for e in conv.messages[: m.index])
+        if t == "pushback":
+            if not _OBJECTION.search(u.text):
+                out.append(_verdict("interjection_grounded", u.index, "a pushback that does not "
+                                    "object to anything", evidence=repr(u.text), fixable=False))
+                continue
+            echo = echoed_fragment(u.text, m.heard_text or "", conv)
+            if echo:
+                out.append(_verdict(
+                    "interjection_grounded", u.index, f"the pushback echoes {echo!r}, a fragment "
+                    "of the heard words that is no fee, requirement, policy or fact",
+                    evidence=f"heard {m.heard_text!r}; interjection {u.text!r}", fixable=False))
+                continue
+            prior = content_words(u.text) & content_words(earlier)   # a concern kept up
+            prior_obj = prior & object_words(find_objects(earlier, conv.scenario), _PUSHBACK_KINDS)
+            if shared and not on_obj and not prior_obj:
+                out.append(_verdict(
+                    "interjection_grounded", u.index, f"the pushback hangs on {sorted(shared)}, "
+                    "which is no fee, requirement, policy, fact or question of the heard part",
+                    evidence=f"heard {m.heard_text!r}; interjection {u.text!r}", fixable=False))
+            elif not shared and not prior_obj and not _GENERIC_REF.search(u.text):
+                out.append(_verdict(
+                    "interjection_grounded", u.index, "the pushback names nothing the assistant "
+                    "said", evidence=f"heard {m.heard_text!r}; interjection {u.text!r}",
+                    fixable=False))
+        elif shared and "?" in u.text and not on_obj:
+            # a clarification question about the heard words: it must be about an object
+            asked = content_words(u.text) - content_words(earlier)
+            if shared & asked or not (content_words(u.text) - shared):
+                out.append(_verdict(
+                    "interjection_grounded", u.index, f"the clarification asks about "
+                    f"{sorted(shared)}, a fragment that is no object of the heard part",
+                    evidence=f"heard {m.heard_text!r}; interjection {u.text!r}", fixable=False))
+    return out
+
+
+# ---- impatient_has_rest ---------------------------------------------------------------------
+_SKIP_MIN_WORDS = 4
+
+
+def _cut_sentence(text: str, cut: int) -> tuple[int, int]:
+    for s, e in sentences(text):
+        if s <= cut <= e + 1:
+            return s, e
+    return cut, len(text)
+
+
+@check("impatient_has_rest")
+def impatient_has_rest(conv: Conversation) -> list[Verdict]:
+    """An impatient cut-in skips an explanation: the cut is not inside a question (the caller
+    cannot skip a question put to them) and an explanation of some length was still to come."""
+    out = []
+    for m, u in _pairs(conv):
+        if m.interruption.type != "impatient":
+            continue
+        heard = m.heard_text or ""
+        cut = len(heard)
+        s, e = _cut_sentence(m.text, cut)
+        sent = m.text[s:e]
+        rest = m.text[cut:]
+        told = [rest[a:b] for a, b in sentences(rest) if not rest[a:b].rstrip().endswith("?")]
+        explanation = sum(len(content_words(x)) for x in told)
+        if sent.rstrip().endswith("?") and cut > s:
+            out.append(_verdict("impatient_has_rest", u.index, "an impatient cut-in inside a "
+                                "question: there is nothing to skip, the caller was being asked",
+                                evidence=f"cut in {sent!r} after {heard[s:]!r}", fixable=False))
+        elif explanation < _SKIP_MIN_WORDS and not sent.rstrip().endswith("?"):
+            out.append(_verdict("impatient_has_rest", u.index, "an impatient cut-in with no "
+                                "explanation left to skip", evidence=f"unheard {rest.strip()!r}",
+                                fixable=False))
+    return out
+
+
+# ---- grammar_casing -------------------------------------------------------------------------
+_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|a\.m|p\.m|etc|vs|approx|dr|mr|mrs|ms)\.|\.\.\.|…)$", re.I)
+_THIRD = ("is has does doesn't shares needs wants lives works owns rents goes pays uses gets makes "
+          "keeps takes travels helps runs tries knows thinks likes sends manages plans cares "
+          "handles visits studies teaches drives hopes expects prefers").split()
+_BASE = {"is": "am", "has": "have", "does": "do", "doesn't": "don't", "goes": "go", "tries": "try",
+         "studies": "study", "teaches": "teach"}
+_I_AGREE = re.compile(r"\bI((?:\s+(?:also|still|just|already|usually|currently|really|only|"
+                      r"now|always|never|often))?)\s+(%s)\b" % "|".join(map(re.escape, _THIRD)))
+_PLURAL_SUBJ = re.compile(r"\b(you|we|they)\s+(has|is|was|doesn't)\b", re.I)
+_QUESTION_AUX = frozenset("do did can if how who what why where when will would could should must "
+                          "might may does are were have had".split())
+_A_AN = re.compile(r"\b([Aa])\s+([aeiouAEIOU][a-z]+)\b")
+_AN_A = re.compile(r"\b([Aa]n)\s+([b-df-hj-np-tv-z][a-z]+)\b")
+_A_OK = re.compile(r"^(uni|use|usu|uti|ure|uro|eu|one|once|ewe)", re.I)
+_AN_OK = re.compile(r"^(hour|honest|honou?r|heir|herb)", re.I)
+_DOUBLE = re.compile(r"\b(the|a|an|to|and|of|is|you|your|it|in|for|on|my|we|that)\s+\1\b", re.I)
+_LOWER_I = re.compile(r"(?<![\w'])i(?=\s|'m|'ve|'ll|'d)(?![\w])")
+
+
+def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, int, str, str]]:
+    """(start, end, replacement, rule) for casing and agreement errors in ``text``."""
+    found: list[tuple[int, int, str, str]] = []
+    starts = [0] if not continuation else []
+    starts += [mm.end() for mm in re.finditer(r"[.!?][\"')\]]?\s+", text)
+               if not _ABBREV.search(text[: mm.start() + 1])]
+    for s in starts:
+        mm = re.match(r"[\"'(]?([a-z])", text[s:])
+        if mm is None:
+            continue
+        i = s + mm.start(1)
+        word = re.match(r"[\w'-]+", text[i:]).group(0)
+        if any(c.isupper() for c in word[1:]) or re.match(r"[a-z]\.[a-z]\.", text[i:]):
+            continue                                  # iPhone, e.g. a.m.
+        found.append((i, i + 1, text[i].upper(), "sentence starts with a lower-case letter"))
+    for mm in _LOWER_I.finditer(text):
+        found.append((mm.start(), mm.end(), "I", "the pronoun 'I' in lower case"))
+    for mm in _I_AGREE.finditer(text):
+        verb = mm.group(2)
+        base = _BASE.get(verb, verb[:-1] if not verb.endswith("ies") else verb[:-3] + "y")
+        found.append((mm.start(2), mm.end(2), base, f"'I {verb}': the verb does not agree"))
+    for mm in _PLURAL_SUBJ.finditer(text):
+        fix = {"has": "have", "is": "are", "was": "were", "doesn't": "don't"}[mm.group(2).lower()]
+        found.append((mm.start(2), mm.end(2), fix, f"'{mm.group(1)} {mm.group(2)}': the verb "
+                      "does not agree"))
+    for mm in _A_AN.finditer(text):
+        if not _A_OK.match(mm.group(2)):
+            found.append((mm.start(1), mm.end(1), mm.group(1) + "n",
+                          f"'a {mm.group(2)}': 'an' before a vowel sound"))
+    for mm in _AN_A.finditer(text):
+        if not _AN_OK.match(mm.group(2)):
+            found.append((mm.start(1), mm.end(1), mm.group(1)[0],
+                          f"'an {mm.group(2)}': 'a' before a consonant sound"))
+    for mm in _DOUBLE.finditer(text):
+        found.append((mm.start(), mm.end(), mm.group(1), f"doubled word {mm.group(1)!r}"))
+    return sorted(found)
+
+
+@check("grammar_casing")
+def grammar_casing(conv: Conversation) -> list[Verdict]:
+    """Sentences start with a capital, 'I' is upper case, subject and verb agree, a/an fit,
+    no doubled words. Each is repaired by a minimal replace of the offending span."""
+    out = []
+    msgs = conv.messages
+    for pos, m in enumerate(msgs):
+        # an assistant turn right after a backchannel continues the cut sentence mid-way
+        prev_cut = pos >= 2 and msgs[pos - 2].interruption is not None \
+            and msgs[pos - 2].interruption.type == "filler"
+        cut = len(m.heard_text) if m.interruption is not None else None
+        # a backchannel is conventionally written in lower case ("mm-hm")
+        cont = (m.role == "assistant" and prev_cut) or is_backchannel(m.text)
+        for s, e, new, rule in reversed(grammar_issues(m.text, continuation=cont)):
+            if cut is not None and s < cut < e:
+                out.append(_verdict("grammar_casing", m.index, rule, fixable=False,
+                                    evidence=f"{m.text[max(0, s - 30):e + 30]!r}"))
+                continue
+            out.append(_verdict("grammar_casing", m.index, rule,
+                                evidence=f"{m.text[max(0, s - 30):e + 30]!r}",
+                                edit=replace_edit(m, s, e, new)))
+    return out
+
+
+# ---- attribution_grounded -------------------------------------------------------------------
+_ATTR = re.compile(r"\b(?:as )?you(?:'ve| have)? (?:said|mentioned|told (?:me|us)|described|"
+                   r"believe|noted|indicated|explained|reported)\b(?: that)?[,:]?\s*", re.I)
+
+
+@check("attribution_grounded")
+def attribution_grounded(conv: Conversation) -> list[Verdict]:
+    """"You said ...", "you mentioned ...": the assistant attributes to the caller only what
+    the caller said in an earlier message."""
+    out = []
+    for m in conv.messages:
+        if m.role != "assistant":
+            continue
+        spoken = m.spoken_text
+        for mm in _ATTR.finditer(spoken):
+            tail = re.split(r"[.?!;]", spoken[mm.end():], maxsplit=1)[0]
+            tail = re.split(r",\s+(?:so|and|but|which)\b", tail, maxsplit=1)[0]
+            said = content_words(tail) - {"you", "your"}
+            if not said:
+                continue
+            user_words = content_words(" ".join(e.text for e in conv.messages[: m.index]
+                                                if e.role == "user"))
+            missing = said - user_words
+            if len(missing) * 3 <= len(said):
+                continue
+            s, e = next(((a, b) for a, b in sentences(m.text) if a <= mm.start() < b),
+                        (mm.start(), mm.end() + len(tail)))
+            issue = (f"attributes {tail.strip()!r} to the caller, who never said it "
+                     f"(unsaid words {sorted(missing)[:6]})")
+            multi = len(sentences(m.text)) > 1
+            crosses = m.interruption is not None and s < len(m.heard_text or "") < e
+            out.append(_verdict("attribution_grounded", m.index, issue,
+                                evidence=m.text[s:e],
+                                edit=delete_edit(m, s, e) if multi and not crosses else
+                                rewrite_edit(m, f"remove the claim that the caller said "
+                                                f"{tail.strip()!r}; they never did")))
+    return out
+
+
+# ---- hidden_fact_addressed ------------------------------------------------------------------
+def _volunteered(conv: Conversation, u: Message) -> list[tuple[str, frozenset[str]]]:
+    out = []
+    said = content_words(u.text)
+    for f in conv.scenario.intent.hidden_facts:
+        w = content_words(f.value)
+        if len(w) >= 2 and len(w & said) * 5 >= len(w) * 3:
+            out.append((f.key, w))
+    return out
+
+
+@check("hidden_fact_addressed")
+def hidden_fact_addressed(conv: Conversation) -> list[Verdict]:
+    """When the caller volunteers one of their hidden facts, the next assistant turn takes it
+    up (names something of it), rather than a generic "noted" or nothing."""
+    out = []
+    msgs = conv.messages
+    for pos, u in enumerate(msgs):
+        if u.role != "user" or pos + 1 >= len(msgs) or msgs[pos + 1].role != "assistant":
+            continue
+        nxt = msgs[pos + 1]
+        before = content_words(msgs[pos - 1].spoken_text) if pos else frozenset()
+        for key, w in _volunteered(conv, u):
+            used = (content_words(nxt.spoken_text) & w) - before
+            if not used:
+                out.append(_verdict(
+                    "hidden_fact_addressed", nxt.index, f"the caller volunteered {key!r} in "
+                    f"message {u.index} and this turn ignores it",
+                    evidence=f"caller {u.text!r}; reply {nxt.spoken_text[:160]!r}",
+                    edit=rewrite_edit(nxt, "take up what the caller just told you "
+                                           f"({u.text!r}) in one short clause"), fixable=False))
+    return out
+
+
+# ---- user_states_system_value ---------------------------------------------------------------
+_STATE = (r"(?:(?:my|the|our)\s+{label}\s+(?:is|was|should be|'s|it's|shows|said)\b|"
+          r"\b(?:is|was)\s+(?:my|the|our)\s+{label}\b)")
+_CORRECTS = re.compile(r"\b(actually|not|wrong|correct|change|should be|instead|mistake|misspoke|"
+                       r"something else)\b")
+
+
+def held_keys(conv: Conversation) -> frozenset[str]:
+    """Keys only the system holds: by the scenario (:func:`system_keys`), or in this conversation
+    (the assistant stated the value first, in a turn that asked nothing, and never asked the
+    caller for it)."""
+    out = set(system_keys(conv.scenario))
+    user_side = set(conv.scenario.intent.provides) | {c.key for c in conv.scenario.intent.corrections}
+    for f in conv.scenario.kb.user_facts:
+        if f.key in user_side or f.key in PERSONAL_KEYS or f.kind in ("name", "email", "phone",
+                                                                         "address"):
+            continue
+        forms = [v for v in (f.value, f.spoken) if v and len(v) > 3]
+        lab = label(f.key).lower()
+        first = _first_mention(conv, forms, lab)
+        if first is not None and first[0] == "assistant" and not first[1].rstrip().endswith("?"):
+            out.add(f.key)
+    return frozenset(out)
+
+
+def _first_mention(conv: Conversation, forms: list[str], lab: str) -> tuple[str, str] | None:
+    """(role, sentence) of the first sentence that says one of ``forms``; None when the caller
+    was asked for it (a question naming ``lab``) before or when nobody says it."""
+    for m in conv.messages:
+        for a, b in sentences(m.spoken_text):
+            sent = m.spoken_text[a:b]
+            if m.role == "assistant" and sent.rstrip().endswith("?") and lab in sent.lower():
+                return None
+            if any(v in sent for v in forms):
+                return m.role, sent
+    return None
+
+
+@check("user_states_system_value")
+def user_states_system_value(conv: Conversation) -> list[Verdict]:
+    """The caller states or corrects a value only the system holds (a carrier's last scan, a
+    balance on the books): values the assistant reads from its records."""
+    out = []
+    keys = held_keys(conv)
+    if not keys:
+        return out
+    scenario_held = system_keys(conv.scenario)
+    for m in conv.messages:
+        if m.role != "user":
+            continue
+        low = m.text.lower()
+        for k in sorted(keys):
+            lab = label(k).lower()
+            f = conv.scenario.kb.fact(k)
+            forms = [v for v in (f.value, f.spoken) if v] if f else []
+            stated = re.search(_STATE.format(label=re.escape(lab)), low)
+            new_value = k in scenario_held and any(
+                normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
+                and not said_before(conv, m.index, v, role="assistant") for v in forms)
+            corrects = lab in low and _CORRECTS.search(low)
+            if stated or new_value or corrects:
+                why = ("states the value before the system gave it" if new_value else
+                       "corrects it" if corrects else "states it")
+                out.append(_verdict(
+                    "user_states_system_value", m.index, f"the caller {why}: {lab!r} is a value "
+                    "only the system holds", evidence=m.text, fixable=False))
+                break
+    return out
+
+
+# ---- resolved_goal_reached ------------------------------------------------------------------
+def final_stages(conv: Conversation) -> set[str]:
+    wf = conv.scenario.kb.workflow
+    done = {"resolved"} & set(wf.terminals) or set(wf.terminals[:1])
+    last = {t.source for t in wf.transitions if t.kind == "next" and t.target in done}
+    return last or {wf.stages[-1].name}
+
+
+@check("resolved_goal_reached")
+def resolved_goal_reached(conv: Conversation) -> list[Verdict]:
+    """An outcome of ``resolved`` needs the goal's final stage done: an assistant turn of that
+    stage, delivered in full or answered, before the goodbye."""
+    if conv.outcome != "resolved":
+        return []
+    finals = final_stages(conv)
+    reached = [m for m in conv.messages if m.role == "assistant" and m.stage in finals]
+    if reached:
+        return []
+    seen = list(dict.fromkeys(m.stage for m in conv.messages if m.stage))
+    return [_verdict("resolved_goal_reached", None, f"outcome 'resolved' but the final stage "
+                     f"{sorted(finals)} never happens", evidence=f"stages reached: {seen}",
+                     fixable=False)]
+
+
+# ---- tf_not_given ---------------------------------------------------------------------------
+_REQUEST = re.compile(r"\b(ask\w*|request\w*|collect\w*|obtain\w*|provide|give|confirm\w*|"
+                      r"share|tell|get)\b", re.I)
+
+
+@check("tf_not_given")
+def tf_not_given(conv: Conversation) -> list[Verdict]:
+    """A task-fulfilment criterion does not ask for information already given (by the caller,
+    or by the assistant from its records) before the interjection."""
+    out = []
+    facts = list(conv.scenario.kb.user_facts)
+    for r in conv.rubrics:
+        tf = re.sub(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d", " ", r.tf_criterion)   # quotes aside
+        if not _REQUEST.search(tf):
+            continue
+        wl = normalise(tf)
+        for f in facts:
+            lab = normalise(label(f.key))
+            if not lab or f" {lab} " not in f" {wl} ":
+                continue
+            forms = [v for v in (f.value, f.spoken) if v]
+            if any(said_before(conv, r.message_index + 1, v) for v in forms):
+                out.append(_verdict(
+                    "tf_not_given", r.message_index, f"the TF criterion asks for the "
+                    f"{label(f.key)}, given before the interjection", fixable=False,
+                    evidence=r.tf_criterion))
+                break
+    return out
+
+
+# ---- rq_whole_phrase ------------------------------------------------------------------------
+_QUOTE = re.compile(r"\"([^\"]+)\"|\u201c([^\u201d]+)\u201d|\(([^()\"]+)\)")
+_POSITIONAL = re.compile(r"(?:after|starting with|with the words|ending with|no)\s*[(\"\u201c]?$",
+                         re.I)
+_FUNCTION = frozenset("""a an the to of and or but with for from by at in on into as is are was
+were be been it its that this these those which who than then so if my your our their his her
+me you we they i not can will would could should has have had do does did""".split())
+_SUBJECT = frozenset("i i'm i've i'd we we're my you you're it's there's".split())
+_DET = frozenset("a an the my your our their his her this these those some any each every one two "
+                 "three four five six seven eight nine ten eleven twelve fifteen twenty thirty "
+                 "forty sixty ninety".split())
+
+
+def whole_phrase(span: str, conv: Conversation) -> bool:
+    """Whether a quoted span is a whole phrase: a whole message, sentence or clause of the
+    conversation, a fact value or label, or a noun phrase said there (a determiner or number,
+    then words, ending on a content word)."""
+    toks = tokens(span)
+    if not toks:
+        return True
+    p = " ".join(toks)
+    texts = [m.spoken_text for m in conv.messages]
+    for t in texts:
+        pieces = [t] + [t[a:b] for a, b in sentences(t)] + re.split(r"[.,;:!?\u2014]+(?!\d)", t)
+        for clause in pieces:
+            if " ".join(tokens(clause)) == p:
+                return True
+    for f in (*conv.scenario.kb.user_facts, *conv.scenario.intent.hidden_facts):
+        if p in {" ".join(tokens(v)) for v in (f.value, f.spoken, label(f.key)) if v}:
+            return True
+    for c in conv.scenario.intent.corrections:
+        if p in {" ".join(tokens(v)) for v in (c.first_value, c.corrected_value, label(c.key))}:
+            return True
+    if not any(f" {p} " in f" {normalise(t)} " for t in texts):
+        return True                       # an example wording, not a quote of the conversation
+    if toks[0] in _SUBJECT and len(toks) >= 3:     # a whole clause said inside a longer one
+        for t in texts:
+            for clause in re.split(r"[.;:!?\u2014]+(?!\d)", t):
+                if f" {' '.join(tokens(clause))}".endswith(" " + p):
+                    return True
+    first, last = toks[0], toks[-1]
+    if last in _FUNCTION or last in STOPWORDS or last.endswith("ly"):
+        return False
+    head_ok = first in _DET or first[0].isdigit() or span.lstrip().startswith(("$", "€", "£"))
+    if not head_ok and (first in _FUNCTION or first in STOPWORDS):
+        return False
+    if len(toks) >= 2 and first in _DET and (last.endswith("ed") or toks[1] in _FUNCTION):
+        return False
+    if not head_ok:   # a bare word run: only a single noun-like word, or object words
+        nouns = FEE_NOUNS | REQUIREMENT_NOUNS | POLICY_NOUNS
+        return len(toks) == 1 or last in nouns
+    return True
+
+
+@check("rq_whole_phrase")
+def rq_whole_phrase(conv: Conversation) -> list[Verdict]:
+    """A recovery-quality criterion that quotes the conversation quotes a whole phrase, not a
+    truncated fragment ("Engages with the caller's concern (that noted)")."""
+    out = []
+    for r in conv.rubrics:
+        for c in r.rq_criteria:
+            for mm in _QUOTE.finditer(c):
+                span = next(g for g in mm.groups() if g is not None)
+                if _POSITIONAL.search(c[: mm.start()]) and mm.group(3) is None:
+                    continue                 # "after '...'" marks the cut position on purpose
+                if not whole_phrase(span, conv):
+                    out.append(_verdict("rq_whole_phrase", r.message_index,
+                                        f"the RQ criterion quotes {span!r}, which is not a "
+                                        "whole phrase of the conversation", evidence=c,
+                                        fixable=False))
+    return out
