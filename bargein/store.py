@@ -40,7 +40,7 @@ def _open_failed(path: Path, what: str, e: OSError) -> InputError:
 
 def _not_utf8(path: Path, what: str, data: bytes, start: int, line: int) -> InputError:
     col = start - (data.rfind(b"\n", 0, start) + 1) + 1
-    return InputError(f"{what} {str(path)!r} line {line}: not UTF-8 text (byte "
+    return InputError(f"{what} {path}:{line}: not UTF-8 text (byte "
                       f"0x{data[start:start + 1].hex()} at column {col}). Fix: save the file as "
                       "UTF-8 (e.g. `iconv -f latin1 -t utf-8`).")
 
@@ -86,11 +86,11 @@ def iter_json_lines(path: str | os.PathLike, what: str = "JSONL file") -> Iterat
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError) as e:
-            raise InputError(f"{what} {str(path)!r} line {n}: not JSON ({_first_line(e)}). Fix: "
+            raise InputError(f"{what} {path}:{n}: not JSON ({_first_line(e)}). Fix: "
                              "one JSON object per line; regenerate the file with the stage that "
                              "writes it.") from None
         if not isinstance(obj, dict):
-            raise InputError(f"{what} {str(path)!r} line {n}: a JSON {type(obj).__name__}, not an "
+            raise InputError(f"{what} {path}:{n}: a JSON {type(obj).__name__}, not an "
                              "object. Fix: one JSON object per line.")
         yield n, obj
 
@@ -210,7 +210,7 @@ def iter_jsonl(path: str | os.PathLike, record_type: type[R], what: str | None =
             yield record_type.model_validate(obj)
         except ValueError as e:
             raise InputError(
-                f"{what} {str(path)!r} line {n}: not a valid {record_type.__name__} record "
+                f"{what} {path}:{n}: not a valid {record_type.__name__} record "
                 f"({_validation_summary(e)}). Fix: pass the file the stage that writes "
                 f"{record_type.__name__} records produced, or regenerate it.") from None
 

@@ -129,7 +129,7 @@ case("hostile-verify-bom", "verify", "text",
      ["verify", "--conversations", "{good}/hostile/conv_bom.jsonl"], expect="ok")
 case("truncated-verify", "verify", "jsonl",
      ["verify", "--conversations", "{good}/hostile/conv_truncated.jsonl"],
-     says=("conv_truncated.jsonl", "line 2", FIX), outputs=("work/verified.jsonl",))
+     says=("conv_truncated.jsonl", ":2:", FIX), outputs=("work/verified.jsonl",))
 case("bad-role-verify", "verify", "jsonl",
      ["verify", "--conversations", "{good}/hostile/conv_bad_role.jsonl"],
      says=("conv_bad_role.jsonl", "role", FIX), outputs=("work/verified.jsonl",))
