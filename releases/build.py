@@ -101,7 +101,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
 def check_release_name(name: str) -> str:
     """A dataset name usable as a folder and a Hub repo name (no spaces, no path parts)."""
-    if not _NAME.match(name or "") or ".." in name:
+    if not _NAME.fullmatch(name or "") or ".." in name:
         raise ReleaseError(f"release name {name!r} is not usable: use letters, digits, '.', '_' "
                            "and '-' (no spaces, no '/' or '..'), at most 96 characters. Fix: "
                            "e.g. --name bargein-ihbench")

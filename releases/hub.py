@@ -212,7 +212,7 @@ def check_repo_id(repo_id: str, what: str = "repo") -> str:
     """``ORG/NAME`` as the Hub allows it: letters, digits, ``.``, ``_``, ``-``; no ``..``, ``--``,
     path parts or spaces. The one check every push, pull and diff goes through."""
     parts = repo_id.split("/") if isinstance(repo_id, str) else []
-    if (len(parts) != 2 or not all(_NAME_PART.match(x) for x in parts)
+    if (len(parts) != 2 or not all(_NAME_PART.fullmatch(x) for x in parts)
             or ".." in repo_id or "--" in repo_id):
         raise ReleaseError(f"{what} {repo_id!r} is not a Hub dataset name ORG/NAME (letters, "
                            "digits, '.', '_', '-'; no '..', '--', spaces or extra '/'). Fix: e.g. "
@@ -223,7 +223,7 @@ def check_repo_id(repo_id: str, what: str = "repo") -> str:
 def check_revision(rev: str, ref: str | None = None) -> str:
     """A tag, branch or commit id; never a path (``..``, ``/``, ``\\``, spaces are refused,
     because the Hub client files refs under these names)."""
-    if not isinstance(rev, str) or not _REVISION.match(rev) or ".." in rev:
+    if not isinstance(rev, str) or not _REVISION.fullmatch(rev) or ".." in rev:
         raise ReleaseError(f"revision {rev!r}{f' in {ref!r}' if ref else ''} is not a tag, "
                            "branch or commit id (letters, digits, '.', '_', '+', '-'; no '..', "
                            "'/' or spaces). Fix: e.g. @v1.0.0 or @main")

@@ -145,8 +145,10 @@ def run_forked(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float
             sys.stdin = open(os.devnull)
             sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), write_through=True)
             sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", closefd=False), write_through=True)
+            import faulthandler
             import logging
 
+            faulthandler.dump_traceback_later(max(1.0, timeout_s - 2), exit=False)  # runaway: where
             root = logging.getLogger()
             for h in list(root.handlers):
                 root.removeHandler(h)
@@ -219,7 +221,8 @@ def judge(case: Case, res: Result, cwd: Path, outputs_before: dict[str, dict]) -
     """Every way the case fell short of its expected outcome (empty when clean)."""
     p: list[str] = []
     if res.runaway:
-        p.append(f"runaway: still running after {case.timeout_s:.0f} s")
+        p.append(f"runaway: still running after {case.timeout_s:.0f} s; where it was:\n"
+                 + res.stderr[-1500:])
     if res.traceback:
         p.append("traceback:\n" + (res.stderr or res.stdout)[-1500:])
     if res.orphans:
