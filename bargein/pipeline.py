@@ -95,6 +95,7 @@ class BuildState:
     counts: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
     order: tuple[str, ...] = ()
+    backend: Mapping[str, Any] = field(default_factory=dict)    # the running stage's backend config
 
     def artifact(self, key: str) -> Path | None:
         return self.artifacts.get(key)
@@ -262,12 +263,15 @@ def _render(state: BuildState) -> StageOutcome:
 
 
 def _mask(state: BuildState) -> StageOutcome:
+    from bargein.masking.items import MaskConfig
     from bargein.masking.stage import mask_rendered
 
     r = state.config.repair
     res = mask_rendered(state.records[RenderedDialogue], state.records[VerifiedConversation],
-                        workdir=state.workdir, seed=state.seed, signals=tuple(r.signals),
-                        windows_ms=tuple(r.windows_ms), max_items=r.max_items,
+                        workdir=state.workdir, seed=state.seed,
+                        config=MaskConfig(aligner=state.backend["aligner"]),
+                        signals=tuple(r.signals), windows_ms=tuple(r.windows_ms),
+                        max_items=r.max_items, workers=state.config.audio.workers,
                         progress=state.progress)
     return StageOutcome({MaskedItem: list(res.outputs)}, {"repair": len(res.outputs)},
                         {"mask": len(res.failures)})
@@ -278,12 +282,13 @@ def _perturb(state: BuildState) -> StageOutcome:
 
     c, workdir = state.config, state.workdir
     # the perturbation stage reads audio by path: make the render's relative paths absolute
-    dialogues = [rd.with_(audio_path=str((workdir / rd.audio_path).resolve()))
+    dialogues = [rd.with_(audio_path=str((workdir / rd.audio_path).resolve()), id=rd.id)
                  if not Path(rd.audio_path).is_absolute() else rd
                  for rd in state.records[RenderedDialogue]]
     summary = run_perturb(dialogues, types=list(c.timing.types), per_type=c.timing.per_type,
                           out_dir=workdir / "perturb", workdir=workdir, seed=state.seed,
-                          sample_rate=c.audio.sample_rate, workers=c.audio.workers or 1)
+                          vad=state.backend["vad"], sample_rate=c.audio.sample_rate,
+                          workers=c.audio.workers or 1)
     return StageOutcome({}, {"timing": int(summary["pairs"])}, {"perturb": int(summary["skipped"])})
 
 
@@ -300,6 +305,7 @@ def _release(state: BuildState) -> StageOutcome:
         "voices": {"assistant": c.audio.assistant_voice, "user": c.audio.user_voice},
         "prompt_sha256": _prompt_hashes(),
         "stage_failures": dict(state.failures),
+        "stages": list(state.order),
     }
     sources = ReleaseSources(
         conversations=a("verified"), rendered=a("rendered"), eval_items=a("baseline"),
@@ -338,7 +344,7 @@ def plan(config: BuildConfig) -> Plan:
         if c.repair.enabled:
             specs.append(StageSpec(
                 "mask", (RenderedDialogue, VerifiedConversation), (MaskedItem,), _mask,
-                {"repair": "mask.jsonl"}, {"aligner": "synth"}))
+                {"repair": "mask.jsonl"}, {"aligner": "auto"}, needs=("aligner",)))
         if c.timing.enabled:
             specs.append(StageSpec(
                 "perturb", (RenderedDialogue,), (PerturbationPair,), _perturb,
@@ -363,6 +369,7 @@ def run(p: Plan, state: BuildState) -> dict[str, float]:
             raise WiringError(f"stage {spec.name!r} found no {', '.join(missing)} records from "
                               "upstream; its producer did not return what it declares")
         _say(f"{spec.name} ...")
+        state.backend = dict(spec.backend)
         t0 = time.perf_counter()
         outcome = spec.fn(state)
         times[spec.name] = round(time.perf_counter() - t0, 3)
@@ -395,7 +402,10 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
     check_writable_dir(workdir, option="--workdir")
     state = BuildState(config=config, workdir=workdir, out_dir=out_dir, seed=config.seed,
                        progress=progress, previous=Path(previous) if previous else None)
-    times = run(p, state)
+    from bargein.executors import using_executor
+
+    with using_executor(config.executor):       # CPU stages: local processes or Ray tasks
+        times = run(p, state)
     return BuildReport(manifest=state.records[ReleaseManifest][0], out_dir=out_dir,
                        workdir=workdir, stage_seconds=times, counts=state.counts,
                        failures=state.failures, stages=p.names)

@@ -1,6 +1,6 @@
 """The EAR scorer (Pardon?): task competence C, repair R, and their harmonic mean.
 
-    report = score_ear("work/mask.jsonl", "responses.jsonl", judge="offline", out=Path("ear"))
+    report = score_ear("work/mask.jsonl", "responses.jsonl", judge="openai:gpt-4o-mini", out=Path("ear"))
     print(report.tables())
 
 Per response:
@@ -14,8 +14,10 @@ C = 0.9 with R = 0.1 gives 0.18, not 0.5. Aggregates overall, per signal, per wi
 (signal, window), with 95% CIs from a percentile bootstrap that resamples source utterances
 (an answerable and an unanswerable variant of the same utterance stay together).
 
-The judge is ``offline`` (the rules in :mod:`bargein.scorers.ear_rules`) or ``PROVIDER:MODEL``
-(prompt ``judge_repair``, a schema-checked :class:`RepairJudgment`).
+The judge is a model, ``PROVIDER:MODEL`` (prompt ``judge_repair``, a schema-checked
+:class:`RepairVerdict`), or ``smoke`` (the rules in :mod:`bargein.scorers.ear_rules`; a smoke
+test, not a score). A judge answer that fails its schema makes that judgment unscorable, listed
+in ``issues.jsonl`` with the evidence and counted beside every figure.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ import numpy as np
 
 from bargein.errors import ConfigError, GenerationFailed
 from bargein.records import Aggregate, ItemScore, MaskedItem, ScoreReport
-from bargein.scorers.ear_rules import R_VALUE, RepairJudgment, answer_correct, classify_repair
+from bargein.scorers.ear_rules import (
+    R_VALUE, RepairJudgment, RepairVerdict, answer_correct, classify_repair,
+)
 from bargein.seeding import stable_int
 from bargein.store import atomic_write_text, iter_text_lines
 
@@ -46,10 +50,11 @@ def ear(c: float, r: float) -> float:
 
 
 # ---- judges -------------------------------------------------------------------------------
-class OfflineRepairJudge:
-    """Rule-based: deterministic, no network (see :mod:`bargein.scorers.ear_rules`)."""
+class SmokeRepairJudge:
+    """Rule-based (:mod:`bargein.scorers.ear_rules`): deterministic; a smoke test, not a score."""
 
-    id = "offline-rules@1"
+    id = "smoke-rules@2"
+    smoke = True
 
     async def judge(self, item: MaskedItem, response: str, *, sample: int = 0) -> RepairJudgment:
         j = classify_repair(response, item)
@@ -61,9 +66,16 @@ class OfflineRepairJudge:
 class LLMRepairJudge:
     """Renders ``judge_repair`` and asks any provider for a :class:`RepairJudgment`."""
 
-    def __init__(self, spec: str, *, workdir: Path, llm: Any = None):
+    smoke = False
+
+    def __init__(self, spec: str, *, workdir: Path | None, llm: Any = None,
+                 temperature: float | None = 0.0, max_tokens: int = 400):
+        from bargein.prompts import load
+
         self.spec = spec
-        self.id = f"{spec} (prompt judge_repair)"
+        self.id = f"{spec} (judge_repair v{load('judge_repair').version})"
+        self.temperature = temperature
+        self.max_tokens = max_tokens
         if llm is None:
             from bargein.llm import get_llm
 
@@ -72,30 +84,31 @@ class LLMRepairJudge:
 
     async def judge(self, item: MaskedItem, response: str, *, sample: int = 0) -> RepairJudgment:
         from bargein.masking.items import MASK_TOKEN
-        from bargein.prompts import render
+        from bargein.scorers.ihbench_judges import _messages
 
-        prompt = render(
+        chat = _messages(
             "judge_repair", signal_description=SIGNAL_DESCRIPTIONS.get(item.signal, item.signal),
-            context=[c for c in item.context if c.get("role") != "system"][-6:],
+            context=[c for c in item.context if c.role != "system"][-6:],
             masked_transcript=item.masked_transcript or item.transcript, mask_token=MASK_TOKEN,
             question=item.question, condition=item.condition,
             slot=(item.slot or "answer").replace("_", " "), answer=item.answer, response=response)
         try:
-            ans = await self.llm.structured([{"role": "user", "content": prompt}], RepairJudgment,
-                                            agent="judge_repair", sample=sample)
+            ans = await self.llm.structured(chat, RepairVerdict, agent="judge_repair", sample=sample,
+                                            temperature=self.temperature, max_tokens=self.max_tokens)
         except GenerationFailed as e:
             return RepairJudgment(category="answer", correct=False,
-                                  reason=f"judge gave no valid answer: {e}", status="judge_failed")
-        ans = ans if isinstance(ans, RepairJudgment) else RepairJudgment.model_validate(ans)
-        if item.condition == "unanswerable" or ans.category != "answer":
-            ans = ans.model_copy(update={"correct": False})
-        return ans
+                                  reason=f"judge gave no valid answer: {e}", status="judge_failed",
+                                  evidence=e.evidence)
+        ans = ans if isinstance(ans, RepairVerdict) else RepairVerdict.model_validate(ans)
+        correct = ans.correct and item.condition == "answerable" and ans.category == "answer"
+        return RepairJudgment(category=ans.category, correct=correct, reason=ans.reason)
 
 
-def get_repair_judge(spec: str | None, *, workdir: Path):
-    from bargein.llm.base import is_offline
+def get_repair_judge(spec: str | None, *, workdir: Path | None):
+    from bargein.scorers.ihbench_judges import SMOKE, resolve_judge_spec
 
-    return OfflineRepairJudge() if is_offline(spec) else LLMRepairJudge(spec, workdir=workdir)
+    spec = resolve_judge_spec(spec, what="score ear")
+    return SmokeRepairJudge() if spec.lower() == SMOKE else LLMRepairJudge(spec, workdir=workdir)
 
 
 # ---- inputs -------------------------------------------------------------------------------
@@ -147,46 +160,77 @@ def _release_items(ref: str, endpoint: str | None) -> list[MaskedItem]:
 
 
 def load_responses(path: str | Path, items: list[MaskedItem], *, allow_missing: bool = False
-                   ) -> dict[str, dict[int, str]]:
-    """``{item_id: {epoch: response}}``; bad lines, unknown ids and duplicates are refused."""
+                   ) -> tuple[dict[str, dict[int, str]], list[dict[str, Any]]]:
+    """(``{item_id: {epoch: response}}``, issues). Nothing is dropped silently: unreadable lines,
+    unknown ids, conflicting duplicates, missing items (unscorable unless ``allow_missing``
+    scores them as empty) and empty answers (scored: no repair, not correct) are all reported
+    per item. A file that matches no item is refused."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"--responses {str(path)!r} does not exist. Fix: write one JSON line "
                           '{"item_id": ..., "response": ...} per item (optional "epoch")')
     known = {i.id for i in items}
+<<<<<<< HEAD
     out: dict[str, dict[int, str]] = defaultdict(dict)
     unknown, dupes, bad = set(), set(), []
     for n, line in iter_text_lines(path, "--responses"):
+=======
+    seen: dict[str, dict[int, list[tuple[int, str]]]] = defaultdict(lambda: defaultdict(list))
+    issues: list[dict[str, Any]] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+>>>>>>> main
         try:
             obj = json.loads(line)
             iid, epoch, text = str(obj["item_id"]), int(obj.get("epoch", 0)), obj["response"]
             if not isinstance(text, str):
                 raise TypeError("response is not a string")
+<<<<<<< HEAD
         except (ValueError, KeyError, TypeError, RecursionError) as e:
             bad.append(f"line {n}: {type(e).__name__}: {e}")
+=======
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            issues.append({"problem": "unreadable line", "line": n,
+                           "evidence": f"{type(e).__name__}: {e}; {line.strip()[:200]!r}"})
+>>>>>>> main
             continue
         if iid not in known:
-            unknown.add(iid)
-        elif epoch in out[iid]:
-            dupes.add((iid, epoch))
+            issues.append({"problem": "unknown item id", "item_id": iid, "epoch": epoch, "line": n,
+                           "evidence": "not in the items file"})
         else:
-            out[iid][epoch] = text
-    problems = []
-    if bad:
-        problems.append(f"{len(bad)} unreadable lines ({'; '.join(bad[:3])})")
-    if unknown:
-        problems.append(f"{len(unknown)} item ids not in the items file (e.g. {sorted(unknown)[:3]})")
-    if dupes:
-        problems.append(f"{len(dupes)} duplicate (item_id, epoch) pairs (e.g. {sorted(dupes)[:3]})")
-    missing = sorted(known - {k for k, v in out.items() if v})
-    if missing and not allow_missing:
-        problems.append(f"{len(missing)} items have no response (e.g. {missing[:3]}); pass "
-                        "--allow-missing to score them as empty responses")
-    if problems:
-        raise ConfigError(f"responses file {path}: " + "; ".join(problems))
-    for m in missing:
-        out[m][0] = ""
-    return dict(out)
+            seen[iid][epoch].append((n, text))
+    if not seen:
+        raise ConfigError(f"responses file {path} has no response for any of these items "
+                          f"({len(issues)} problem line(s), e.g. {issues[:2]}). Fix: answer the "
+                          "items of this mask.jsonl / release", evidence=issues[:20])
+    out: dict[str, dict[int, str]] = {}
+    for iid in sorted(known):
+        epochs = seen.get(iid)
+        if not epochs:
+            if allow_missing:
+                issues.append({"problem": "missing response (scored as empty: --allow-missing)",
+                               "item_id": iid})
+                out[iid] = {0: ""}
+            else:
+                issues.append({"problem": "missing response", "item_id": iid,
+                               "evidence": "no line for this item (pass --allow-missing to score "
+                                           "it as an empty response)"})
+            continue
+        for epoch, got in sorted(epochs.items()):
+            distinct = sorted({t for _, t in got})
+            if len(distinct) > 1:
+                issues.append({"problem": "conflicting duplicates", "item_id": iid, "epoch": epoch,
+                               "lines": [n for n, _ in got], "evidence": [t[:200] for t in distinct]})
+                continue
+            if len(got) > 1:
+                issues.append({"problem": "duplicate (identical, counted once)", "item_id": iid,
+                               "epoch": epoch, "lines": [n for n, _ in got]})
+            if not distinct[0].strip():
+                issues.append({"problem": "empty response (scored: no repair, not correct)",
+                               "item_id": iid, "epoch": epoch})
+            out.setdefault(iid, {})[epoch] = distinct[0]
+    return out, issues
 
 
 # ---- scoring ------------------------------------------------------------------------------
@@ -196,19 +240,30 @@ def _unit(item: MaskedItem) -> str:
 
 
 async def judge_items(items: list[MaskedItem], responses: dict[str, dict[int, str]], judge,
-                      concurrency: int = 8) -> list[ItemScore]:
+                      concurrency: int = 8) -> tuple[list[ItemScore], list[dict[str, Any]]]:
+    """(scores of every item with at least one usable judgment, unscorable judgments)."""
     sem = asyncio.Semaphore(max(1, concurrency))
+    failed: list[dict[str, Any]] = []
 
     async def one(item: MaskedItem, epoch: int, text: str) -> tuple[int, RepairJudgment]:
+        if not text.strip():
+            return epoch, RepairJudgment(category="answer", reason="empty response")
         async with sem:
             return epoch, await judge.judge(item, text, sample=epoch)
 
-    async def per_item(item: MaskedItem) -> ItemScore:
+    async def per_item(item: MaskedItem) -> ItemScore | None:
         got = await asyncio.gather(*(one(item, e, t) for e, t in sorted(responses[item.id].items())))
+        ok = [(e, j) for e, j in got if j.status == "ok"]
+        for e, j in got:
+            if j.status != "ok":
+                failed.append({"problem": "judge answer unusable", "item_id": item.id, "epoch": e,
+                               "evidence": {"reason": j.reason, **j.evidence}})
+        if not ok:
+            return None
         if item.condition == "answerable":
-            metric, vals = "C", [1.0 if j.correct else 0.0 for _, j in got]
+            metric, vals = "C", [1.0 if j.correct else 0.0 for _, j in ok]
         else:
-            metric, vals = "R", [R_VALUE[j.category] for _, j in got]
+            metric, vals = "R", [R_VALUE[j.category] for _, j in ok]
         return ItemScore(
             item_id=item.id, metric=metric, value=float(np.mean(vals)),
             group={"signal": item.signal, "window_ms": str(item.window_ms),
@@ -216,7 +271,8 @@ async def judge_items(items: list[MaskedItem], responses: dict[str, dict[int, st
             detail={"epochs": [{"epoch": e, "category": j.category, "correct": j.correct,
                                 "reason": j.reason, "status": j.status} for e, j in got]})
 
-    return list(await asyncio.gather(*(per_item(i) for i in items)))
+    scored = await asyncio.gather(*(per_item(i) for i in items if i.id in responses))
+    return [s for s in scored if s is not None], failed
 
 
 def _groups(score: ItemScore) -> list[tuple[tuple[str, str], ...]]:
@@ -288,7 +344,16 @@ class EARReport:
     def to_dict(self) -> dict[str, Any]:
         return json.loads(self.report.model_dump_json())
 
+    def unscorable(self, metric: str, group: dict[str, str]) -> int:
+        key = "|".join(f"{k}={v}" for k, v in sorted(group.items()))
+        return int(self.report.config.get("unscorable", {}).get(metric, {}).get(key, 0))
+
     def tables(self) -> str:
+        from bargein.scorers.ihbench_judges import SMOKE_STAMP
+        from bargein.scorers.ihbench_report import judge_line
+
+        cfg = self.report.config
+
         def fmt(a: Aggregate | None) -> str:
             if a is None:
                 return "—"
@@ -299,40 +364,80 @@ class EARReport:
         for a in self.report.aggregates:
             if a.group not in groups:
                 groups.append(a.group)
-        lines = [f"EAR ({self.report.config.get('judge')}; 95% CI, bootstrap over source utterances)", "",
-                 "| group | n ans | C | n unans | R | EAR | R=1 / 0.5 / 0 |", "|---|---|---|---|---|---|---|"]
+        lines = [f"EAR scores — {cfg.get('items')} items (95% CI, bootstrap over source utterances)",
+                 judge_line(cfg.get("judge", "?"), cfg.get("judge_validation", {}),
+                            cfg.get("epochs", 1), bool(cfg.get("smoke"))), "",
+                 "| group | n ans (unscorable) | C | n unans (unscorable) | R | EAR | R=1 / 0.5 / 0 |",
+                 "|---|---|---|---|---|---|---|"]
         for g in groups:
             name = ", ".join(f"{k}={v}" for k, v in g.items()) or "all"
             c, r, e = (self.get(m, **g) for m in ("C", "R", "EAR"))
             dist = "/".join(f"{x.value:.2f}" for x in (self.get(m, **g) for m in
                             ("R_explicit", "R_generic", "R_unaware")) if x is not None) or "—"
-            lines.append(f"| {name} | {c.n if c else 0} | {fmt(c)} | {r.n if r else 0} | {fmt(r)} | "
-                         f"{fmt(e)} | {dist} |")
+            lines.append(f"| {name} | {c.n if c else 0} ({self.unscorable('C', g)}) | {fmt(c)} | "
+                         f"{r.n if r else 0} ({self.unscorable('R', g)}) | {fmt(r)} | {fmt(e)} | {dist} |")
+        if cfg.get("input_issues"):
+            lines += ["", "Note: responses file: " + ", ".join(
+                f"{n} × {k}" for k, n in cfg["input_issues"].items()) + " (per item in issues.jsonl)."]
+        if cfg.get("smoke"):
+            lines += ["", f"[{SMOKE_STAMP}]"]
         return "\n".join(lines) + "\n"
 
 
-def score_ear(items_path: str | Path, responses_path: str | Path, *, judge: str = "offline",
+def _unscorable_counts(items: list[MaskedItem], scores: list[ItemScore]) -> dict[str, dict[str, int]]:
+    scored = {s.item_id for s in scores}
+    out: dict[str, dict[str, int]] = {"C": defaultdict(int), "R": defaultdict(int)}
+    for i in items:
+        if i.id in scored:
+            continue
+        metric = "C" if i.condition == "answerable" else "R"
+        s, w = i.signal, str(i.window_ms)
+        for g in ({}, {"signal": s}, {"window_ms": w}, {"signal": s, "window_ms": w}):
+            out[metric]["|".join(f"{k}={v}" for k, v in sorted(g.items()))] += 1
+    return {m: dict(sorted(v.items())) for m, v in out.items()}
+
+
+def score_ear(items_path: str | Path, responses_path: str | Path, *, judge: str | None = None,
               out: Path | None = None, seed: int = 1234, n_boot: int = 1000, concurrency: int = 8,
               workdir: Path = Path("work"), allow_missing: bool = False, judge_obj: Any = None,
               endpoint: str | None = None) -> EARReport:
-    """Score a responses file on masked repair items; write item_scores.jsonl, report.json and
-    tables.md to ``out`` when given."""
+    """Score a responses file on masked repair items; write item_scores.jsonl, issues.jsonl,
+    report.json and tables.md to ``out`` when given. ``judge``: PROVIDER:MODEL, ``smoke``, or
+    None for ``$BARGEIN_JUDGE`` (an error names the fix when no judge is configured)."""
+    from bargein.scorers.ihbench_judges import SMOKE_STAMP
+    from bargein.scorers.judge_validation import validation_summary
+
     if n_boot < 0:
         raise ConfigError(f"--bootstrap {n_boot}: must be >= 0")
-    items = load_items(items_path, endpoint=endpoint)
-    responses = load_responses(responses_path, items, allow_missing=allow_missing)
     j = judge_obj or get_repair_judge(judge, workdir=Path(workdir))
-    scores = asyncio.run(judge_items(items, responses, j, concurrency))
+    items = load_items(items_path, endpoint=endpoint)
+    responses, issues = load_responses(responses_path, items, allow_missing=allow_missing)
+    scores, failed = asyncio.run(judge_items(items, responses, j, concurrency))
     aggs = aggregate(scores, n_boot=n_boot, seed=seed)
-    report = ScoreReport(scorer="ear", release=str(items_path), aggregates=tuple(aggs),
-                         config={"judge": j.id, "n_boot": n_boot, "seed": seed,
-                                 "items": len(items), "responses": str(responses_path)})
+    smoke = bool(getattr(j, "smoke", False))
+    counts: dict[str, int] = defaultdict(int)
+    for i in issues:
+        counts[i["problem"]] += 1
+    epochs = max((len(v) for v in responses.values()), default=1)
+    config = {"judge": j.id, "judge_validation": validation_summary(j, workdir=Path(workdir), scorer="ear"),
+              "smoke": smoke, "epochs": epochs, "n_boot": n_boot, "seed": seed, "items": len(items),
+              "responses": str(responses_path), "input_issues": dict(sorted(counts.items())),
+              "judge_failures": len(failed), "unscorable": _unscorable_counts(items, scores)}
+    if smoke:
+        config["stamp"] = SMOKE_STAMP
+    report = ScoreReport(scorer="ear", release=str(items_path), aggregates=tuple(aggs), config=config)
     res = EARReport(report=report, scores=scores)
     if out is not None:
         from bargein.store import write_jsonl
 
         out = Path(out)
-        write_jsonl(out / "item_scores.jsonl", scores)
+        stamp = {"stamp": SMOKE_STAMP} if smoke else {}
+        write_jsonl(out / "item_scores.jsonl", [s.with_(detail={**s.detail, **stamp})
+                                                for s in scores])
+        atomic_write_text(out / "issues.jsonl", "".join(
+            json.dumps(dict(i, **stamp), sort_keys=True, default=str) + "\n"
+            for i in [dict(x, source="responses") for x in issues]
+            + [dict(x, source="judge") for x in failed]))
         atomic_write_text(out / "report.json", json.dumps(res.to_dict(), indent=2, sort_keys=True) + "\n")
         atomic_write_text(out / "tables.md", res.tables())
     return res

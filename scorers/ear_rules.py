@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from bargein.masking.spans import canonical_pieces, contains_value
 from bargein.records import MaskedItem
@@ -31,13 +31,22 @@ Category = Literal["explicit_repair", "generic_refusal", "answer"]
 R_VALUE: dict[str, float] = {"explicit_repair": 1.0, "generic_refusal": 0.5, "answer": 0.0}
 
 
+class RepairVerdict(BaseModel):
+    """What the LLM judge answers (prompt ``judge_repair``)."""
+
+    category: Category
+    correct: bool = False
+    reason: str = Field("", max_length=600)
+
+
 class RepairJudgment(BaseModel):
-    """One judgment of one response (prompt ``judge_repair`` asks for this shape)."""
+    """One judgment of one response; ``status`` "judge_failed" makes it unscorable."""
 
     category: Category
     correct: bool = False           # answerable items: the response is right
     reason: str = ""
     status: str = "ok"
+    evidence: dict = {}
 
 
 _HEARING = [re.compile(p) for p in (
@@ -106,7 +115,7 @@ def new_values(response: str, item: MaskedItem) -> set[str]:
     """Numbers (2+ digits) in the response that neither the context nor the question said."""
     known: set[str] = set()
     for m in item.context:
-        known |= _numbers(str(m.get("content", "")))
+        known |= _numbers(m.content)
     known |= _numbers(item.question or "")
     if item.masked_transcript:
         known |= _numbers(item.masked_transcript.replace("[inaudible]", " "))
@@ -151,15 +160,12 @@ def classify_repair(response: str, item: MaskedItem) -> RepairJudgment:
 def answer_correct(response: str, item: MaskedItem, judgment: RepairJudgment | None = None) -> bool:
     """C for one response to an answerable item.
 
-    QA: the reference answer appears (normalised match: case, punctuation, number words).
-    Conversation: the response carries on: it says the value, or it neither asks for the slot
-    again nor states a different value.
+    The reference answer (the slot value, for a conversation) appears in the response
+    (normalised match: case, punctuation, number words), and the response does not ask for it
+    again. A content-free carry-on ("Okay.") shows nothing: it is
+    not counted correct (a smoke check cannot tell that it understood).
     """
-    if not item.answer:
-        return False
-    if contains_value(response or "", item.answer):
-        return True
-    if item.source_kind == "qa":
+    if not item.answer or not contains_value(response or "", item.answer):
         return False
     j = judgment or classify_repair(response, item)
-    return j.category == "answer" and not new_values(response or "", item) and bool((response or "").strip())
+    return j.category == "answer" or (j.category != "explicit_repair" and "?" not in (response or ""))

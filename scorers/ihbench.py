@@ -1,14 +1,18 @@
 """The IHBench scorer: TF win rate vs the baseline and RQ pass rate, with bootstrap CIs.
 
-    report = score_ihbench(release_dir, responses_path, judge="offline", epochs=3, out=out_dir)
+    report = score_ihbench(release_dir, responses_path, judge="openai:gpt-4o-mini", epochs=3,
+                           out=out_dir)
     print(report.tables())
 
 Per (item, epoch):
   TF  comparative judge on (model response, baseline) in a seeded, balanced position order;
       the judge must name a concrete deficiency of the loser ("longer", "more detail" are
-      re-asked, then scored as a tie); win = 1, tie = 0.5, loss = 0.
+      re-asked; a judge that never names one makes the judgment unscorable); win = 1, loss = 0
+      (the smoke judge may also tie = 0.5).
   RQ  absolute judge over the rubric's 2–4 criteria; pass = 1 only if every criterion is met.
-Per item: the mean over epochs. Aggregates: the mean over items with a 95% CI from a
+Per item: the mean over its scored epochs. Nothing is dropped silently: every input problem and
+every unusable judge answer is listed with its evidence in ``issues.jsonl``, and every figure
+carries its count of scored and unscorable items. Aggregates: the mean over items with a 95% CI from a
 1000-iteration percentile bootstrap (``bootstrap_ci``); per type; per depth bin; and the depth
 effect as the slope of a logistic regression of TF outcome on the user turn index.
 """
@@ -22,42 +26,22 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from bargein.errors import ConfigError
 from bargein.records import INTERRUPTION_TYPES, ChatMessage, EvalItem, ItemScore, Rubric
 from bargein.releases.stats import depth_bin, depth_bin_labels
-from bargein.scorers.ihbench_judges import Judge, get_judge
+from bargein.scorers.ihbench_judges import (  # noqa: F401  (re-exported schemas)
+    CriterionVerdict, Judge, RQJudgment, TFJudgment, get_judge,
+)
 from bargein.scorers.stats import bootstrap_ci
 from bargein.seeding import stable_int
 from bargein.store import iter_text_lines
 
 log = logging.getLogger("bargein.scorers.ihbench")
 TF, RQ = "tf_win", "rq_pass"
-
-
-class TFJudgment(BaseModel):
-    """The comparative judge's answer (prompt ``judge_tf``)."""
-
-    reasoning: str = ""
-    winner: Literal["A", "B"]
-    loser_deficiency: str = Field(min_length=1)
-
-
-class CriterionVerdict(BaseModel):
-    criterion: str
-    met: bool
-    reason: str = ""
-
-
-class RQJudgment(BaseModel):
-    """The absolute judge's answer (prompt ``judge_rq``)."""
-
-    criteria: list[CriterionVerdict]
-    verdict: Literal["pass", "fail"]
 
 
 # ---- inputs -------------------------------------------------------------------------------
@@ -83,55 +67,79 @@ def load_eval_items(release: Path) -> list[EvalItem]:
     return items
 
 
-def load_responses(path: Path, items: list[EvalItem], epochs: int) -> dict[tuple[str, int], str]:
-    """``{(item_id, epoch): response}``; unknown, missing or duplicate ids are refused."""
+@dataclass
+class Responses:
+    """A responses file read item by item: what can be scored, and every problem with evidence."""
+
+    texts: dict[tuple[str, int], str]
+    issues: list[dict[str, Any]]
+    unscorable: dict[tuple[str, int], dict[str, Any]]     # (item, epoch) -> issue
+
+
+def load_responses(path: Path, items: list[EvalItem], epochs: int) -> Responses:
+    """Read ``{"item_id", "epoch", "response"}`` lines; never drop a problem silently.
+
+    Unknown item ids, malformed lines and epochs outside ``0..epochs-1`` are reported and left
+    out; a (item, epoch) with two different answers or none is unscorable; an exact duplicate
+    is reported and counted once; an empty answer is scored (as a fail and a loss) and reported.
+    A file where nothing matches this release is refused (wrong release or version).
+    """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"responses file {path} does not exist. Fix: produce it with "
                           "`bargein respond --release ... --out responses.jsonl`.")
     known = {i.id for i in items}
-    out: dict[tuple[str, int], str] = {}
-    unknown, dupes, bad = set(), set(), []
+    seen: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)
+    issues: list[dict[str, Any]] = []
     for n, line in iter_text_lines(path, "responses file"):
         try:
             obj = json.loads(line)
             key = (str(obj["item_id"]), int(obj.get("epoch", 0)))
             text = obj["response"]
             if not isinstance(text, str):
-                raise TypeError("response is not a string")
-        except (ValueError, KeyError, TypeError, RecursionError) as e:
-            bad.append(f"line {n}: {e.__class__.__name__}: {e}")
+                raise TypeError(f"response is {type(text).__name__}, not a string")
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+            issues.append({"problem": "malformed line", "line": n,
+                           "evidence": f"{e.__class__.__name__}: {e}; line {line.strip()[:200]!r}"})
             continue
         if key[0] not in known:
-            unknown.add(key[0])
-        elif key in out:
-            dupes.add(key)
+            issues.append({"problem": "unknown item id", "item_id": key[0], "epoch": key[1],
+                           "line": n, "evidence": "not in this release's eval_items"})
+        elif not 0 <= key[1] < epochs:
+            issues.append({"problem": "epoch out of range", "item_id": key[0], "epoch": key[1],
+                           "line": n, "evidence": f"epochs are 0..{epochs - 1} (--epochs {epochs})"})
         else:
-            out[key] = text
-    want = {(i, e) for i in known for e in range(epochs)}
-    missing = sorted(want - set(out))
-    extra = sorted(k for k in out if k[1] >= epochs or k[1] < 0)
-    problems = []
-    if bad:
-        problems.append(f"{len(bad)} malformed lines ({'; '.join(bad[:3])}); each line must be "
-                        '{"item_id": ..., "epoch": 0, "response": "..."}')
-    if unknown:
-        problems.append(f"{len(unknown)} unknown item ids (e.g. {sorted(unknown)[:3]}): they are "
-                        "not in this release's eval_items — were the responses made for another "
-                        "release or version?")
-    if dupes:
-        problems.append(f"{len(dupes)} duplicate (item_id, epoch) pairs (e.g. {sorted(dupes)[:2]})")
-    if missing:
-        problems.append(f"{len(missing)} missing (item_id, epoch) pairs for epochs 0..{epochs - 1} "
-                        f"(e.g. {missing[:3]})")
-    if extra:
-        problems.append(f"{len(extra)} responses with epochs outside 0..{epochs - 1} "
-                        f"(e.g. {extra[:2]}); pass the matching --epochs")
-    if problems:
-        raise ConfigError(f"responses file {path} refused:\n  - " + "\n  - ".join(problems) +
-                          "\nFix: regenerate it for this release with `bargein respond --release "
-                          f"<release> --epochs {epochs} --out {path.name}`.", evidence=problems)
-    return out
+            seen[key].append((n, text))
+    if not seen:
+        raise ConfigError(f"responses file {path} has no response for any eval item of this release "
+                          f"({len(issues)} problem line(s), e.g. {issues[:2]}). Fix: regenerate it "
+                          f"for this release with `bargein respond --release <release> --epochs "
+                          f"{epochs} --out {path.name}`.", evidence=issues[:20])
+    texts: dict[tuple[str, int], str] = {}
+    unscorable: dict[tuple[str, int], dict[str, Any]] = {}
+    for key in sorted((i, e) for i in known for e in range(epochs)):
+        got = seen.get(key, [])
+        if not got:
+            issue = {"problem": "missing response", "item_id": key[0], "epoch": key[1],
+                     "evidence": "no line for this (item_id, epoch)"}
+            issues.append(issue)
+            unscorable[key] = issue
+            continue
+        distinct = sorted({t for _, t in got})
+        if len(distinct) > 1:
+            issue = {"problem": "conflicting duplicates", "item_id": key[0], "epoch": key[1],
+                     "lines": [n for n, _ in got], "evidence": [t[:200] for t in distinct]}
+            issues.append(issue)
+            unscorable[key] = issue
+            continue
+        if len(got) > 1:
+            issues.append({"problem": "duplicate (identical, counted once)", "item_id": key[0],
+                           "epoch": key[1], "lines": [n for n, _ in got]})
+        if not distinct[0].strip():
+            issues.append({"problem": "empty response (scored as RQ fail and TF loss)",
+                           "item_id": key[0], "epoch": key[1], "lines": [n for n, _ in got]})
+        texts[key] = distinct[0]
+    return Responses(texts=texts, issues=issues, unscorable=unscorable)
 
 
 # ---- arithmetic (pure, hand-checkable) ----------------------------------------------------
@@ -215,36 +223,71 @@ class Judged:
     tf: dict[tuple[str, int], float] = field(default_factory=dict)
     rq: dict[tuple[str, int], float] = field(default_factory=dict)
     detail: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
-    judge_failures: int = 0
+    # (item, epoch) -> why it could not be scored, per metric
+    unscorable: dict[str, dict[tuple[str, int], dict[str, Any]]] = field(
+        default_factory=lambda: {TF: {}, RQ: {}})
+
+    @property
+    def judge_failures(self) -> int:
+        return sum(1 for m in (TF, RQ) for v in self.unscorable[m].values()
+                   if v.get("problem", "").startswith("judge"))
 
 
-async def _judge_all(items: list[EvalItem], responses: dict[tuple[str, int], str], judge: Judge,
-                     epochs: int, seed: int, concurrency: int) -> Judged:
+async def _judge_all(items: list[EvalItem], responses: Responses, judge: Judge, epochs: int,
+                     seed: int, concurrency: int) -> Judged:
+    from bargein.scorers.ihbench_judges import Unscorable
+
     with_base = [i for i in items if i.baseline]
     positions = balanced_positions([(i.id, e, i.type) for i in with_base for e in range(epochs)], seed)
-    by_id = {i.id: i for i in items}
     out = Judged()
+    for key, issue in responses.unscorable.items():
+        for m in (TF, RQ):
+            out.unscorable[m][key] = issue
+    for i in items:
+        if not i.baseline:
+            for e in range(epochs):
+                out.unscorable[TF].setdefault((i.id, e), {
+                    "problem": "no baseline response", "item_id": i.id, "epoch": e,
+                    "evidence": "fill it with `bargein baseline`"})
     sem = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(item_id: str, epoch: int) -> None:
-        item, resp = by_id[item_id], responses[(item_id, epoch)]
+    async def one(item: EvalItem, epoch: int) -> None:
+        key = (item.id, epoch)
+        resp = responses.texts[key]
         d: dict[str, Any] = {"epoch": epoch}
+        if not resp.strip():                        # an empty answer fails and loses, unjudged
+            out.rq[key] = 0.0
+            d["rq_criteria"] = [{"criterion": "not empty", "met": False, "reason": "empty response"}]
+            if key in positions:
+                out.tf[key] = 0.0
+                d.update({"winner": "baseline", "loser_deficiency": "empty response",
+                          "tf_status": "empty"})
+            out.detail[key] = d
+            return
         async with sem:
             rq = await judge.assess(item, resp, sample=epoch)
-            d["rq_criteria"] = [c.model_dump() for c in rq.criteria]
-            out.rq[(item_id, epoch)] = 1.0 if rq.criteria and all(c.met for c in rq.criteria) else 0.0
-            if (item_id, epoch) in positions:
-                first = positions[(item_id, epoch)]
+            if isinstance(rq, Unscorable):
+                out.unscorable[RQ][key] = {"problem": "judge answer unusable (RQ)", "item_id": item.id,
+                                           "epoch": epoch, "evidence": {"reason": rq.reason, **rq.evidence}}
+                d["rq_status"] = "unscorable"
+            else:
+                d["rq_criteria"] = [c.model_dump() for c in rq.criteria]
+                out.rq[key] = 1.0 if rq.criteria and all(c.met for c in rq.criteria) else 0.0
+            if key in positions:
+                first = positions[key]
                 a, b = (resp, item.baseline) if first else (item.baseline, resp)
-                winner, deficiency, status = await judge.compare(item, a, b, sample=epoch)
-                out.tf[(item_id, epoch)] = win_value(winner, first)
-                d.update({"model_position": "A" if first else "B", "winner": winner,
-                          "loser_deficiency": deficiency, "tf_status": status})
-                if status == "judge_failed":
-                    out.judge_failures += 1
-        out.detail[(item_id, epoch)] = d
+                v = await judge.compare(item, a, b, sample=epoch)
+                d.update({"model_position": "A" if first else "B", "winner": v.winner,
+                          "loser_deficiency": v.deficiency, "tf_status": v.status})
+                if v.status == "unscorable":
+                    out.unscorable[TF][key] = {"problem": "judge answer unusable (TF)",
+                                               "item_id": item.id, "epoch": epoch, "evidence": v.evidence}
+                else:
+                    out.tf[key] = win_value(v.winner or "tie", first)
+        out.detail[key] = d
 
-    await asyncio.gather(*(one(i.id, e) for i in items for e in range(epochs)))
+    await asyncio.gather(*(one(i, e) for i in items for e in range(epochs)
+                           if (i.id, e) in responses.texts))
     return out
 
 
@@ -261,12 +304,22 @@ class IHBenchReport:
     depth_regression: dict[str, float]
     judge_failures: int
     no_baseline: int
+    smoke: bool = False
+    validation: dict[str, Any] = field(default_factory=dict)
+    input_issues: dict[str, int] = field(default_factory=dict)
+    baseline_models: dict[str, int] = field(default_factory=dict)
     plots: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in (
+        d = {k: getattr(self, k) for k in (
             "release", "judge", "epochs", "items", "overall", "by_type", "by_depth",
-            "depth_regression", "judge_failures", "no_baseline", "plots")}
+            "depth_regression", "judge_failures", "no_baseline", "smoke", "validation",
+            "input_issues", "baseline_models", "plots")}
+        if self.smoke:
+            from bargein.scorers.ihbench_judges import SMOKE_STAMP
+
+            d["stamp"] = SMOKE_STAMP
+        return d
 
     def tables(self) -> str:
         from bargein.scorers.ihbench_report import render_tables
@@ -274,22 +327,29 @@ class IHBenchReport:
         return render_tables(self)
 
 
-def _ci(values: list[float], seed: int, n_boot: int) -> dict[str, float]:
+def _ci(values: list[float], seed: int, n_boot: int, unscorable: int) -> dict[str, float]:
     if not values:
-        return {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": 0}
+        return {"value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "n": 0,
+                "unscorable": unscorable}
     point, lo, hi = bootstrap_ci(values, n_boot=n_boot, seed=seed)
-    return {"value": point, "ci_low": lo, "ci_high": hi, "n": len(values)}
+    return {"value": point, "ci_low": lo, "ci_high": hi, "n": len(values), "unscorable": unscorable}
 
 
 def aggregate(items: list[EvalItem], judged: Judged, *, seed: int, n_boot: int = 1000
               ) -> tuple[dict, dict, dict, dict[str, float]]:
-    """(overall, by_type, by_depth, depth regression) from per-(item, epoch) scores."""
+    """(overall, by_type, by_depth, depth regression) from per-(item, epoch) scores.
+
+    Each block gives the mean over items (each item the mean of its scored epochs), its CI, the
+    number of scored items ``n`` and of ``unscorable`` items (no epoch could be scored).
+    """
     tf_m, rq_m = item_means(judged.tf), item_means(judged.rq)
     by_id = {i.id: i for i in items}
 
     def block(ids: list[str], salt: str) -> dict[str, dict[str, float]]:
-        return {TF: _ci([tf_m[i] for i in ids if i in tf_m], stable_int(seed, "tf", salt), n_boot),
-                RQ: _ci([rq_m[i] for i in ids if i in rq_m], stable_int(seed, "rq", salt), n_boot)}
+        return {TF: _ci([tf_m[i] for i in ids if i in tf_m], stable_int(seed, "tf", salt), n_boot,
+                        sum(1 for i in ids if i not in tf_m)),
+                RQ: _ci([rq_m[i] for i in ids if i in rq_m], stable_int(seed, "rq", salt), n_boot,
+                        sum(1 for i in ids if i not in rq_m))}
 
     ids = sorted(by_id)
     overall = block(ids, "all")
@@ -303,29 +363,45 @@ def aggregate(items: list[EvalItem], judged: Judged, *, seed: int, n_boot: int =
     return overall, by_type, by_depth, reg
 
 
-def score_ihbench(release: str | Path, responses: str | Path, *, judge: str = "offline",
+def score_ihbench(release: str | Path, responses: str | Path, *, judge: str | None = None,
                   epochs: int = 3, out: str | Path | None = None, seed: int = 1234,
                   n_boot: int = 1000, concurrency: int = 8, workdir: Path | None = None,
-                  endpoint: str | None = None) -> IHBenchReport:
-    """Score a responses file against a release (folder or ORG/NAME@REV)."""
+                  endpoint: str | None = None, judge_obj: Judge | None = None) -> IHBenchReport:
+    """Score a responses file against a release (folder or ORG/NAME@REV).
+
+    ``judge``: PROVIDER:MODEL, ``smoke``, or None for ``$BARGEIN_JUDGE`` (an error names the fix
+    when no judge is configured).
+    """
     from bargein.releases.hub import pull_release
+    from bargein.scorers.judge_validation import validation_summary
 
     if epochs < 1:
         raise ConfigError(f"--epochs {epochs}: must be >= 1 (IHBench uses 3)")
+    workdir = Path(workdir or "work")
+    j = judge_obj or get_judge(judge, workdir=workdir)
     path = pull_release(str(release), endpoint=endpoint)
     items = load_eval_items(path)
     if not items:
         raise ConfigError(f"release {path} has no eval items to score")
     resp = load_responses(Path(responses), items, epochs)
-    j = get_judge(judge, workdir=workdir or Path("work"))
     judged = asyncio.run(_judge_all(items, resp, j, epochs, seed, concurrency))
     overall, by_type, by_depth, reg = aggregate(items, judged, seed=seed, n_boot=n_boot)
+    issue_counts: dict[str, int] = defaultdict(int)
+    for issue in resp.issues:
+        issue_counts[issue["problem"]] += 1
+    models: dict[str, int] = defaultdict(int)
+    for i in items:
+        models[i.baseline_model or "none"] += 1
     report = IHBenchReport(release=str(release), judge=j.id, epochs=epochs, items=len(items),
                            overall=overall, by_type=by_type, by_depth=by_depth,
                            depth_regression=reg, judge_failures=judged.judge_failures,
-                           no_baseline=sum(1 for i in items if not i.baseline))
+                           no_baseline=sum(1 for i in items if not i.baseline),
+                           smoke=bool(getattr(j, "smoke", False)),
+                           validation=validation_summary(j, workdir=workdir, scorer="ihbench"),
+                           input_issues=dict(sorted(issue_counts.items())),
+                           baseline_models=dict(sorted(models.items())))
     if out is not None:
         from bargein.scorers.ihbench_report import write_outputs
 
-        write_outputs(Path(out), report, items, judged, item_score_type=ItemScore)
+        write_outputs(Path(out), report, items, judged, resp.issues, item_score_type=ItemScore)
     return report

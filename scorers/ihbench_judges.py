@@ -1,24 +1,37 @@
-"""IHBench judges: the same two verbs, offline (rule-based) or an LLM through the prompt files.
+"""IHBench judges: an LLM through the prompt files (the default), or the smoke judge.
 
-    judge = get_judge("offline")                      # or "openai:gpt-4o-mini", "anthropic:…"
-    winner, deficiency, status = await judge.compare(item, response_a, response_b, sample=0)
-    rq = await judge.assess(item, response, sample=0)  # RQJudgment
+    judge = get_judge("openai:gpt-4o-mini", workdir=Path("work"))   # or anthropic:…, llamacpp:…
+    tf = await judge.compare(item, response_a, response_b, sample=0)    # TFVerdict
+    rq = await judge.assess(item, response, sample=0)                   # RQJudgment | Unscorable
+
+The judge model comes from ``--judge PROVIDER:MODEL`` or the ``BARGEIN_JUDGE`` environment
+variable; with neither, :func:`resolve_judge_spec` stops with a message naming both. ``smoke``
+is the rule-based judge of :mod:`bargein.scorers.ihbench_smoke`, for pipeline tests only: its
+figures are stamped "smoke test, not a score".
 
 ``compare`` must name a concrete deficiency of the loser. A length/detail-only reason ("longer",
-"more detail") is rejected: the LLM judge is re-asked with the reason, and after ``reasks``
-failed attempts the judgment counts as a tie with status ``judge_failed``.
+"more detail") is re-asked with the reason; after ``reasks`` failed attempts the judgment is
+unscorable (reported with the judge's answers as evidence), never a silent tie.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
-from bargein.errors import GenerationFailed
+from pydantic import BaseModel, Field
+
+from bargein.errors import ConfigError, GenerationFailed
 from bargein.records import EvalItem
-from bargein.scorers import ihbench_rules as rules
+
+JUDGE_ENV = "BARGEIN_JUDGE"
+SMOKE = "smoke"
+SMOKE_STAMP = "smoke test, not a score"
+JUDGE_MAX_TOKENS = 512
 
 TYPE_DEFINITIONS = {
     "normal": "a relevant cut-in with a new detail or a quick clarification; recover by "
@@ -41,6 +54,45 @@ answer it is was the a an and too very much not enough lacks lacking has have pr
 gives give includes include contains contain fewer""".split())
 
 
+class TFJudgment(BaseModel):
+    """The comparative judge's answer (prompt ``judge_tf``)."""
+
+    reasoning: str = Field("", max_length=1200)
+    winner: Literal["A", "B"]
+    loser_deficiency: str = Field(min_length=1, max_length=400)
+
+
+class CriterionVerdict(BaseModel):
+    criterion: str
+    met: bool
+    reason: str = ""
+
+
+class RQJudgment(BaseModel):
+    """The absolute judge's answer (prompt ``judge_rq``)."""
+
+    criteria: list[CriterionVerdict] = Field(min_length=1)
+    verdict: Literal["pass", "fail"]
+
+
+@dataclass(frozen=True)
+class TFVerdict:
+    """One comparative judgment: winner "A"/"B", "tie" (smoke only) or None when unscorable."""
+
+    winner: str | None
+    deficiency: str = ""
+    status: Literal["ok", "tie", "unscorable"] = "ok"
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Unscorable:
+    """A judgment the judge could not give; ``evidence`` carries its raw answers and errors."""
+
+    reason: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
 def vague_deficiency(text: str) -> str | None:
     """Why ``text`` is not a concrete deficiency, or None when it names one."""
     ws = re.findall(r"[a-z]+", (text or "").lower())
@@ -53,92 +105,119 @@ def vague_deficiency(text: str) -> str | None:
 
 class Judge(Protocol):
     id: str
+    smoke: bool
 
-    async def compare(self, item: EvalItem, a: str, b: str, *, sample: int) -> tuple[str, str, str]: ...
+    async def compare(self, item: EvalItem, a: str, b: str, *, sample: int) -> TFVerdict: ...
 
-    async def assess(self, item: EvalItem, response: str, *, sample: int): ...
+    async def assess(self, item: EvalItem, response: str, *, sample: int) -> RQJudgment | Unscorable: ...
 
 
-class OfflineJudge:
-    """The rule-based judge (``bargein.scorers.ihbench_rules``): deterministic, no network."""
+class SmokeJudge:
+    """The rule-based smoke judge (:mod:`bargein.scorers.ihbench_smoke`): deterministic."""
 
-    id = "offline-rules@1"
+    id = "smoke-rules@2"
+    smoke = True
 
-    async def compare(self, item: EvalItem, a: str, b: str, *, sample: int) -> tuple[str, str, str]:
+    async def compare(self, item: EvalItem, a: str, b: str, *, sample: int) -> TFVerdict:
+        from bargein.scorers import ihbench_smoke as rules
+
         winner, deficiency = rules.compare(item, a, b)
         if winner == "tie":
-            return "tie", "", "tie"
-        if vague_deficiency(deficiency):
-            return "tie", deficiency, "judge_failed"
-        return winner, deficiency, "ok"
+            return TFVerdict(winner="tie", status="tie")
+        return TFVerdict(winner=winner, deficiency=deficiency)
 
-    async def assess(self, item: EvalItem, response: str, *, sample: int):
-        from bargein.scorers.ihbench import CriterionVerdict, RQJudgment
+    async def assess(self, item: EvalItem, response: str, *, sample: int) -> RQJudgment:
+        from bargein.scorers import ihbench_smoke as rules
 
         crit = [CriterionVerdict(criterion=c, met=ok, reason=why)
                 for c, ok, why in rules.assess(item, response)]
         return RQJudgment(criteria=crit, verdict="pass" if all(c.met for c in crit) else "fail")
 
 
-def _context(item: EvalItem) -> dict:
+def judge_context(item: EvalItem) -> dict:
     return {"system_prompt": item.system_prompt,
             "history": [{"role": m.role, "content": m.content} for m in item.history],
             "planned_text": item.planned_text, "heard_text": item.heard_text,
-            "interjection": item.interjection, "type": item.type}
+            "interjection": item.interjection, "type": item.type,
+            "type_definition": TYPE_DEFINITIONS[item.type]}
+
+
+def _messages(name: str, **variables: Any) -> list[dict[str, str]]:
+    """A judge prompt as a conversation: the instructions in the system role, the case as the
+    user message (the template's ``## Case`` marker splits the two)."""
+    from bargein.prompts import render
+
+    text = render(name, **variables)
+    head, sep, case = text.partition("\n## Case\n")
+    if not sep:
+        return [{"role": "user", "content": text}]
+    return [{"role": "system", "content": head.strip()}, {"role": "user", "content": case.strip()}]
 
 
 class LLMJudge:
     """Renders ``judge_tf`` / ``judge_rq`` and asks any provider for a schema-checked answer."""
 
-    def __init__(self, spec: str, *, workdir: Path, reasks: int = 2, llm=None):
+    smoke = False
+
+    def __init__(self, spec: str, *, workdir: Path | None, reasks: int = 2, llm: Any = None,
+                 temperature: float | None = 0.0, max_tokens: int = JUDGE_MAX_TOKENS):
+        from bargein.prompts import load
+
         self.spec = spec
-        self.id = f"{spec} (prompts judge_tf, judge_rq)"
+        versions = ", ".join(f"{n} v{load(n).version}" for n in ("judge_tf", "judge_rq"))
+        self.id = f"{spec} ({versions})"
         self.reasks = reasks
+        self.temperature = temperature
+        self.max_tokens = max_tokens
         if llm is None:
             from bargein.llm import get_llm
 
             llm = get_llm(spec, workdir=workdir)
         self.llm = llm                    # anything with ``async structured(messages, Schema, ...)``
 
-    async def compare(self, item: EvalItem, a: str, b: str, *, sample: int) -> tuple[str, str, str]:
-        from bargein.prompts import render
-        from bargein.scorers.ihbench import TFJudgment
+    async def _ask(self, chat, schema, agent: str, sample: int):
+        return await self.llm.structured(chat, schema, agent=agent, sample=sample,
+                                         temperature=self.temperature, max_tokens=self.max_tokens)
 
-        chat = [{"role": "user", "content": render(
-            "judge_tf", **_context(item), tf_criterion=item.rubric.tf_criterion,
-            response_a=a, response_b=b)}]
-        last = ""
+    async def compare(self, item: EvalItem, a: str, b: str, *, sample: int) -> TFVerdict:
+        chat = _messages("judge_tf", **judge_context(item), tf_criterion=item.rubric.tf_criterion,
+                         response_a=a, response_b=b)
+        answers: list[dict] = []
         for _ in range(self.reasks + 1):
             try:
-                ans = await self.llm.structured(chat, TFJudgment, agent="judge_tf", sample=sample)
+                ans = await self._ask(chat, TFJudgment, "judge_tf", sample)
             except GenerationFailed as e:
-                return "tie", f"judge gave no valid answer: {e}", "judge_failed"
+                return TFVerdict(None, status="unscorable", evidence={
+                    "reason": "the judge gave no answer that fits the TFJudgment schema",
+                    "error": str(e), "details": e.evidence, "answers": answers})
             ans = ans if isinstance(ans, TFJudgment) else TFJudgment.model_validate(ans)
+            answers.append(ans.model_dump())
             why = vague_deficiency(ans.loser_deficiency)
             if why is None:
-                return ans.winner, ans.loser_deficiency, "ok"
-            last = ans.loser_deficiency
+                return TFVerdict(ans.winner, ans.loser_deficiency)
             chat = chat + [
                 {"role": "assistant", "content": json.dumps(ans.model_dump(), ensure_ascii=False)},
                 {"role": "user", "content": f"'{ans.loser_deficiency}' is not accepted: it is {why}. "
                  "Name one concrete thing the losing response does wrong or fails to do in this "
                  "context, and answer again with the JSON object only."}]
-        return "tie", last, "judge_failed"
+        return TFVerdict(None, answers[-1]["loser_deficiency"] if answers else "", "unscorable",
+                         {"reason": f"no concrete deficiency named after {len(answers)} answers",
+                          "answers": answers})
 
-    async def assess(self, item: EvalItem, response: str, *, sample: int):
-        from bargein.prompts import render
-        from bargein.scorers.ihbench import CriterionVerdict, RQJudgment
-
-        chat = [{"role": "user", "content": render(
-            "judge_rq", **_context(item), type_definition=TYPE_DEFINITIONS[item.type],
-            rq_criteria=list(item.rubric.rq_criteria), response=response)}]
+    async def assess(self, item: EvalItem, response: str, *, sample: int) -> RQJudgment | Unscorable:
+        chat = _messages("judge_rq", **judge_context(item),
+                         rq_criteria=list(item.rubric.rq_criteria), response=response)
+        answers: list[dict] = []
+        want = len(item.rubric.rq_criteria)
         for _ in range(self.reasks + 1):
             try:
-                ans = await self.llm.structured(chat, RQJudgment, agent="judge_rq", sample=sample)
-            except GenerationFailed:
-                break
+                ans = await self._ask(chat, RQJudgment, "judge_rq", sample)
+            except GenerationFailed as e:
+                return Unscorable("the judge gave no answer that fits the RQJudgment schema",
+                                  {"error": str(e), "details": e.evidence, "answers": answers})
             ans = ans if isinstance(ans, RQJudgment) else RQJudgment.model_validate(ans)
-            if len(ans.criteria) == len(item.rubric.rq_criteria):
+            answers.append(ans.model_dump())
+            if len(ans.criteria) == want:
                 # the verdict is mechanical: recompute it from the criteria, never trust it
                 crit = [CriterionVerdict(criterion=c, met=v.met, reason=v.reason)
                         for c, v in zip(item.rubric.rq_criteria, ans.criteria)]
@@ -146,15 +225,32 @@ class LLMJudge:
             chat = chat + [
                 {"role": "assistant", "content": json.dumps(ans.model_dump(), ensure_ascii=False)},
                 {"role": "user", "content": f"You assessed {len(ans.criteria)} criteria; there are "
-                 f"{len(item.rubric.rq_criteria)}. Assess each one, in order, and answer again."}]
-        crit = [CriterionVerdict(criterion=c, met=False, reason="judge gave no valid answer")
-                for c in item.rubric.rq_criteria]
-        return RQJudgment(criteria=crit, verdict="fail")
+                 f"{want}. Assess each one, in order, and answer again."}]
+        return Unscorable(f"the judge never assessed all {want} criteria", {"answers": answers})
 
 
-def get_judge(spec: str | None, *, workdir: Path) -> Judge:
-    from bargein.llm.base import is_offline
+def no_judge_message(what: str = "score ihbench") -> str:
+    return (f"no judge model configured for `bargein {what}`. Fix: pass --judge PROVIDER:MODEL "
+            "(e.g. openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, or "
+            "llamacpp:/path/model.gguf; any OpenAI-compatible server through OPENAI_BASE_URL) or "
+            f"set {JUDGE_ENV}=PROVIDER:MODEL. For pipeline smoke tests only, --judge smoke runs "
+            f"the rule-based checks ({SMOKE_STAMP}).")
 
-    if is_offline(spec):
-        return OfflineJudge()
+
+def resolve_judge_spec(spec: str | None, *, what: str = "score ihbench") -> str:
+    """The judge to use: ``spec``, else ``$BARGEIN_JUDGE``; a clear error when neither is set."""
+    spec = (spec or "").strip() or os.environ.get(JUDGE_ENV, "").strip()
+    if not spec:
+        raise ConfigError(no_judge_message(what))
+    if spec.lower() in ("offline", "rule", "rules", "rule-based"):
+        raise ConfigError(f"--judge {spec}: the rule-based judge is only a smoke test now; pass "
+                          f"--judge smoke to run it ({SMOKE_STAMP}), or a model: "
+                          + no_judge_message(what).split("Fix: ", 1)[1])
+    return spec
+
+
+def get_judge(spec: str | None, *, workdir: Path | None) -> Judge:
+    spec = resolve_judge_spec(spec)
+    if spec.lower() == SMOKE:
+        return SmokeJudge()
     return LLMJudge(spec, workdir=workdir)

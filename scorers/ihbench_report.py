@@ -21,49 +21,81 @@ TF, RQ = "tf_win", "rq_pass"
 
 
 def _cell(d: dict[str, float] | None) -> str:
-    if not d or not d.get("n") or math.isnan(d.get("value", math.nan)):
+    if not d:
         return "—"
-    return f"{d['value']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}]"
+    count = f"(n {d.get('n', 0)}, unscorable {d.get('unscorable', 0)})"
+    if not d.get("n") or math.isnan(d.get("value", math.nan)):
+        return f"— {count}"
+    return f"{d['value']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}] {count}"
 
 
 def _rows(title: str, blocks: dict[str, dict[str, dict[str, float]]]) -> list[str]:
-    out = [f"| {title} | n | TF win rate [95% CI] | RQ pass rate [95% CI] |", "|---|---|---|---|"]
+    out = [f"| {title} | TF win rate [95% CI] (scored, unscorable items) | "
+           "RQ pass rate [95% CI] (scored, unscorable items) |", "|---|---|---|"]
     for name, b in blocks.items():
-        n = max(b[TF].get("n", 0), b[RQ].get("n", 0))
-        out.append(f"| {name.replace('_', ' ')} | {n} | {_cell(b[TF])} | {_cell(b[RQ])} |")
+        out.append(f"| {name.replace('_', ' ')} | {_cell(b[TF])} | {_cell(b[RQ])} |")
     return out
+
+
+def judge_line(judge: str, validation: dict[str, Any], epochs: int, smoke: bool) -> str:
+    """The line every table starts with: the judge, its validation kappa, the epochs."""
+    from bargein.scorers.ihbench_judges import SMOKE_STAMP
+
+    v = validation or {}
+    if v.get("kappa") is not None:
+        val = (f"validation κ {v['kappa']:.3f}, accuracy {v['accuracy']:.3f} on {v['n']} "
+               f"control-set judgments ({v.get('control_set', '?')})")
+    else:
+        val = f"validation κ not measured ({v.get('note', 'run `bargein score validate-judge`')})"
+    stamp = f"{SMOKE_STAMP.upper()} — " if smoke else ""
+    return f"{stamp}judge {judge}; {val}; {epochs} epoch(s)"
 
 
 def render_tables(r: "IHBenchReport") -> str:
     reg = r.depth_regression
-    lines = [f"IHBench scores — release {r.release}, judge {r.judge}, {r.epochs} epoch(s), "
-             f"{r.items} items", ""]
+    lines = [f"IHBench scores — release {r.release}, {r.items} items",
+             judge_line(r.judge, r.validation, r.epochs, r.smoke), ""]
     lines += _rows("overall", {"all": r.overall}) + [""]
     lines += _rows("type", r.by_type) + [""]
     lines += _rows("depth (user turn)", r.by_depth) + [""]
     if math.isfinite(reg.get("slope", math.nan)):
         lines.append(f"Depth effect (logistic regression of TF outcome on user turn index): slope "
                      f"{reg['slope']:+.4f} per turn (SE {reg['se']:.4f}, z {reg['z']:+.2f}, "
-                     f"p {reg['p']:.3g}, n {reg['n']})")
+                     f"p {reg['p']:.3g}, n {reg['n']} judgments)")
     else:
-        lines.append(f"Depth effect: not estimable (n {reg.get('n', 0)}; no variation in depth "
-                     "or outcome, or separation)")
+        lines.append(f"Depth effect: not estimable (n {reg.get('n', 0)} judgments; no variation "
+                     "in depth or outcome, or separation)")
     notes = []
     if r.no_baseline:
-        notes.append(f"{r.no_baseline} item(s) have no baseline response and are left out of TF "
-                     "(fill them with `bargein baseline`)")
+        notes.append(f"{r.no_baseline} item(s) have no baseline response and are unscorable for "
+                     "TF (fill them with `bargein baseline`)")
     if r.judge_failures:
-        notes.append(f"{r.judge_failures} TF judgment(s) named no concrete deficiency after "
-                     "re-asking and count as ties")
-    if r.judge.startswith("offline"):
-        notes.append("judge: offline rule-based heuristics (formulaic; use --judge PROVIDER:MODEL "
-                     "for the paper's LLM judge)")
+        notes.append(f"{r.judge_failures} judgment(s) got no usable answer from the judge "
+                     "(see issues.jsonl)")
+    if r.input_issues:
+        notes.append("responses file: " + ", ".join(f"{n} × {k}" for k, n in r.input_issues.items())
+                     + " (per item in issues.jsonl)")
+    rule = {m: n for m, n in r.baseline_models.items() if m.startswith(("offline", "smoke", "rule"))}
+    if rule:
+        notes.append(f"{sum(rule.values())} baseline(s) come from the rule-based smoke baseline "
+                     f"({', '.join(rule)}), not a model: TF against it is a smoke test")
+    if r.smoke:
+        from bargein.scorers.ihbench_judges import SMOKE_STAMP
+
+        notes.append(f"{SMOKE_STAMP}: the smoke judge checks surface features for pipeline tests; "
+                     "use --judge PROVIDER:MODEL for IHBench's LLM judge")
     lines += [""] + [f"Note: {n}." for n in notes]
+    if r.smoke:
+        lines.append("")
+        lines.append(f"[{SMOKE_STAMP}]")
     return "\n".join(lines).rstrip() + "\n"
 
 
 def _plots(out: Path, r: "IHBenchReport", depth_points: list[tuple[float, float, str]]) -> dict[str, str]:
+    from bargein.scorers.ihbench_judges import SMOKE_STAMP
+
     plots = {}
+    tag = f" ({SMOKE_STAMP})" if r.smoke else ""
     for metric, name, title in ((TF, "tf_by_type.png", "TF win rate by interruption type"),
                                 (RQ, "rq_by_type.png", "RQ pass rate by interruption type")):
         types = [t for t, b in r.by_type.items() if b[metric]["n"]]
@@ -72,7 +104,7 @@ def _plots(out: Path, r: "IHBenchReport", depth_points: list[tuple[float, float,
         vals = [r.by_type[t][metric]["value"] for t in types]
         errs = [(r.by_type[t][metric]["ci_low"], r.by_type[t][metric]["ci_high"]) for t in types]
         atomic_write_bytes(out / "plots" / name, bar_png(
-            [t.replace("_", " ") for t in types], vals, errors=errs, title=title,
+            [t.replace("_", " ") for t in types], vals, errors=errs, title=title + tag,
             ylabel=title.split(" by ")[0], ylim=(0, 1.05), hline=0.5 if metric == TF else None))
         plots[title] = f"plots/{name}"
     reg = r.depth_regression
@@ -81,7 +113,7 @@ def _plots(out: Path, r: "IHBenchReport", depth_points: list[tuple[float, float,
         ys = 1.0 / (1.0 + np.exp(-(reg["intercept"] + reg["slope"] * xs)))
         atomic_write_bytes(out / "plots" / "tf_by_depth.png", curve_png(
             [x for x, _, _ in depth_points], [y for _, y, _ in depth_points], xs, ys,
-            title=f"TF win rate vs depth (slope {reg['slope']:+.3f}/turn)",
+            title=f"TF win rate vs depth (slope {reg['slope']:+.3f}/turn){tag}",
             xlabel="user turn index", ylabel="TF win rate",
             labels=[b for _, _, b in depth_points]))
         plots["TF win rate vs depth"] = "plots/tf_by_depth.png"
@@ -100,21 +132,30 @@ def _finite(obj: Any) -> Any:
 
 
 def write_outputs(out: Path, r: "IHBenchReport", items: list, judged: "Judged",
-                  item_score_type: type) -> None:
-    """item_scores.jsonl, report.json (a ScoreReport), tables.md, plots/*.png under ``out``."""
+                  input_issues: list[dict[str, Any]], item_score_type: type) -> None:
+    """item_scores.jsonl, issues.jsonl, report.json (a ScoreReport), tables.md, plots/*.png."""
+    from bargein.scorers.ihbench_judges import SMOKE_STAMP
+
     out.mkdir(parents=True, exist_ok=True)
+    stamp = {"stamp": SMOKE_STAMP} if r.smoke else {}
     by_id = {i.id: i for i in items}
     scores = []
     for key in sorted(judged.detail):
         item = by_id[key[0]]
         group = {"type": item.type, "depth_bin": depth_bin(item.depth), "depth": str(item.depth)}
-        d = judged.detail[key]
+        d = {**judged.detail[key], **stamp}
         if key in judged.tf:
             scores.append(item_score_type(item_id=key[0], metric=TF, value=judged.tf[key],
                                           epoch=key[1], group=group, detail=d))
-        scores.append(item_score_type(item_id=key[0], metric=RQ, value=judged.rq[key],
-                                      epoch=key[1], group=group, detail=d))
+        if key in judged.rq:
+            scores.append(item_score_type(item_id=key[0], metric=RQ, value=judged.rq[key],
+                                          epoch=key[1], group=group, detail=d))
     write_jsonl(out / "item_scores.jsonl", scores)
+    issues = [dict(i, source="responses") for i in input_issues] + [
+        dict(v, source="judge", metric=m) for m in (TF, RQ) for k, v in sorted(judged.unscorable[m].items())
+        if v.get("problem", "").startswith("judge") or v.get("problem") == "no baseline response"]
+    atomic_write_text(out / "issues.jsonl", "".join(
+        json.dumps(_finite(dict(i, **stamp)), sort_keys=True, default=str) + "\n" for i in issues))
     centers = {depth_bin(lo): (lo + min(hi, lo + 4)) / 2.0 for lo, hi in DEPTH_BINS}
     depth_points = [(centers[b], v[TF]["value"], b) for b, v in r.by_depth.items()
                     if v[TF]["n"] and math.isfinite(v[TF]["value"])]
@@ -127,7 +168,11 @@ def write_outputs(out: Path, r: "IHBenchReport", items: list, judged: "Judged",
             if c["n"]:
                 aggs.append(Aggregate(metric=metric, group=group, value=c["value"],
                                       ci_low=c["ci_low"], ci_high=c["ci_high"], n=c["n"]))
-    cfg: dict[str, Any] = {"judge": r.judge, "epochs": r.epochs, "items": r.items,
+    cfg: dict[str, Any] = {**stamp, "judge": r.judge, "judge_validation": r.validation,
+                           "epochs": r.epochs, "items": r.items, "input_issues": r.input_issues,
+                           "baseline_models": r.baseline_models,
+                           "blocks": {"overall": r.overall, "by_type": r.by_type,
+                                      "by_depth": r.by_depth},
                            "depth_regression": r.depth_regression,
                            "judge_failures": r.judge_failures, "no_baseline": r.no_baseline,
                            "bootstrap": "1000-iteration percentile over per-item epoch means",

@@ -1,7 +1,7 @@
 """``bargein baseline``: fill each eval item's ``baseline`` response.
 
     bargein baseline --llm openai:gpt-4o-audio-preview --items work/eval_items.jsonl
-    bargein baseline --llm offline --items work/eval_items.jsonl     # rule-based, "offline-rule"
+    bargein baseline --llm smoke --items work/eval_items.jsonl       # rule-based stand-in (smoke test)
 
 The library is :mod:`bargein.generators.baseline`.
 """
@@ -16,15 +16,18 @@ from bargein.cli.util import fail_if_nothing, get_globals, require_file
 
 
 @click.command("baseline")
-@click.option("--llm", default="offline", show_default=True,
-              help="PROVIDER:MODEL that plays the baseline, or 'offline' for the rule-based one.")
+@click.option("--llm", required=True,
+              help="PROVIDER:MODEL that plays the baseline (IHBench: an audio chat model), or "
+                   "'smoke' for the rule-based stand-in (pipeline tests only, never a score).")
+@click.option("--temperature", default=0.7, show_default=True, type=float)
+@click.option("--max-tokens", default=512, show_default=True, type=int)
 @click.option("--items", "items_file", required=True, type=click.Path(path_type=Path, dir_okay=False),
               help="eval_items.jsonl from 'bargein generate conversations'.")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Output JSONL [default: WORKDIR/baseline.jsonl].")
-def baseline(llm: str, items_file: Path, out: Path | None) -> None:
+def baseline(llm: str, temperature: float, max_tokens: int, items_file: Path, out: Path | None) -> None:
     """Fill eval items' baseline responses."""
-    from bargein.generators.baseline import OFFLINE_MODEL, fill_baselines
+    from bargein.generators.baseline import fill_baselines
     from bargein.records import EvalItem
     from bargein.store import read_jsonl, write_jsonl
 
@@ -32,10 +35,12 @@ def baseline(llm: str, items_file: Path, out: Path | None) -> None:
     require_file(items_file, "--items", "pass the eval_items.jsonl written by "
                  "'bargein generate conversations'")
     items = read_jsonl(items_file, EvalItem)
-    res = fill_baselines(items, llm=llm, seed=g.seed, workdir=g.workdir)
+    res = fill_baselines(items, llm=llm, seed=g.seed, workdir=g.workdir, temperature=temperature,
+                         max_tokens=max_tokens)
     out = out or g.workdir / "baseline.jsonl"
     write_jsonl(out, res.outputs)
-    click.echo(f"{len(res.outputs)} baselines ({llm if llm != 'offline' else OFFLINE_MODEL}) -> {out}; "
+    made_by = res.outputs[0].baseline_model if res.outputs else llm
+    click.echo(f"{len(res.outputs)} baselines ({made_by}) -> {out}; "
                f"{len(res.failures)} failed")
     first = f" (first: {res.failures[0].reason.splitlines()[0][:200]})" if res.failures else ""
     fail_if_nothing(len(res.outputs), f"no baseline was produced: {len(res.failures)} failed{first}; "

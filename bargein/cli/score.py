@@ -1,4 +1,4 @@
-"""``bargein score ihbench | ear | turnnat | timing | fdb``."""
+"""``bargein score ihbench | ear | turnnat | timing | fdb | validate-judge``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ SCORE_COMMANDS: dict[str, tuple[str, str]] = {
     "turnnat": ("bargein.cli.turnnat:score_turnnat", "TurnNat pair accuracy / C-index."),
     "timing": ("bargein.cli.score_timing:timing", "FD-Bench and Talking-Turns timing metrics."),
     "fdb": ("bargein.cli.score_fdb:fdb", "Full-Duplex-Bench v1 / v1.5 metrics."),
+    "validate-judge": ("bargein.cli.score_validate:validate_judge",
+                       "A judge's accuracy and Cohen's kappa on the labelled control set."),
 }
 
 

@@ -15,8 +15,10 @@ from bargein.cli.util import echo_report, fail_if_nothing, get_globals
                    "folder / ORG/NAME@vX.Y.Z whose 'repair' config holds them.")
 @click.option("--responses", required=True, type=click.Path(path_type=Path),
               help='JSONL: {"item_id", "response"[, "epoch"]} per item (and epoch).')
-@click.option("--judge", default="offline", show_default=True,
-              help="offline (rule-based) or PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
+@click.option("--judge", default=None,
+              help="The judge model, PROVIDER:MODEL (openai:gpt-4o-mini, anthropic:..., "
+                   "llamacpp:PATH) [default: $BARGEIN_JUDGE]; 'smoke' runs rule-based checks for "
+                   "pipeline tests (smoke test, not a score).")
 @click.option("--out", type=click.Path(path_type=Path),
               help="Write item_scores.jsonl, report.json and tables.md here.")
 @click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=int,
@@ -25,7 +27,7 @@ from bargein.cli.util import echo_report, fail_if_nothing, get_globals
 @click.option("--allow-missing", is_flag=True, help="Score items without a response as empty responses.")
 @click.option("--endpoint", help="Hub endpoint for ORG/NAME@REV releases.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def ear(items: str, responses: Path, judge: str, out: Path | None, n_boot: int, concurrency: int,
+def ear(items: str, responses: Path, judge: str | None, out: Path | None, n_boot: int, concurrency: int,
         allow_missing: bool, endpoint: str | None, as_json: bool) -> None:
     """Score responses with EAR = 2CR/(C+R), per signal and window, with bootstrap CIs.
 
@@ -38,5 +40,5 @@ def ear(items: str, responses: Path, judge: str, out: Path | None, n_boot: int, 
     report = score_ear(items, responses, judge=judge, out=out, seed=g.seed, n_boot=n_boot,
                        concurrency=concurrency, workdir=g.workdir, allow_missing=allow_missing,
                        endpoint=endpoint)
-    echo_report(report, as_json=as_json, out=out, wrote="item_scores.jsonl, report.json, tables.md")
+    echo_report(report, as_json=as_json, out=out, wrote="item_scores.jsonl, issues.jsonl, report.json, tables.md")
     fail_if_nothing(len(report.scores), f"no item of {items} could be scored")

@@ -14,8 +14,10 @@ from bargein.cli.util import echo_report, fail_if_nothing, get_globals
               help="Release folder or ORG/NAME@vX.Y.Z on the Hub.")
 @click.option("--responses", required=True, type=click.Path(path_type=Path),
               help='JSONL: {"item_id", "epoch", "response"} per item and epoch.')
-@click.option("--judge", default="offline", show_default=True,
-              help="offline (rule-based) or PROVIDER:MODEL, e.g. openai:gpt-4o-mini.")
+@click.option("--judge", default=None,
+              help="The judge model, PROVIDER:MODEL (openai:gpt-4o-mini, anthropic:..., "
+                   "llamacpp:PATH) [default: $BARGEIN_JUDGE]; 'smoke' runs rule-based checks for "
+                   "pipeline tests (smoke test, not a score).")
 @click.option("--epochs", default=3, show_default=True, type=int, help="Epochs per item.")
 @click.option("--out", type=click.Path(path_type=Path),
               help="Write item_scores.jsonl, report.json, tables.md and plots/ here.")
@@ -24,7 +26,7 @@ from bargein.cli.util import echo_report, fail_if_nothing, get_globals
 @click.option("--concurrency", default=8, show_default=True, type=int, help="Parallel judge calls.")
 @click.option("--endpoint", help="Hub endpoint for ORG/NAME@REV releases.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def ihbench(release: str, responses: Path, judge: str, epochs: int, out: Path | None,
+def ihbench(release: str, responses: Path, judge: str | None, epochs: int, out: Path | None,
             n_boot: int, concurrency: int, endpoint: str | None, as_json: bool) -> None:
     """Score responses with the IHBench judges (3 epochs, bootstrap CIs, per type and depth)."""
     from bargein.scorers.ihbench import score_ihbench
@@ -33,6 +35,7 @@ def ihbench(release: str, responses: Path, judge: str, epochs: int, out: Path | 
     report = score_ihbench(release, responses, judge=judge, epochs=epochs, out=out, seed=g.seed,
                            n_boot=n_boot, concurrency=concurrency, workdir=g.workdir,
                            endpoint=endpoint)
-    echo_report(report, as_json=as_json, out=out, wrote="item_scores.jsonl, report.json, tables.md, plots/")
-    fail_if_nothing(report.items, f"no item of {release} could be scored ({report.judge_failures} "
-                    "judge failures)")
+    echo_report(report, as_json=as_json, out=out, wrote="item_scores.jsonl, issues.jsonl, report.json, tables.md, plots/")
+    scored = max(report.overall["tf_win"]["n"], report.overall["rq_pass"]["n"])
+    fail_if_nothing(scored, f"no item of {release} could be scored ({report.judge_failures} "
+                    "judge failures; see issues.jsonl)")

@@ -85,7 +85,7 @@ def test_offline_classifier_qa(response, category):
     ("It's at the Library!", "qa", True),
     ("At the town hall.", "qa", False),
     (GOOD_ANSWER, "conversation", True),
-    ("Great, moving on. What is your new address?", "conversation", True),
+    ("Great, moving on. What is your new address?", "conversation", False),   # shows nothing of the value
     ("Sorry, what was your account number?", "conversation", False),
     ("Your account 5521 7730 is verified.", "conversation", False),
     ("", "conversation", False),
@@ -126,7 +126,7 @@ def _hand_case() -> list[tuple[MaskedItem, str]]:
 
 def test_score_ear_hand_computed(tmp_path):
     items_path, resp_path = _files(tmp_path, _hand_case())
-    rep = score_ear(items_path, resp_path, judge="offline", out=tmp_path / "out", seed=1, n_boot=300)
+    rep = score_ear(items_path, resp_path, judge="smoke", out=tmp_path / "out", seed=1, n_boot=300)
     g1 = dict(signal="white_noise", window_ms=0)
     assert rep.get("C", **g1).value == pytest.approx(0.9) and rep.get("C", **g1).n == 10
     assert rep.get("R", **g1).value == pytest.approx(0.1) and rep.get("R", **g1).n == 10
@@ -149,31 +149,54 @@ def test_score_ear_hand_computed(tmp_path):
     assert (tmp_path / "out" / "tables.md").read_text().count("|") > 20
     scores = [json.loads(x) for x in (tmp_path / "out" / "item_scores.jsonl").read_text().splitlines()]
     assert len(scores) == 28 and {s["metric"] for s in scores} == {"C", "R"}
-    again = score_ear(items_path, resp_path, judge="offline", seed=1, n_boot=300)
+    again = score_ear(items_path, resp_path, judge="smoke", seed=1, n_boot=300)
     assert again.to_dict() == rep.to_dict()                       # deterministic, CIs included
 
 
 def test_epochs_average_per_item_and_bootstrap_keeps_pairs(tmp_path):
     pairs = [(item(0, "answerable"), [GOOD_ANSWER, EXPLICIT]), (item(0, "unanswerable"), [EXPLICIT, GENERIC])]
-    rep = score_ear(*_files(tmp_path, pairs), n_boot=50)
+    rep = score_ear(*_files(tmp_path, pairs), judge="smoke", n_boot=50)
     assert rep.get("C").value == 0.5 and rep.get("R").value == 0.75
     assert rep.get("EAR").ci_low == rep.get("EAR").ci_high == pytest.approx(ear(0.5, 0.75))  # one unit
     assert aggregate([], n_boot=10) == []
 
 
-def test_responses_file_errors(tmp_path):
+def test_bad_responses_reported_per_item(tmp_path):
     pairs = _hand_case()[:4]
     items_path, resp_path = _files(tmp_path, pairs[:3])
     write_jsonl(items_path, [p[0] for p in pairs])
-    with pytest.raises(ConfigError, match="1 items have no response.*--allow-missing"):
-        score_ear(items_path, resp_path, n_boot=0)
-    rep = score_ear(items_path, resp_path, n_boot=0, allow_missing=True)
-    assert rep.get("R").n == 2
-    (tmp_path / "bad.jsonl").write_text('{"item_id": "nope", "response": "x"}\nnot json\n')
-    with pytest.raises(ConfigError, match="1 unreadable lines.*1 item ids not in the items file"):
-        score_ear(items_path, tmp_path / "bad.jsonl", n_boot=0)
+    rep = score_ear(items_path, resp_path, judge="smoke", n_boot=0, out=tmp_path / "o")
+    assert rep.report.config["input_issues"] == {"missing response": 1}
+    missing = pairs[3][0]
+    metric = "C" if missing.condition == "answerable" else "R"
+    assert rep.unscorable(metric, {}) == 1 and "(1)" in rep.tables()
+    issues = [json.loads(x) for x in (tmp_path / "o" / "issues.jsonl").read_text().splitlines()]
+    assert [i["item_id"] for i in issues] == [missing.id]
+    rep = score_ear(items_path, resp_path, judge="smoke", n_boot=0, allow_missing=True)
+    assert rep.get("R").n + rep.get("C").n == 4
+    lines = [json.dumps({"item_id": "nope", "response": "x"}), "not json",
+             json.dumps({"item_id": pairs[0][0].id, "response": EXPLICIT}),
+             json.dumps({"item_id": pairs[0][0].id, "response": GENERIC}),
+             json.dumps({"item_id": pairs[1][0].id, "response": ""})]
+    (tmp_path / "bad.jsonl").write_text("\n".join(lines) + "\n")
+    rep = score_ear(items_path, tmp_path / "bad.jsonl", judge="smoke", n_boot=0)
+    assert rep.report.config["input_issues"] == {
+        "conflicting duplicates": 1, "empty response (scored: no repair, not correct)": 1,
+        "missing response": 2, "unknown item id": 1, "unreadable line": 1}
+    (tmp_path / "none.jsonl").write_text('{"item_id": "nope", "response": "x"}\n')
+    with pytest.raises(ConfigError, match="no response for any of these items"):
+        score_ear(items_path, tmp_path / "none.jsonl", judge="smoke", n_boot=0)
     with pytest.raises(ConfigError, match="does not exist"):
-        score_ear(tmp_path / "missing.jsonl", resp_path)
+        score_ear(tmp_path / "missing.jsonl", resp_path, judge="smoke")
+
+
+def test_smoke_c_needs_the_value_not_a_bare_okay():
+    """The issue's case: "Okay." used to count as correct on every answerable item."""
+    ans = item(0, "answerable")
+    assert not answer_correct("Okay.", ans) and not answer_correct("Sure, thanks.", ans)
+    assert answer_correct(GOOD_ANSWER, ans)
+    assert answer_correct("Thanks, four four seven one zero nine three two, verified.", ans)
+    assert not answer_correct("Thanks, account 4471 0933 is verified.", ans)
 
 
 def test_llm_judge_over_loopback(tmp_path, monkeypatch):
@@ -198,7 +221,7 @@ def test_llm_judge_over_loopback(tmp_path, monkeypatch):
     una = next(p for p in prompts if "could NOT know" in p)
     assert "[inaudible]" in una and "account number" in una and "white noise" in una
     assert rep.get("C").value == pytest.approx(0.9) and rep.get("R").value == pytest.approx(0.1)
-    assert rep.report.config["judge"] == "openai:judge-model (prompt judge_repair)"
+    assert rep.report.config["judge"] == "openai:judge-model (judge_repair v2)"
 
 
 def test_score_ear_cli(tmp_path):
@@ -208,11 +231,12 @@ def test_score_ear_cli(tmp_path):
 
     items_path, resp_path = _files(tmp_path, _hand_case())
     r = CliRunner().invoke(cli, ["score", "ear", "--items", str(items_path), "--responses", str(resp_path),
-                                 "--out", str(tmp_path / "o"), "--bootstrap", "200"])
+                                 "--judge", "smoke", "--out", str(tmp_path / "o"), "--bootstrap", "200"])
     assert r.exit_code == 0, r.output
-    assert "| signal=white_noise, window_ms=0 | 10 | 0.900" in r.output and "0.180" in r.output
+    assert "| signal=white_noise, window_ms=0 | 10 (0) | 0.900" in r.output and "0.180" in r.output
+    assert "SMOKE TEST, NOT A SCORE" in r.output and "validation κ" in r.output
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert report["scorer"] == "ear"
     r = CliRunner().invoke(cli, ["score", "ear", "--items", str(items_path), "--responses", str(resp_path),
-                                 "--json", "--bootstrap", "0"])
+                                 "--judge", "smoke", "--json", "--bootstrap", "0"])
     assert json.loads(r.output)["aggregates"][0]["ci_low"] is None

@@ -16,12 +16,14 @@ from bargein.errors import ConfigError
 from bargein.records import INTERRUPTION_TYPES, ChatMessage, EvalItem, Rubric
 from bargein.releases.build import ReleaseSources, build_release
 from doubles.synthetic_release import write_synthetic
-from bargein.scorers import ihbench_rules as rules
+from bargein.scorers import ihbench_smoke as smoke
 from bargein.scorers.ihbench import (
     RQ, TF, Judged, TFJudgment, aggregate, balanced_positions, item_means, load_eval_items,
     load_responses, logistic_slope, score_ihbench, win_value,
 )
-from bargein.scorers.ihbench_judges import LLMJudge, vague_deficiency
+from bargein.scorers.ihbench_judges import (
+    JUDGE_ENV, SMOKE_STAMP, LLMJudge, Unscorable, resolve_judge_spec, vague_deficiency,
+)
 from bargein.scorers.stats import bootstrap_ci
 
 
@@ -65,7 +67,7 @@ def test_bootstrap_over_item_epoch_means_hand_computed():
                rq={("x", 0): 1.0, ("x", 1): 0.0, ("x", 2): 1.0, ("y", 0): 0.0, ("y", 1): 0.0,
                    ("y", 2): 0.0})
     overall, by_type, by_depth, _ = aggregate(items, j, seed=3, n_boot=1000)
-    assert overall[TF] == {"value": 0.75, "ci_low": 0.5, "ci_high": 1.0, "n": 2}
+    assert overall[TF] == {"value": 0.75, "ci_low": 0.5, "ci_high": 1.0, "n": 2, "unscorable": 0}
     assert overall[RQ]["value"] == pytest.approx(1 / 3)
     assert (overall[RQ]["ci_low"], overall[RQ]["ci_high"]) == pytest.approx((0.0, 2 / 3))
     assert by_type["filler"][TF]["value"] == 0.5 and by_type["pushback"][RQ]["value"] == 0.0
@@ -115,56 +117,51 @@ def test_vague_deficiencies_are_rejected():
         assert vague_deficiency(concrete) is None
 
 
-def test_offline_rules_over_types():
-    f = item("filler", rq=("Continues from where the utterance was cut.",
-                           "Does not repeat the heard part.", "Does not acknowledge the filler."))
+def test_smoke_rules_over_types():
+    """The smoke judge's own checks (it never reads the RQ criteria's wording)."""
+    f = item("filler")
     good = "the damage, the police report and a receipt."
-    assert all(ok for _, ok, _ in rules.assess(f, good))
-    verdicts = rules.assess(f, "Great! Your claim needs three documents: a photo of the damage.")
-    assert [ok for _, ok, _ in verdicts] == [False, False, False]
-    c = item("correction", rq=("Accepts the correction without pushback.", "Uses the corrected value."))
-    assert all(ok for _, ok, _ in rules.assess(c, "Thanks, I've updated it to 4471-0933. Next, the date."))
-    bad = rules.assess(c, "Are you sure? You said 4471 0932 before.")
-    assert [ok for _, ok, _ in bad] == [False, False]
-    p = item("pushback", rq=("Shows empathy for the concern.", "Offers an alternative."))
-    assert all(ok for _, ok, _ in rules.assess(p, "I understand. Alternatively, you can mail it."))
-    t = item("topic_switch")          # criteria with no recognisable wording: the type's default
-    assert rules.assess(t, "Your invoices are all paid. Now, back to the claim.")[0][1]
-    assert rules.compare(f, good, "Great! " + f.planned_text)[0] == "A"
-    winner, why = rules.compare(f, "Great! " + f.planned_text, good)
-    assert winner == "B" and "continue" in why
-    assert rules.compare(f, good, good) == ("tie", "")
+    assert all(ok for _, ok, _ in smoke.assess(f, good))
+    verdicts = dict((n, ok) for n, ok, _ in smoke.assess(
+        f, "Great! Your claim needs three documents: a photo of the damage."))
+    assert not verdicts["no acknowledgement"] and not verdicts["no repeat heard"]
+    assert not verdicts["continues remainder"]
+    c = item("correction")
+    assert all(ok for _, ok, _ in smoke.assess(
+        c, "Thanks, policy four four seven one, zero nine three three it is. Now the photo of the damage."))
+    bad = dict((n, ok) for n, ok, _ in smoke.assess(c, "Are you sure? You said 4471 0932 before."))
+    assert not bad["carries correction"] and not bad["no arguing"]
+    p = item("pushback")
+    assert all(ok for _, ok, _ in smoke.assess(
+        p, "I understand. Instead of sending the police report, you can bring it to the office."))
+    for template in ("Sure. What's next for you?", "Okay, I can help with that."):
+        for kind in INTERRUPTION_TYPES:
+            assert not all(ok for _, ok, _ in smoke.assess(item(kind), template)), (kind, template)
+    assert smoke.compare(f, good, "Great! " + f.planned_text)[0] == "A"
+    winner, why = smoke.compare(f, "Great! " + f.planned_text, good)
+    assert winner == "B" and why
+    assert smoke.compare(f, good, good) == ("tie", "")
+    assert smoke.assess(f, "  ") == [("not empty", False, "empty response")]
 
 
-def test_offline_rules_follow_the_rubric_wording():
-    """Criteria worded like the rubric generator's map to the right check and use its quotes."""
-    cases = {
-        "Uses the corrected account email (sgreen@thomas-blake.com) and no longer the earlier "
-        "value (samantha_green@aol.com).": "contains_corrected_value",
-        'Continues exactly where the utterance was cut off (after "a photo of"), starting with '
-        '"the damage, the".': "continues_cut",
-        "Keeps the two topics separate instead of blending them together.": "no_blend",
-        "Neither caves by dropping the requirement nor stonewalls by repeating it.": "holds_requirement",
-        "Does not acknowledge the backchannel (no \"great\" or \"as I was saying\").": "no_ack",
-        "Skips the rest of the interrupted explanation instead of finishing it.": "skips_remainder",
-        "Engages with the caller's specific concern (police report).": "addresses_interjection",
-        "Does not drop the interrupted task in favour of the new topic.": "steers_back",
-        "Keeps the reply brief and to the point.": "brief",
-        "Moves directly to the next concrete step.": "advances",
-    }
-    for crit, name in cases.items():
-        assert rules.check_for(crit, "normal").__name__ == name, crit
-    crit = next(iter(cases))
-    c = item("correction", rq=(crit, "Accepts the correction without questioning or arguing."),
-             interjection="Oops, my account email is sgreen@thomas-blake.com.")
-    assert [ok for _, ok, _ in rules.assess(c, "Done, your email is now sgreen@thomas-blake.com.")] == [True, True]
-    old = rules.assess(c, "I'll keep samantha_green@aol.com on file.")[0]
-    assert not old[1] and "sgreen@thomas-blake.com" in old[2]
-    t = item("topic_switch", rq=("Briefly addresses the unrelated request (\"Can you check my "
-                                 "outstanding invoices?\").",
-                                 "Keeps the two topics separate instead of blending them together."))
-    blended = rules.assess(t, "Okay, I'll do both at once then and check your invoices as part of that.")
-    assert blended[0][1] and not blended[1][1] and "blends" in blended[1][2]
+def test_smoke_judge_reads_no_generator_wording():
+    """The smoke judge imports neither the phrase banks nor the rubric generator, and reads no
+    criterion text (a rubric reworded any way gives the same verdicts)."""
+    import ast
+    import inspect
+
+    from bargein.scorers import ear_rules, ihbench_judges
+
+    for mod in (smoke, ear_rules, ihbench_judges):
+        tree = ast.parse(inspect.getsource(mod))
+        names = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+            a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert not any(x.startswith("bargein.generators") for x in names), (mod.__name__, names)
+        assert "phrases" not in inspect.getsource(mod).replace("phrase banks", "")
+    it = item("normal")
+    resp = "Friday, noted. The police report and a receipt are the last two."
+    other = it.with_(rubric=it.rubric.model_copy(update={"rq_criteria": ("Zzz.", "Qqq.", "Www.")}))
+    assert smoke.assess(it, resp) == smoke.assess(other, resp)
 
 
 class ScriptedModel:
@@ -173,31 +170,57 @@ class ScriptedModel:
     def __init__(self, answers):
         self.answers, self.asked = list(answers), []
 
-    async def structured(self, messages, schema, *, agent, sample):
+    async def structured(self, messages, schema, *, agent, sample, temperature=None, max_tokens=None):
         self.asked.append((agent, sample, messages))
-        return schema.model_validate(self.answers.pop(0))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return schema.model_validate(answer)
 
 
-def test_llm_judge_reasks_on_vague_deficiency_then_scores_a_tie():
+def test_llm_judge_reasks_on_vague_deficiency_then_is_unscorable():
+    """Plumbing only (scripted answers, not a validation of any judge)."""
+    from bargein.errors import GenerationFailed
+
     it = item("impatient")
     m = ScriptedModel([{"winner": "B", "loser_deficiency": "longer"},
                        {"winner": "B", "loser_deficiency": "re-explains the photo requirement the user skipped"}])
     j = LLMJudge("scripted:model", workdir=None, llm=m)
-    assert asyncio.run(j.compare(it, "x", "y", sample=1)) == (
+    v = asyncio.run(j.compare(it, "x", "y", sample=1))
+    assert (v.winner, v.deficiency, v.status) == (
         "B", "re-explains the photo requirement the user skipped", "ok")
     assert len(m.asked) == 2 and "not accepted" in m.asked[1][2][-1]["content"]
-    assert "Response A" in m.asked[0][2][0]["content"] and m.asked[0][:2] == ("judge_tf", 1)
+    first = m.asked[0][2]
+    assert first[0]["role"] == "system" and "Ties are not allowed" in first[0]["content"]
+    assert "Response A" in first[1]["content"] and m.asked[0][:2] == ("judge_tf", 1)
     m2 = ScriptedModel([{"winner": "A", "loser_deficiency": "more detail"}] * 3)
-    assert asyncio.run(LLMJudge("s:m", workdir=None, llm=m2).compare(it, "x", "y", sample=0)) == (
-        "tie", "more detail", "judge_failed")
+    v2 = asyncio.run(LLMJudge("s:m", workdir=None, llm=m2).compare(it, "x", "y", sample=0))
+    assert v2.winner is None and v2.status == "unscorable" and len(v2.evidence["answers"]) == 3
     # RQ: the verdict is recomputed from the criteria, never trusted
     m3 = ScriptedModel([{"criteria": [{"criterion": "a", "met": True}, {"criterion": "b", "met": False}],
                          "verdict": "pass"}])
     rq = asyncio.run(LLMJudge("s:m", workdir=None, llm=m3).assess(it, "resp", sample=0))
     assert rq.verdict == "fail" and [c.criterion for c in rq.criteria] == list(it.rubric.rq_criteria)
+    # a judge answer that never fits the schema: unscorable, with the evidence kept
+    m4 = ScriptedModel([GenerationFailed("no valid RQJudgment", evidence={"attempts": [{"raw": "??"}]})])
+    bad = asyncio.run(LLMJudge("s:m", workdir=None, llm=m4).assess(it, "resp", sample=0))
+    assert isinstance(bad, Unscorable) and bad.evidence["details"]["attempts"][0]["raw"] == "??"
     TFJudgment(winner="A", loser_deficiency="x")          # schema accepts A/B only
     with pytest.raises(ValueError):
         TFJudgment(winner="tie", loser_deficiency="x")
+
+
+def test_no_judge_configured_stops_with_the_fix(monkeypatch):
+    monkeypatch.delenv(JUDGE_ENV, raising=False)
+    with pytest.raises(ConfigError) as e:
+        resolve_judge_spec(None)
+    msg = str(e.value)
+    assert "--judge PROVIDER:MODEL" in msg and JUDGE_ENV in msg and "--judge smoke" in msg
+    with pytest.raises(ConfigError, match="only a smoke test"):
+        resolve_judge_spec("offline")
+    monkeypatch.setenv(JUDGE_ENV, "openai:gpt-4o-mini")
+    assert resolve_judge_spec(None) == "openai:gpt-4o-mini"
+    assert resolve_judge_spec("smoke") == "smoke"
 
 
 # ---- responses and end to end --------------------------------------------------------------
@@ -216,96 +239,154 @@ def _write(path, rows):
     return path
 
 
-def test_responses_with_unknown_or_missing_ids_are_refused(release, tmp_path):
+def test_bad_responses_are_reported_per_item_never_dropped(release, tmp_path):
     items = load_eval_items(release)
     rows = [{"item_id": i.id, "epoch": e, "response": "ok"} for i in items for e in range(3)]
-    assert len(load_responses(_write(tmp_path / "ok.jsonl", rows), items, 3)) == len(rows)
-    bad = rows[1:] + [{"item_id": "ev-nope", "epoch": 0, "response": "x"}, rows[5]]
-    with pytest.raises(ConfigError) as e:
-        load_responses(_write(tmp_path / "bad.jsonl", bad), items, 3)
-    msg = str(e.value)
-    assert "1 unknown item ids" in msg and "ev-nope" in msg and "1 missing" in msg
-    assert "1 duplicate" in msg and "Fix: regenerate it for this release with `bargein respond" in msg
-    with pytest.raises(ConfigError, match="epochs outside"):
-        load_responses(_write(tmp_path / "e.jsonl", rows), items, 2)
+    r = load_responses(_write(tmp_path / "ok.jsonl", rows), items, 3)
+    assert len(r.texts) == len(rows) and not r.issues and not r.unscorable
+    a, b, c = items[0].id, items[1].id, items[2].id
+    bad = [x for x in rows if (x["item_id"], x["epoch"]) != (a, 0)] + [
+        {"item_id": "ev-nope", "epoch": 0, "response": "x"},
+        {"item_id": b, "epoch": 1, "response": "a different answer"},     # conflicting duplicate
+        {"item_id": c, "epoch": 2, "response": "ok"}]                     # identical duplicate
+    bad = [dict(x, response="") if (x["item_id"], x["epoch"]) == (c, 0) else x for x in bad]
+    r = load_responses(_write(tmp_path / "bad.jsonl", bad + ["not json"]), items, 3)
+    problems = Counter(i["problem"] for i in r.issues)
+    assert problems["unknown item id"] == 1 and problems["missing response"] == 1
+    assert problems["conflicting duplicates"] == 1 and problems["malformed line"] == 1
+    assert problems["duplicate (identical, counted once)"] == 1
+    assert problems["empty response (scored as RQ fail and TF loss)"] == 1
+    assert set(r.unscorable) == {(a, 0), (b, 1)} and r.texts[(c, 0)] == ""
+    assert sum(problems.values()) == len(r.issues) == 6
+    with pytest.raises(ConfigError, match="no response for any eval item.*bargein respond"):
+        load_responses(_write(tmp_path / "other.jsonl", [{"item_id": "x", "response": "y"}]), items, 3)
+    # scored end to end: the counts sit beside every figure and issues.jsonl lists each problem
+    rep = score_ihbench(release, tmp_path / "bad.jsonl", judge="smoke", epochs=3, n_boot=50,
+                        out=tmp_path / "s", workdir=tmp_path / "w")
+    assert rep.overall[RQ]["n"] == len(items) and rep.overall[RQ]["unscorable"] == 0
+    issues = [json.loads(x) for x in (tmp_path / "s" / "issues.jsonl").read_text().splitlines()]
+    assert len([i for i in issues if i["source"] == "responses"]) == 6
+    assert all(i["stamp"] == SMOKE_STAMP for i in issues)
+    text = rep.tables()
+    assert f"(n {len(items)}, unscorable 0)" in text and "1 × unknown item id" in text
 
 
 def test_baseline_against_itself_is_exactly_parity(release, tmp_path):
     items = load_eval_items(release)
     rows = [{"item_id": i.id, "epoch": e, "response": i.baseline} for i in items for e in range(3)]
-    rep = score_ihbench(release, _write(tmp_path / "b.jsonl", rows), epochs=3, n_boot=200)
+    rep = score_ihbench(release, _write(tmp_path / "b.jsonl", rows), judge="smoke", epochs=3,
+                        n_boot=200, workdir=tmp_path / "w")
     assert rep.overall[TF]["value"] == 0.5 and rep.overall[TF]["ci_low"] == 0.5
     assert all(b[TF]["value"] == 0.5 for b in rep.by_type.values())
     assert set(rep.by_type) == set(INTERRUPTION_TYPES)
 
 
-def test_cli_respond_then_score_writes_tables_scores_and_plots(release, tmp_path, capsys):
-    from bargein.cli import main
+def test_smoke_pipeline_writes_stamped_tables_scores_and_plots(release, tmp_path):
+    """A pipeline test, not a validation: gold recoveries scored by the smoke judge; every
+    table and file says so, names the judge, its control-set kappa and the epochs."""
+    from bargein.scorers.respond import generate_responses
 
     resp, out = tmp_path / "responses.jsonl", tmp_path / "scores"
-    main(["--seed", "11", "respond", "--release", str(release), "--llm", "oracle", "--epochs", "3",
-          "--out", str(resp)])
-    main(["--seed", "11", "score", "ihbench", "--release", str(release), "--responses", str(resp),
-          "--out", str(out)])
-    text = capsys.readouterr().out
-    assert "TF win rate [95% CI]" in text and "Depth effect" in text and "| filler |" in text
+    got = generate_responses(release, llm="oracle", epochs=3, out=resp, seed=11, workdir=tmp_path / "w")
+    assert got["written"] == 3 * len(load_eval_items(release)) and got["modality"] == "stand-in"
+    rep = score_ihbench(release, resp, judge="smoke", epochs=3, out=out, seed=11,
+                        workdir=tmp_path / "w")
+    text = (out / "tables.md").read_text()
+    assert text == rep.tables()
+    head = text.splitlines()[1]
+    assert head.startswith(SMOKE_STAMP.upper()) and "judge smoke-rules@2" in head
+    assert "validation κ 0." in head and "3 epoch(s)" in head and text.rstrip().endswith(f"[{SMOKE_STAMP}]")
+    assert "(scored, unscorable items)" in text and "| filler |" in text and "Depth effect" in text
     report = json.loads((out / "report.json").read_text())
-    overall = {a["metric"]: a for a in report["aggregates"] if not a["group"]}
-    assert overall[TF]["value"] > 0.8 and overall[RQ]["value"] > 0.8      # gold beats baseline
-    lines = (out / "item_scores.jsonl").read_text().splitlines()
+    assert report["config"]["stamp"] == SMOKE_STAMP
+    assert report["config"]["judge_validation"]["kappa"] > 0.5
+    lines = [json.loads(x) for x in (out / "item_scores.jsonl").read_text().splitlines()]
     assert len(lines) == 2 * 3 * len(load_eval_items(release))
-    assert json.loads(lines[0])["detail"]["model_position"] in ("A", "B")
+    assert all(x["detail"]["stamp"] == SMOKE_STAMP for x in lines)
+    assert lines[0]["detail"]["model_position"] in ("A", "B")
     pngs = sorted(p.name for p in (out / "plots").glob("*.png"))
     slope = report["config"]["depth_regression"]["slope"]
     assert pngs == ["rq_by_type.png"] + (["tf_by_depth.png"] if slope is not None else []) + [
         "tf_by_type.png"]
-    before = {p.name: p.read_bytes() for p in (out / "plots").glob("*.png")}
-    main(["--seed", "11", "score", "ihbench", "--release", str(release), "--responses", str(resp),
-          "--out", str(out)])
-    assert {p.name: p.read_bytes() for p in (out / "plots").glob("*.png")} == before
-    off = tmp_path / "offline.jsonl"
-    main(["respond", "--release", str(release), "--llm", "offline", "--epochs", "3", "--out", str(off)])
-    assert "offline rule-based responder" in capsys.readouterr().out
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    score_ihbench(release, resp, judge="smoke", epochs=3, out=out, seed=11, workdir=tmp_path / "w")
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    # the smoke responder is a labelled stand-in, cached and resumable through the runner
+    smoke_out = tmp_path / "smoke.jsonl"
+    again = generate_responses(release, llm="smoke", epochs=3, out=smoke_out, seed=11,
+                               workdir=tmp_path / "w")
+    rows = [json.loads(x) for x in smoke_out.read_text().splitlines()]
+    assert again["written"] == len(rows) and {r["model"] for r in rows} == {"smoke"}
+    with pytest.raises(ConfigError, match="no rule-based responder"):
+        generate_responses(release, llm="offline", epochs=1, out=tmp_path / "x.jsonl")
 
 
-def test_llm_judges_and_responder_through_the_openai_sdk(release, tmp_path, monkeypatch):
-    """The judge prompts and `respond` on a real provider path: the OpenAI SDK against the
-    loopback server. The scripted judge prefers the model's answer but first gives a vague
-    reason, so every TF judgment is re-asked once; RQ passes everything."""
+def test_llm_judges_and_audio_responder_through_the_openai_sdk(release, tmp_path, monkeypatch):
+    """Plumbing, not validation: the judge prompts and `respond` on a real provider path (the
+    OpenAI SDK against the loopback server) with scripted verdicts. The responder sends every
+    user turn as an ``input_audio`` part (WAV); the scripted judge prefers the model's answer
+    but first gives a vague reason, so every TF judgment is re-asked once; RQ passes everything."""
+    import base64
+    import io
     import re
+
+    import soundfile as sf
 
     from bargein.testing import LoopbackLLMServer, wire
 
     def responder(req):
         schema = wire.request_schema(req) or {}
-        prompt = wire.first_user_text(req)
+        prompt = wire.last_user_text(req) if schema else ""
         users = sum(1 for m in req["messages"] if m["role"] == "user")
-        if schema.get("title") == "TFJudgment" or "Candidate responses" in prompt:
+        if schema.get("title") == "TFJudgment":
             if users == 1:
                 return json.dumps({"reasoning": "r", "winner": "A", "loser_deficiency": "longer"})
-            a = prompt.split("Response A:", 1)[1].split("Response B:", 1)[0]
+            first = wire.first_user_text(req)
+            a = first.split("Response A:", 1)[1].split("Response B:", 1)[0]
             return json.dumps({"reasoning": "r", "winner": "A" if "MODEL:" in a else "B",
                                "loser_deficiency": "ignores what the user just said"})
-        if schema.get("title") == "RQJudgment" or "Recovery-quality criteria" in prompt:
+        if schema.get("title") == "RQJudgment":
             crit = re.findall(r"^\d+\. (.+)$", prompt.split("## Recovery-quality criteria", 1)[1],
                               re.M)
             return json.dumps({"criteria": [{"criterion": c, "met": True, "reason": "ok"}
                                             for c in crit], "verdict": "pass"})
         return "MODEL: I hear you; let's pick up where we left off."
 
+    items = load_eval_items(release)
     with LoopbackLLMServer(responder=responder) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
         from bargein.scorers.respond import generate_responses
 
         resp = tmp_path / "r.jsonl"
-        n = generate_responses(release, llm="openai:test-model", epochs=2, out=resp,
-                               workdir=tmp_path / "work")
-        assert n == 2 * len(load_eval_items(release))
-        assert all(json.loads(x)["response"].startswith("MODEL:") for x in resp.read_text().splitlines())
+        got = generate_responses(release, llm="openai:test-model", epochs=2, out=resp,
+                                 workdir=tmp_path / "work")
+        n = got["written"]
+        assert n == 2 * len(items) and got["modality"] == "audio" and got["failures"] == 0
+        rows = [json.loads(x) for x in resp.read_text().splitlines()]
+        assert all(r["response"].startswith("MODEL:") and r["modality"] == "audio" for r in rows)
+        chats = [r.json for r in srv.requests if not (r.json or {}).get("response_format")]
+        assert len(chats) == n
+        for chat in chats:
+            users = [m for m in chat["messages"] if m["role"] == "user"]
+            assert users and all(isinstance(m["content"], list) for m in users)
+            part = users[-1]["content"][0]
+            assert part["type"] == "input_audio" and part["input_audio"]["format"] == "wav"
+            audio, sr = sf.read(io.BytesIO(base64.b64decode(part["input_audio"]["data"])))
+            assert sr >= 8000 and len(audio) > sr // 10          # real audio of the interjection
+            assert all(isinstance(m["content"], str) for m in chat["messages"] if m["role"] != "user")
+        sent = len(srv.requests)
+        generate_responses(release, llm="openai:test-model", epochs=2, out=resp, workdir=tmp_path / "work")
+        assert len(srv.requests) == sent                  # resumed from the runner's cache
+        text_out = tmp_path / "t.jsonl"
+        generate_responses(release, llm="openai:test-model", epochs=1, out=text_out, text_only=True,
+                           workdir=tmp_path / "work")
+        text_chats = [r.json for r in srv.requests[sent:]]
+        assert all(isinstance(m["content"], str) for c in text_chats for m in c["messages"])
         rep = score_ihbench(release, resp, judge="openai:judge-model", epochs=2, n_boot=200,
                             workdir=tmp_path / "work")
     assert rep.overall[TF]["value"] == 1.0 and rep.overall[RQ]["value"] == 1.0
     assert rep.judge_failures == 0 and rep.judge.startswith("openai:judge-model")
+    assert not rep.smoke and "not validated yet" in rep.tables()
     tf_requests = [r for r in srv.requests if "Candidate responses" in json.dumps(r.json)]
     assert len(tf_requests) == 2 * n            # every TF judgment asked twice (one re-ask)

@@ -1,0 +1,155 @@
+"""Judge validation: the hand-labelled control set (size, coverage, independence from the
+generator's wording), Cohen's kappa on hand-computed cases, the smoke judge held to the gates on
+the categories it claims to catch, and the model-judge path over the real OpenAI SDK against the
+loopback server (scripted verdicts: that tests plumbing only, it validates no judge)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bargein.records import INTERRUPTION_TYPES
+from bargein.scorers.control_set import GOOD, control_items, stratified
+from bargein.scorers.ihbench_smoke import SMOKE_CATEGORIES
+from bargein.scorers.judge_validation import cohen_kappa, validate_judge, validation_summary
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_control_set_size_and_coverage():
+    items = control_items()
+    assert len(items) >= 300
+    axes = Counter(i.axis for i in items)
+    assert set(axes) == {"tf", "rq", "ear_r", "ear_c"} and min(axes.values()) >= 50
+    for axis in ("tf", "rq"):
+        assert {i.kind for i in items if i.axis == axis} == set(INTERRUPTION_TYPES)
+    cats = Counter(i.category for i in items if i.axis == "rq")
+    for cat in ("good_paraphrase", "good_spoken", "good_reordered", "template", "echo", "restart",
+                "ignore", "wrong_fact", "over_apology"):
+        assert cats[cat] >= 4, cat
+    for i in items:
+        if i.axis == "rq":
+            assert i.expected == ("pass" if i.category in GOOD else "fail")
+    tf = Counter(i.expected for i in items if i.axis == "tf")
+    assert abs(tf["A"] - tf["B"]) <= 0.2 * sum(tf.values())          # positions balanced
+    assert Counter(i.expected for i in items if i.axis == "ear_r") == {
+        "explicit_repair": 24, "generic_refusal": 12, "answer": 24}
+    assert len({i.id for i in items}) == len(items)
+    assert [i.id for i in stratified(items, 40)] == [i.id for i in stratified(items, 40)]
+    assert len({(i.axis, i.category) for i in stratified(items, 40)}) >= 20
+
+
+def _grams(text: str, n: int) -> set[tuple[str, ...]]:
+    w = re.findall(r"[a-z0-9']+", text.lower())
+    return {tuple(w[k:k + n]) for k in range(len(w) - n + 1)}
+
+
+def test_control_set_is_not_written_from_the_generators_wording():
+    """No 7-word run and no sentence of 5+ words of a control response or rubric occurs in the
+    generator's catalogue, phrase banks or rubric writer."""
+    src = "".join(p.read_text() for p in (REPO / "generators" / "catalogue").glob("*.yaml"))
+    src += (REPO / "generators" / "phrases.py").read_text() + (REPO / "generators" / "rubric.py").read_text()
+    theirs = _grams(src, 7)
+    lines = {" ".join(re.findall(r"[a-z0-9']+", s.lower())) for line in src.splitlines()
+             for s in re.split(r"(?<=[.!?])\s+", line.strip(" -\"'"))}
+    for i in control_items():
+        texts = [i.response, i.response_b]
+        if hasattr(i.item, "rubric"):
+            texts += [i.item.rubric.tf_criterion, *i.item.rubric.rq_criteria, i.item.planned_text]
+        for t in texts:
+            assert not (_grams(t, 7) & theirs), (i.id, t)
+            for s in re.split(r"(?<=[.!?])\s+", t):
+                norm = " ".join(re.findall(r"[a-z0-9']+", s.lower()))
+                assert len(norm.split()) < 5 or norm not in lines, (i.id, s)
+
+
+def test_cohen_kappa_hand_computed():
+    # po = 3/4; pe = (2*1 + 2*3) / 16 = 1/2; kappa = (0.75 - 0.5) / 0.5 = 0.5
+    assert cohen_kappa(["p", "p", "f", "f"], ["p", "f", "f", "f"]) == pytest.approx(0.5)
+    assert cohen_kappa(["A", "B", "A", "B"], ["A", "B", "A", "B"]) == 1.0
+    assert cohen_kappa(["A", "B", "A", "B"], ["B", "A", "B", "A"]) == -1.0
+    # three classes: po = 5/6, pe = (2*2 + 2*1 + 2*3) / 36 = 1/3 -> kappa = (1/2) / (2/3) = 0.75
+    assert cohen_kappa(list("xxyyzz"), list("xxyzzz")) == pytest.approx(0.75)
+    assert math.isnan(cohen_kappa(["p", "p"], ["p", "p"])) and math.isnan(cohen_kappa([], []))
+
+
+@pytest.fixture(scope="module")
+def smoke_report():
+    return validate_judge("smoke", save=False)
+
+
+def test_smoke_judge_meets_the_gates_on_its_own_categories(smoke_report):
+    """The categories the smoke judge claims (SMOKE_CATEGORIES) are held to gates; its figures
+    on everything else (wrong facts, paraphrases) are reported, not gated."""
+    rep = smoke_report
+    assert rep.template_fail_rate()["rate"] >= 0.95 and rep.template_fail_rate()["n"] >= 40
+    cats = rep.by_category()
+    gates = {"rq/template": 0.95, "rq/echo": 0.95, "rq/restart": 0.9, "rq/ignore": 0.8,
+             "tf/template": 0.9, "tf/echo": 0.9, "tf/restart": 0.9, "tf/ignore": 0.85,
+             "ear_c/content_free": 0.95}
+    assert {k.split("/")[1] for k in gates} - {"content_free"} <= set(SMOKE_CATEGORIES)
+    for key, gate in gates.items():
+        assert cats[key]["accuracy"] >= gate, (key, cats[key])
+    ih = rep.scorer("ihbench")
+    assert ih["n"] >= 300 and ih["unscorable"] == 0 and ih["kappa"] > 0.5
+    text = rep.tables()
+    assert text.startswith("SMOKE TEST, NOT A SCORE") and "Cohen's κ" in text
+    assert "rq/correction:" in text and "pass->pass" in text           # per-type confusion
+
+
+def test_smoke_validation_is_deterministic(smoke_report):
+    again = validate_judge("smoke", save=False)
+    assert again.to_dict() == smoke_report.to_dict()
+
+
+def test_model_judge_validation_over_the_openai_sdk(tmp_path, monkeypatch):
+    """Plumbing only: a scripted judge behind the loopback server answers by a fixed rule (it
+    fails any response that echoes the user's last words, passes the rest, prefers response A,
+    and classifies repairs by keywords). The figures it gets are whatever that rule earns on the
+    control set; the test checks they are computed, saved, and printed by `score` — not that the
+    rule is a good judge. One answer in five is schema-invalid JSON, re-asked by the client."""
+    from bargein.scorers.ihbench_judges import get_judge
+    from bargein.testing import LoopbackLLMServer, wire
+
+    seen = Counter()
+
+    def responder(req):
+        schema = wire.request_schema(req) or {}
+        title = schema.get("title")
+        seen[title] += 1
+        if seen[title] % 5 == 0 and sum(1 for m in req["messages"] if m["role"] == "user") == 1:
+            return '{"not": "the schema"}'
+        text = wire.first_user_text(req)
+        if title == "TFJudgment":
+            return json.dumps({"reasoning": "r", "winner": "A",
+                               "loser_deficiency": "ignores what the caller just asked for"})
+        if title == "RQJudgment":
+            resp = text.split('"""')[1]
+            inter = re.search(r'The user\'s interjection: "(.*)"', text).group(1)
+            echo = inter.lower()[:20] in resp.lower()
+            crit = re.findall(r"^\d+\. (.+)$", text.split("## Recovery-quality criteria", 1)[1], re.M)
+            return json.dumps({"criteria": [{"criterion": c, "met": not echo, "reason": "r"}
+                                            for c in crit], "verdict": "fail" if echo else "pass"})
+        resp = text.split('"""')[1].lower()
+        cat = ("explicit_repair" if "missed the" in resp or "didn't catch the" in resp
+               else "generic_refusal" if "again" in resp else "answer")
+        return json.dumps({"category": cat, "correct": cat == "answer", "reason": "r"})
+
+    with LoopbackLLMServer(responder=responder) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        rep = validate_judge("openai:scripted-judge", workdir=tmp_path, limit=60, concurrency=8)
+        assert len(rep.verdicts) == 60 and not rep.smoke
+        assert rep.scorer("ihbench")["unscorable"] == 0               # re-asks recovered
+        saved = sorted(p.name for p in (tmp_path / "judge_validation").glob("*.json"))
+        assert saved == ["ear__openai_scripted-judge_judge_repair_v2.json",
+                         "ihbench__openai_scripted-judge_judge_tf_v2_judge_rq_v2.json"]
+        judge = get_judge("openai:scripted-judge", workdir=tmp_path)
+        summary = validation_summary(judge, workdir=tmp_path, scorer="ihbench")
+        assert summary["n"] == rep.scorer("ihbench")["n"] and summary["subset"] == 60
+        assert summary["kappa"] == pytest.approx(rep.scorer("ihbench")["kappa"], abs=1e-4)
+    assert srv.requests
