@@ -170,30 +170,17 @@ def load_responses(path: str | Path, items: list[MaskedItem], *, allow_missing: 
         raise ConfigError(f"--responses {str(path)!r} does not exist. Fix: write one JSON line "
                           '{"item_id": ..., "response": ...} per item (optional "epoch")')
     known = {i.id for i in items}
-<<<<<<< HEAD
-    out: dict[str, dict[int, str]] = defaultdict(dict)
-    unknown, dupes, bad = set(), set(), []
-    for n, line in iter_text_lines(path, "--responses"):
-=======
     seen: dict[str, dict[int, list[tuple[int, str]]]] = defaultdict(lambda: defaultdict(list))
     issues: list[dict[str, Any]] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
->>>>>>> main
+    for n, line in iter_text_lines(path, "--responses"):
         try:
             obj = json.loads(line)
             iid, epoch, text = str(obj["item_id"]), int(obj.get("epoch", 0)), obj["response"]
             if not isinstance(text, str):
                 raise TypeError("response is not a string")
-<<<<<<< HEAD
-        except (ValueError, KeyError, TypeError, RecursionError) as e:
-            bad.append(f"line {n}: {type(e).__name__}: {e}")
-=======
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
             issues.append({"problem": "unreadable line", "line": n,
                            "evidence": f"{type(e).__name__}: {e}; {line.strip()[:200]!r}"})
->>>>>>> main
             continue
         if iid not in known:
             issues.append({"problem": "unknown item id", "item_id": iid, "epoch": epoch, "line": n,
