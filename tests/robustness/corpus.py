@@ -646,5 +646,13 @@ case("fdb-recordings-parquet-bad", "score fdb", "parquet",
      ["score", "fdb", "--recordings", "{in}/parquet/bad.parquet", "--out", "sc", "--no-asr"],
      says=("bad.parquet",), outputs=("sc",))
 
+case("validate-judge-bogus", "score validate-judge", "cli",
+     ["score", "validate-judge", "--judge", "nope:x", "--limit", "2"], says=("nope",))
+case("validate-judge-limit-zero", "score validate-judge", "cli",
+     ["score", "validate-judge", "--judge", "smoke", "--limit", "0"], says=("--limit",))
+case("validate-judge-401", "score validate-judge", "provider",
+     ["score", "validate-judge", "--judge", "openai:gpt-4o-mini", "--limit", "2"],
+     llm={"api_key": "sk-other"}, env=LLM_ENV, check=_no_canary, says=("401",), timeout_s=120)
+
 IDS = [c.id for c in CASES]
 assert len(IDS) == len(set(IDS)), sorted({i for i in IDS if IDS.count(i) > 1})
