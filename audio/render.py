@@ -192,15 +192,10 @@ def resolve_voices(conversation_id: str, seed: int, config: RenderConfig) -> dic
                          user=config.user_voice, pool=config.voice_pool or None)
 
 
-_VADS: dict[str, Any] = {}
-
-
 def _vad(name: str) -> Any:
-    if name not in _VADS:
-        from bargein.audio.vad import get_vad
+    from bargein.audio.vad import get_vad
 
-        _VADS[name] = get_vad(name)
-    return _VADS[name]
+    return get_vad(name)                # one instance per process (bargein.registry.get)
 
 
 def _context(e: BargeinError, where: str) -> BargeinError:

@@ -103,10 +103,18 @@ class OpenAIProvider:
                                           max_retries=max_retries,
                                           http_client=http_client(openai, max_connections, timeout_s, http))
         self.server_key = (self.name, self.base_url or "")
+        self._strict: dict[int, tuple[dict[str, Any], dict[str, Any] | None]] = {}
         self._clients = LoopClients(make, sdk=openai, user=client, what=spec)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _strict_variant(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """:func:`strict_variant`, once per schema object (the client passes the same dict)."""
+        hit = self._strict.get(id(schema))
+        if hit is None or hit[0] is not schema:
+            hit = self._strict[id(schema)] = (schema, strict_variant(schema))
+        return hit[1]
 
     def request(self, messages: list[dict[str, str]], *, temperature: float | None, max_tokens: int,
                 json_schema: dict[str, Any] | None, seed: int | None, mode: str | None) -> dict[str, Any]:
@@ -119,7 +127,7 @@ class OpenAIProvider:
         if json_schema is not None:
             mode = mode or self.structured_modes[0]
             if mode == MODE_SCHEMA:
-                strict = strict_variant(json_schema)
+                strict = self._strict_variant(json_schema)
                 kw["response_format"] = {"type": "json_schema", "json_schema": {
                     "name": schema_name(json_schema), "schema": strict if strict is not None else json_schema,
                     "strict": strict is not None}}

@@ -288,3 +288,37 @@ def test_an_unknown_http_client_is_a_config_error(keys):
 
     with pytest.raises(ConfigError, match="http='curl'.*auto, aiohttp, httpx"):
         get_llm("openai:gpt-4o-mini", http="curl")
+
+
+def test_strict_schemas_close_every_object_and_keep_length_limits_as_words(keys):
+    """OpenAI strict mode: every object closed with all properties required, no ``default``; a
+    schema strict mode cannot express (an open map) is sent non-strict instead."""
+    from pydantic import Field
+
+    from bargein.llm.schemas import strict_variant
+
+    class Stage(BaseModel):
+        name: str = Field(min_length=2, max_length=40, description="short")
+        optional: int | None = None
+
+    class Plan(BaseModel):
+        stages: list[Stage] = Field(min_length=1, max_length=6)
+        tone: str = "calm"
+
+    class Loose(BaseModel):
+        extra: dict[str, int]
+
+    strict = strict_variant(Plan.model_json_schema())
+    stage = strict["$defs"]["Stage"]
+    assert strict["required"] == ["stages", "tone"] and strict["additionalProperties"] is False
+    assert stage["required"] == ["name", "optional"] and stage["additionalProperties"] is False
+    assert "default" not in json.dumps(strict) and "minLength" not in json.dumps(strict)
+    assert set(stage["properties"]["name"]["description"].split("; ")) == {
+        "short", "at least 2 characters", "at most 40 characters"}
+    assert strict["properties"]["stages"]["minItems"] == 1 and strict["properties"]["stages"]["maxItems"] == 6
+    assert strict_variant(Loose.model_json_schema()) is None
+    with LoopbackLLMServer() as srv:                 # sent with strict: false, the schema unchanged
+        asyncio.run(get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, cache=False).complete(
+            [{"role": "user", "content": "x"}], agent="a", json_schema=Loose.model_json_schema()))
+        fmt = srv.requests[0].json["response_format"]["json_schema"]
+    assert fmt["strict"] is False and fmt["schema"] == Loose.model_json_schema()
