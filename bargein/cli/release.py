@@ -100,13 +100,17 @@ def build_cmd(out, name, version, conversations, rendered, eval_items, repair, t
                           "--eval-items, --repair, --timing, --sft, --dpo")
     prov: dict = {}
     if provenance:
-        from bargein.store import read_json
-
-        prov = read_json(require_file(provenance, "--provenance", "a JSON file"), "--provenance file")
+        path = require_file(provenance, "--provenance", "pass a JSON file")
+        try:
+            prov = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise ConfigError(f"--provenance {path}: not a UTF-8 JSON file "
+                              f"({str(e).splitlines()[0][:160] if str(e) else e.__class__.__name__})."
+                              ' Fix: pass a JSON object such as {"llm": "offline", "seed": 7}') from None
         if not isinstance(prov, dict):
-            raise ConfigError(f"--provenance file {provenance!r} holds a JSON "
-                              f"{type(prov).__name__}, not an object. Fix: pass a JSON object, "
-                              'e.g. {"llm": "offline", "seed": 7}')
+            raise ConfigError(f"--provenance {path}: expected a JSON object, got "
+                              f"{type(prov).__name__}. Fix: pass a JSON object such as "
+                              '{"llm": "offline", "seed": 7}')
     # the seed rule: an explicit global --seed > the provenance file's seed > the default
     file_seed = prov.get("seed") if isinstance(prov.get("seed"), int) else None
     prov["seed"] = g.resolve_seed(None, file_seed)
