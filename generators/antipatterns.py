@@ -148,5 +148,5 @@ def rejected_response(item: EvalItem, detail: dict[str, str], rng: random.Random
             continue                         # the failure itself was cut away: try another
         if text and P.norm(text) != P.norm(gold) and " ".join(text.split()) != " ".join(gold.split()):
             return name, text
-    return "restart", fit_length(cut_sentence(item.planned_text, item.heard_text) or
-                                 item.planned_text, P.n_words(gold), extra)
+    # nothing fits the good recovery's length: the restart, whole (a rare length mismatch)
+    return "restart", cut_sentence(item.planned_text, item.heard_text) or item.planned_text

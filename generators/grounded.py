@@ -81,10 +81,11 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str) -> str:
     """Empathy, the object explained by its kind, one alternative of that kind, a question."""
     obj = as_assistant(phrase)
     head = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj, flags=re.I)
-    parts = [P.pick(rng, "assistant", f"recover_pb_empathy_{kind}"),
+    parts = [P.tidy(P.join(rng.choice(P.bank("assistant", "pb_empathy_open")),
+                           rng.choice(P.bank("assistant", f"pb_empathy_{kind}")))),
              P.pick(rng, "assistant", f"recover_pb_why_{kind}", obj=obj, head=head),
-             P.pick(rng, "assistant", "recover_pb_offer",
-                    alternative=rng.choice(P.bank("assistant", f"alternatives_{kind}")))]
+             P.compose(rng, "assistant", "pb_offer",
+                       alternative=rng.choice(P.bank("assistant", f"alternatives_{kind}")))]
     return P.tidy(P.join(*parts))
 
 

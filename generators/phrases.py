@@ -56,7 +56,8 @@ def _load(name: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"phrase bank {path} must be a YAML mapping of lists")
     for key, items in data.items():
-        if not isinstance(items, list) or not items:
+        if not isinstance(items, list) or not items or (
+                not key.endswith(("_open", "_tail")) and not any(items)):
             raise ConfigError(f"phrase bank phrases_{name}.yaml: {key!r} must be a non-empty list")
     return data
 
@@ -85,6 +86,19 @@ def bank(file: str, key: str) -> tuple[Any, ...]:
 def pick(rng: random.Random, file: str, key: str, **slots: str) -> str:
     """Draw one alternative and fill its slots."""
     return fill(rng.choice(bank(file, key)), where=f"{file}.{key}", **slots)
+
+
+def compose(rng: random.Random, file: str, key: str, **slots: str) -> str:
+    """An opener, a core and a tail (entries ``key_open``, ``key``, ``key_tail``; any of the
+    outer two may be missing or hold ""), so a few dozen entries give hundreds of wordings."""
+    data = _load(file)
+    core = fill(rng.choice(bank(file, key)), where=f"{file}.{key}", **slots)
+    opener = rng.choice(data.get(f"{key}_open", [""]))
+    tail = fill(rng.choice(data[f"{key}_tail"]), where=f"{file}.{key}_tail", **slots) \
+        if data.get(f"{key}_tail") else ""
+    if opener and opener.rstrip().endswith(",") and not core.startswith(("I ", "I'")):
+        core = core[:1].lower() + core[1:]
+    return tidy(join(opener, core, tail))
 
 
 def pick_filled(rng: random.Random, file: str, key: str, **slots: str) -> str:

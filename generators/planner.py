@@ -22,6 +22,7 @@ import re
 from collections import deque
 
 from bargein.generators import phrases as P
+from bargein.verify.text import content_words
 from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the planner's vocabulary)
     CLOSING_TYPES, READBACK_KINDS, EDGE_WORDS, ELIGIBLE_SHARE, EXPLANATION_WORDS, MAX_MESSAGES,
     MIN_CUT_WORDS, MIN_MESSAGES, OVERLAP_MS, UNIT_OVERHEAD, ConversationState, Recovery, RoundPlan,
@@ -457,7 +458,11 @@ def drop_unfounded(text: str, st: ConversationState) -> str:
     for sent in re.split(r"(?<=[.?!])\s+", text):
         if _ATTR.search(sent):
             said = [k for k, f in facts.items() if f.value in sent or (f.spoken and f.spoken in sent)]
-            if not said or any(k not in st.uttered for k in said):
+            rest = sent
+            for k in said:
+                rest = rest.replace(facts[k].value, " ").replace(facts[k].spoken or "\0", " ")
+            extra = content_words(_ATTR.sub(" ", rest))   # words beyond the values themselves
+            if not said or any(k not in st.uttered for k in said) or len(extra) > 1:
                 continue
         out.append(sent)
     return " ".join(out).strip()

@@ -47,6 +47,7 @@ _DAY = re.compile(r"\b(?:(?:this|next|on)\s+)?(?:Monday|Tuesday|Wednesday|Thursd
                   r"Sunday|tomorrow|tonight|next week|next month|end of the month)\b")
 _NP_LEAD = {"a", "an", "the", "your", "my", "our", "this", "that", "any", "each", "every", "one",
             "two", "three", "four"}
+_PRONOUNS = frozenset("i me we us you he she they them it".split())
 _ADJ_STOP = frozenset("""and or but to of in on at for with from by is are was were be been it this
 that which who you your i we they can will would should could may might must have has had do
 does did not no so if than then also just only please""".split())
@@ -77,7 +78,8 @@ def _np_around(text: str, start: int, end: int) -> tuple[int, int]:
         if w == "of" and taken == 0 and not m.group(0).endswith((",", ".")):
             s = m.start()               # "date of birth", "proof of address"
             continue
-        if m.group(0).endswith((",", ".")) or w in _ADJ_STOP and w not in _NP_LEAD:
+        if m.group(0).endswith((",", ".")) or w in _ADJ_STOP and w not in _NP_LEAD \
+                or w in _PRONOUNS or ("'" in w and not w.endswith("'s")):
             break
         s = m.start()
         taken += 1
