@@ -26,6 +26,10 @@ PERTURBATION_TYPES = ("late_response", "early_entry", "hold_instead_of_shift",
                       "shift_instead_of_hold", "excessive_backchannel")
 
 
+# a release name: one path segment, safe as a folder name and as the NAME of ORG/NAME on the Hub
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -77,7 +81,7 @@ class ReleaseConfig(_Section):
 
 
 class BuildConfig(_Section):
-    name: str = Field("bargein-ihbench", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: str = Field("bargein-ihbench", pattern=NAME_PATTERN, max_length=96)
     version: str = Field("0.1.0", pattern=r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
     seed: int = 7
     llm: str = Field("offline", description="offline | openai:MODEL | anthropic:MODEL | llamacpp:PATH")

@@ -64,6 +64,7 @@ class ReleaseSources:
     stats: Path | Mapping[str, Any] | None = None
     audio_roots: tuple[Path, ...] = ()
     configs: tuple[str, ...] | None = None      # restrict to these configs
+    fidelity: bool = True                       # measure the labels on the audio for the card
     test_percent: int = 10                      # sft/dpo from one file: % of conversations in test
     # quality gate: figure -> threshold ("<= 0.05", {"min": 0.45}, or a number); the build
     # refuses when one is missed, unless allow_below_threshold (bargein.verify.report)
@@ -77,6 +78,9 @@ class ReleaseSources:
         if self.profile == "ihbench-public" and config not in ("conversations", "baseline"):
             return False
         return self.configs is None or config in self.configs
+
+
+FIDELITY_MAX_ASR = 16          # Whisper passes per fidelity figure (a stable subset): a minute, not hours
 
 
 @dataclass
@@ -384,6 +388,11 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
                 if reason not in stats["discard_reasons"]:
                     stats["discard_reasons"][reason] = n
         _quality_gate(stats, sources)
+        if sources.fidelity and sources.rendered:
+            from bargein.audio.fidelity_report import fidelity_report
+
+            stats["fidelity"] = fidelity_report(sources.rendered, sources.repair, audio_root=roots,
+                                                timing=sources.timing, max_asr=FIDELITY_MAX_ASR)
         prov = {**default_provenance(), **dict(provenance or {})}
         if sources.profile == "ihbench-public":
             prov["profile"] = ("ihbench-public: configs, column names, 1-based turns and struct "

@@ -16,6 +16,17 @@ def release() -> None:
     """Build, push, pull, diff and verify versioned Hugging Face releases."""
 
 
+def _release_name(value: str) -> str:
+    import re
+
+    from bargein.config import NAME_PATTERN
+
+    if not re.match(NAME_PATTERN, value) or len(value) > 96:
+        raise click.BadParameter(f"{value!r} is not a release name: use letters, digits, '.', '_' "
+                                 "and '-', starting with a letter or digit (e.g. bargein-ihbench)")
+    return value
+
+
 def _path_opt(value: str | None, what: str) -> Path | None:
     return require_file(value, what, f"pass the {what} a stage wrote") if value else None
 
@@ -44,7 +55,8 @@ def _thresholds(path: str | None) -> dict | None:
 
 @release.command("build")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Release folder.")
-@click.option("--name", required=True, help="Dataset name, e.g. bargein-ihbench.")
+@click.option("--name", required=True, callback=lambda ctx, param, v: _release_name(v),
+              help="Dataset name, e.g. bargein-ihbench (letters, digits, '.', '_', '-').")
 @click.option("--version", "version", required=True, help="SemVer, e.g. 1.0.0.")
 @click.option("--conversations", help="VerifiedConversation / Conversation JSONL.")
 @click.option("--rendered", help="RenderedDialogue JSONL (audio for conversations/ihbench).")

@@ -191,3 +191,13 @@ def test_release_build_malformed_provenance_is_one_line(capsys, tmp_path, text, 
                          "--version", "1.0.0", "--sft", "sft.jsonl", "--provenance", str(prov))
     assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("name", ["../x y", "a/b", ".hidden", "x" * 97, ""])
+def test_release_build_refuses_a_name_that_is_not_one_path_segment(capsys, tmp_path, name):
+    code, _, err = _main(capsys, "release", "build", "--out", str(tmp_path / "r"), "--name", name,
+                         "--version", "1.0.0", "--sft", "sft.jsonl")
+    assert code == 2 and "is not a release name" in err
+    assert not (tmp_path / "r").exists()
+    with pytest.raises(Exception, match="name"):
+        parse_config({"name": name})
