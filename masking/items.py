@@ -57,7 +57,7 @@ class MaskConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     signals: tuple[MaskSignal, ...] = SIGNALS                       # type: ignore[assignment]
     windows_ms: tuple[int, ...] = (0, 50, 100)
-    snr_db: float | None = None             # None: RMS-matched to the replaced speech
+    snr_db: float | None = Field(None, ge=-40, le=100, allow_inf_nan=False)  # None: RMS-matched
     fade_ms: float = DEFAULT_FADE_MS
     guard_ms: float = Field(20.0, ge=0, le=500)
     aligner: Literal["auto", "synth", "whisper", "mfa"] = "auto"
