@@ -59,6 +59,35 @@ SETTING_DEFAULTS: dict[str, Any] = {"timeout_s": 120.0, "max_retries": 4, "struc
                                     "max_tokens": 1024, "http": "auto"}
 
 
+SETTINGS_ENV = "BARGEIN_LLM_SETTINGS"
+
+
+def env_settings(provider: str) -> dict[str, Any]:
+    """Provider settings from ``$BARGEIN_LLM_SETTINGS``, for runs started from the command line:
+    ``"timeout_s=600,concurrency=1,context_tokens=server"`` (every provider) or
+    ``"openai.timeout_s=600"`` (one). Numbers become numbers; a malformed entry is a ConfigError."""
+    text = os.environ.get(SETTINGS_ENV, "").strip()
+    out: dict[str, Any] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise ConfigError(f"${SETTINGS_ENV}: {item!r} is not KEY=VALUE. Fix: e.g. "
+                              f"{SETTINGS_ENV}='timeout_s=600,concurrency=1,context_tokens=server'")
+        who, dot, key = key.rpartition(".")
+        if dot and who != provider:
+            continue
+        for cast in (int, float):
+            try:
+                out[key] = cast(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = value
+    return out
+
+
 def parse_spec(spec: str) -> tuple[str, str]:
     """``"openai:gpt-4o-mini"`` → ``("openai", "gpt-4o-mini")``; ConfigError listing valid forms."""
     if not isinstance(spec, str) or ":" not in spec:
@@ -124,7 +153,7 @@ def get_llm(
     A setting not given here comes from the provider's registry options, which a config or a
     program sets once for every stage and worker process
     (``registry.set_options("llm", "openai", context_tokens=8192, timeout_s=300)``), else from
-    :data:`SETTING_DEFAULTS`.
+    ``$BARGEIN_LLM_SETTINGS`` (:func:`env_settings`), else from :data:`SETTING_DEFAULTS`.
     """
     if is_offline(spec):
         raise ConfigError(f"{spec!r} is not an LLM provider: check is_offline(spec) and use the "
@@ -135,7 +164,7 @@ def get_llm(
              "api_key_env": api_key_env, "max_tokens": max_tokens, "context_tokens": context_tokens,
              "max_tokens_field": max_tokens_field, "http": http, "budget_usd": budget_usd,
              "frequency_penalty": frequency_penalty}
-    configured = registry.options("llm", name)
+    configured = {**env_settings(name), **registry.options("llm", name)}
     unknown = sorted(set(configured) - set(given))
     if unknown:
         raise ConfigError(f"LLM settings for {name}: {', '.join(unknown)} not known; valid: "

@@ -186,7 +186,8 @@ class LLMClient:
         first that answers is kept. A mode that fails with a status servers use to refuse a format
         (400, 404, 422, 500 …) moves on to the next. When the plainest mode fails as well, the server is failing, not refusing a format:
         the request goes the usual way (SDK retries) in ``start``, and nothing is remembered but
-        success. A rate limit or timeout during the probe likewise ends it (after Retry-After).
+        success. A rate limit or timeout during the probe likewise ends it (after Retry-After); the
+        request then goes the usual way in the mode that timed out, not in one the server refused.
         """
         refused: list[str] = []
         tries = [m for m in modes[modes.index(start):] for _ in range(2)]
@@ -206,6 +207,8 @@ class LLMClient:
                 wait = getattr(e, "retry_after_s", None)
                 if wait:
                     await asyncio.sleep(wait)
+                if isinstance(e, TransientError) and mode != start:
+                    start = mode               # the modes above were refused; this one timed out
                 break
             if not comp.cached:                    # a cached answer proves nothing about the server
                 MODES.worked(self._server, modes, mode)
