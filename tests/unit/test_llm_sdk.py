@@ -322,3 +322,55 @@ def test_strict_schemas_close_every_object_and_keep_length_limits_as_words(keys)
             [{"role": "user", "content": "x"}], agent="a", json_schema=Loose.model_json_schema()))
         fmt = srv.requests[0].json["response_format"]["json_schema"]
     assert fmt["strict"] is False and fmt["schema"] == Loose.model_json_schema()
+
+
+def test_provider_settings_from_the_registry_reach_every_client(keys, tmp_path):
+    """Settings a config sets once (registry options, passed on to worker processes) apply to
+    every get_llm of that provider; an explicit argument wins; an unknown key is refused."""
+    from bargein.errors import ConfigError
+
+    registry.set_options("llm", "openai", structured="json", max_tokens=77, timeout_s=9.0)
+    try:
+        with LoopbackLLMServer(answers=[ANSWER, ANSWER]) as srv:
+            configured = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, workdir=tmp_path)
+            assert ask(configured) == Echo(text="ok", n=1)
+            explicit = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, workdir=tmp_path,
+                               structured="schema", max_tokens=55)
+            ask(explicit, "other")
+            first, second = (r.json for r in srv.requests)
+        assert first["response_format"] == {"type": "json_object"} and first["max_tokens"] == 77
+        assert second["response_format"]["type"] == "json_schema" and second["max_tokens"] == 55
+        async def sdk_timeout(llm):
+            return llm.provider._clients.get().timeout
+
+        assert asyncio.run(sdk_timeout(configured)) == 9.0 and configured.default_max_tokens == 77
+        registry.set_options("llm", "openai", context_size=4096)
+        with pytest.raises(ConfigError, match="context_size not known; valid: .*context_tokens"):
+            get_llm("openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
+    finally:
+        registry.set_options("llm", "openai")
+
+
+def test_a_frequency_penalty_is_sent_and_keys_the_cache(keys, tmp_path):
+    with LoopbackLLMServer(answers=[ANSWER, ANSWER]) as srv:
+        plain = get_llm("openai:qwen", base_url=srv.openai_base_url, workdir=tmp_path)
+        guarded = get_llm("openai:qwen", base_url=srv.openai_base_url, workdir=tmp_path, frequency_penalty=0.4)
+        ask(plain)
+        ask(guarded)                                   # same prompt, other sampling: not a cache hit
+        first, second = (r.json for r in srv.requests)
+    assert "frequency_penalty" not in first and second["frequency_penalty"] == 0.4
+
+
+def test_sixteen_concurrent_first_calls_probe_the_server_once(keys, tmp_path):
+    """Calls in flight together to a new server wait for one probe, not each their own."""
+    with LoopbackLLMServer(reject_modes=("json_schema",), latency_s=0.05,
+                           responder=lambda req: ANSWER) as srv:
+        llm = get_llm("openai:qwen", base_url=srv.openai_base_url, workdir=tmp_path, concurrency=16)
+
+        async def sixteen():
+            return await asyncio.gather(*(llm.structured([{"role": "user", "content": f"q{i}"}], Echo,
+                                                         agent="t") for i in range(16)))
+
+        assert asyncio.run(sixteen()) == [Echo(text="ok", n=1)] * 16
+        refused = [r for r in srv.requests if r.fault == "refused"]
+    assert len(refused) == 2 and srv.request_count == 18

@@ -160,3 +160,30 @@ def test_score_commands_on_external_recordings(tmp_path):
     row = json.loads((tmp_path / "w" / "scores" / "turnnat" / "recordings.jsonl").read_text().splitlines()[0])
     assert row["units"] > 0 and row["naturalness"] == pytest.approx(-row["nll"])
     assert len(load_sources(rec, tmp_path / "w")) == 2
+
+
+def test_fdb_v1_on_a_rendered_dialogue_uses_its_word_timings(tmp_path):
+    """``fdb-v1`` on a rendered.jsonl: the system words come from the timeline, every user turn
+    is an item (eval_smooth_turn_taking.py L59-80 per item), the backchannel JSD is computed
+    against the given ground truth (eval_backchannel.py L136-153)."""
+    from bargein.audio.io import write_audio
+    from bargein.perturb.sources import load_sources
+    from bargein.records.audio import RenderedDialogue
+    from bargein.scorers.external import score_fdb
+    from bargein.store import write_jsonl
+    from doubles.synthetic_audio import speech_dialogue
+
+    x, segs = speech_dialogue(Random(8), duration_s=40)
+    write_audio(tmp_path / "d.flac", x, 16000)
+    write_jsonl(tmp_path / "rendered.jsonl", [RenderedDialogue(
+        conversation_id="c", audio_path="d.flac", duration_s=len(x) / 16000, segments=tuple(segs))])
+    d = load_sources(tmp_path / "rendered.jsonl", tmp_path / "w")
+    rows, summary, failures = score_fdb(d, "fdb-v1", gt={"c": [1.0] * 10})
+    assert not failures and summary["recordings"] == 1
+    items = rows[0]["items"]
+    assert len(items) >= 3 and all(it["tor"] in (0, 1) for it in items)
+    assert 0.0 <= summary["turn_taking"]["tor"] <= 1.0
+    took = [it for it in items if it["tor"] == 1]
+    assert took and all(it["latency_s"] is not None for it in took)
+    bc = rows[0]["backchannel"]
+    assert bc["jsd"] is not None and 0.0 <= bc["jsd"] <= 1.0 and bc["frequency_hz"] >= 0.0
