@@ -315,7 +315,7 @@ def _release(state: BuildState) -> StageOutcome:
     manifest = build_release(state.out_dir, name=c.name, version=c.version, sources=sources,
                              provenance=provenance, changelog=c.release.changelog,
                              previous=state.previous, pretty_name=c.release.pretty_name,
-                             license=c.release.license)
+                             license=c.release.license, protect=(state.workdir,))
     _say(f"release {c.name} {c.version} -> {state.out_dir} "
          f"({', '.join(f'{k}={v}' for k, v in manifest.configs.items())})")
     return StageOutcome({ReleaseManifest: [manifest]})
@@ -396,8 +396,11 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
 
     The wiring is validated before the first stage starts."""
     p = plan(config)
+    from bargein.outdir import check_replaceable, check_writable_dir
+
     workdir, out_dir = Path(workdir), Path(out_dir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    check_replaceable(out_dir, protect=(workdir,))        # before any work: never after it
+    check_writable_dir(workdir, option="--workdir")
     state = BuildState(config=config, workdir=workdir, out_dir=out_dir, seed=config.seed,
                        progress=progress, previous=Path(previous) if previous else None)
     from bargein.executors import using_executor

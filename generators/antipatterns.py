@@ -47,7 +47,8 @@ def cut_sentence(planned: str, heard: str) -> str:
     """The planned text from the start of the sentence the cut fell in."""
     cut, start = len(heard), 0
     for i in range(min(cut, len(planned)) - 1, 0, -1):
-        if planned[i] == " " and planned[i - 1] in ".!?":
+        if planned[i] == " " and planned[i - 1] in ".!?" and not re.search(
+                r"\b(?:Dr|Mr|Mrs|Ms|St|No|[A-Z])\.$", planned[:i]):
             start = i + 1
             break
     return planned[start:].strip()

@@ -30,7 +30,8 @@ from bargein.generators.planner import EDGE_WORDS, MIN_CUT_WORDS, RoundPlan
 from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, normalise
 
-_GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching)|hello|hi there|welcome)\b", re.I)
+_GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching)|hello|hi there|welcome|"
+                       r"good (morning|afternoon|evening))\b", re.I)
 _LOWERABLE = frozenset("the your it this that we so before one if now right let there our for to "
                        "and once just you it's that's there's we'll we're let's a an my since "
                        "most please".split())

@@ -247,7 +247,7 @@ class RuleUser:
                 text = self._say(up, variant, heard[content_start:], detail, rng)
             errs = check_interjection(up, message, content_start, heard, text, context)
             if not errs:
-                if variant:
+                if variant and "variant" not in detail:
                     detail["variant"] = variant
                 return Interjected(heard=heard, cut_word_index=k, interjection=text,
                                    overlap_ms=up.overlap_ms or 300, detail=detail)
@@ -279,13 +279,12 @@ class RuleUser:
             return P.pick(rng, "user", "pushback_sensitive", label=d["label"])
         if t == "pushback" and variant == "persist":
             return P.compose(rng, "user", "persist_core", anchor=d["anchor"])
+        if t == "normal":      # nothing to clarify: an unsolicited detail instead, never a fragment
+            i = rng.randrange(len(P.bank("pairs", "normal_constraint")))
+            detail["variant"], detail["pair"] = "constraint", str(i)
+            return reopen(P.bank("pairs", "normal_constraint")[i]["user"], rng)
         anchor = pick_anchor(anchors(heard_content), rng)
-        label = d.get("label", "")
-        if t == "normal" and label and contains_phrase(heard_content, label):
-            anchor = f"my {label}"
         detail["anchor"] = anchor
-        if t == "normal":
-            return P.pick(rng, "user", "normal_clarify", anchor=anchor)
         return P.pick(rng, "user", f"pushback_{variant or 'suspicion'}", anchor=anchor)
 
 
@@ -294,7 +293,7 @@ _OPENING = re.compile(r"^(?:(?:oh|sorry|wait|hmm|quick thing|random question|ran
                       r"while i have you|before i forget|i should (?:say|mention)|one more thing|"
                       r"and|actually|off the top of my head|while i think of it|"
                       r"different subject|totally separate question|can i ask|quick one|"
-                      r"while i'm on),?\s+)+", re.I)
+                      r"while i'm on|but),?\s+)+", re.I)
 
 
 def reopen(line: str, rng: random.Random) -> str:
@@ -302,7 +301,8 @@ def reopen(line: str, rng: random.Random) -> str:
     body = _OPENING.sub("", line)
     if body == line or len(body.split()) < 4:
         return line
-    opener = rng.choice(P.bank("user", "cut_in_open"))
+    opener = rng.choice(P.bank("user", "cut_in_open_question" if body.rstrip().endswith("?")
+                               else "cut_in_open"))
     return P.tidy(P.join(opener, body[:1].lower() + body[1:] if not body.startswith(("I ", "I'"))
                          else body))
 

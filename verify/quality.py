@@ -52,18 +52,23 @@ def grounding(conv: Conversation, m: Message, text: str) -> tuple[set[str], set[
     return shared, on_obj
 
 
+_REACTION = frozenset("wait why what really seriously sorry pardon excuse me huh hang on hold um uh "
+                      "oh hmm whoa no".split())
+_DEICTIC = frozenset({"that", "this", "it", "those", "these", "the", "a", "an", "is", "was"})
+
+
 def echoed_fragment(text: str, heard: str, conv: Conversation) -> str:
     """A span the caller echoes as a question ("Wait, arrive?") that is in the heard words but
     does not end on the head of an object there ('' when there is none)."""
     objs = [o for o in find_objects(heard, conv.scenario) if o.kind in _PUSHBACK_KINDS]
     heads = {tokens(o.phrase)[-1] for o in objs if tokens(o.phrase)}
     for clause in re.findall(r"[^,.;:!?]+\?", text):     # a short echo question: "arrive?"
-        words = tokens(clause)
+        words = [w for w in tokens(clause) if w not in _REACTION]
         if not words or len(words) > 3:
             continue
         for n in range(len(words), 0, -1):
             span = " ".join(words[-n:])
-            if f" {span} " in f" {normalise(heard)} " and span not in STOPWORDS | {"that", "this"}:
+            if f" {span} " in f" {normalise(heard)} " and span not in _DEICTIC:
                 if words[-1] in heads or any(c.isdigit() for c in span):
                     return ""
                 return span
