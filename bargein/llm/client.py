@@ -207,7 +207,7 @@ class LLMClient:
                 wait = getattr(e, "retry_after_s", None)
                 if wait:
                     await asyncio.sleep(wait)
-                if isinstance(e, TransientError) and mode != start:
+                if getattr(e, "kind", None) == "timeout" and mode != start:
                     start = mode               # the modes above were refused; this one timed out
                 break
             if not comp.cached:                    # a cached answer proves nothing about the server
