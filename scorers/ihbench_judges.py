@@ -57,9 +57,9 @@ gives give includes include contains contain fewer""".split())
 class TFJudgment(BaseModel):
     """The comparative judge's answer (prompt ``judge_tf``)."""
 
-    reasoning: str = Field("", max_length=1200)
+    reasoning: str = ""
     winner: Literal["A", "B"]
-    loser_deficiency: str = Field(min_length=1, max_length=400)
+    loser_deficiency: str = Field(min_length=1)
 
 
 class CriterionVerdict(BaseModel):
