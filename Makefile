@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+TSTAMP := $(VENV)/.installed-test-stamp
 
 .PHONY: install demo test test-llm bench clean
 
@@ -17,7 +18,12 @@ $(STAMP): pyproject.toml
 demo: install
 	$(VENV)/bin/bargein --workdir work/demo build --preset demo --out release/demo
 
-test: install
+# the tests also drive a real two-node Ray cluster on loopback (the `ray` extra)
+$(TSTAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[offline,test,ray]'
+	touch $(TSTAMP)
+
+test: $(TSTAMP)
 	$(PY) -m pytest -q -rs
 
 # Real local LLM (Qwen2.5-Coder-0.5B GGUF from PyPI parts, llama-cpp-python built from source).

@@ -9,28 +9,22 @@ speaker in the 1 s before it and exactly one in the 1 s after it::
            <-1 s->       <-1 s->           shift: A -> B          hold: A -> A
 
 Backchannels are short isolated listener segments: transcript-based when the segment's
-words are known (phrase list of REFERENCE.md), else by duration and context.
+words are known (``bargein.lexicon``), else by duration and context.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from bargein import lexicon
 from bargein.audio.labels import _span, is_backchannel
 
 Span = tuple[float, float]
 
-BACKCHANNEL_PHRASES: frozenset[str] = frozenset({
-    "yeah", "um-hum", "uh-huh", "right", "oh", "oh yeah", "yeah yeah", "right right", "oh really",
-    "mm", "mhm", "hmm", "okay", "sure", "yep", "exactly", "wow", "i see",
-    # spelling variants of the same tokens
-    "umhum", "um hum", "mm-hmm", "mmhmm", "mm hmm", "uhhuh", "uh huh", "ok", "mhmm",
-})
 BC_MAX_S = 1.0          # a VAD-only backchannel lasts at most this long
 BC_CONTEXT_S = 0.3      # ... and the other speaker talks within this margin before and after
 
@@ -74,13 +68,12 @@ class DialogueEvents:
 
 
 def normalize_phrase(text: str) -> str:
-    t = re.sub(r"[^a-z' -]+", " ", text.lower())
-    return re.sub(r"\s+", " ", t).strip()
+    return lexicon.normalize(text)
 
 
 def is_backchannel_text(text: str) -> bool:
-    t = normalize_phrase(text)
-    return 0 < len(t.split()) <= 2 and t in BACKCHANNEL_PHRASES
+    """A backchannel by the one lexicon (``bargein.lexicon``): short, listed, no opener."""
+    return lexicon.is_backchannel(text)
 
 
 def merge_spans(spans: Sequence[Span]) -> list[Span]:
@@ -139,14 +132,18 @@ def backchannels_from_vad(segments: Sequence[Sequence[Span]], max_s: float = BC_
     return sorted(out, key=lambda x: (x.start_s, x.channel))
 
 
-def backchannels_from_records(segments: Sequence[Any], pad_s: float = 0.02) -> list[Backchannel]:
-    """Transcript-based: rendered segments with ``kind="backchannel"`` or a 1-2 word phrase
-    from the backchannel list; the span comes from the word timings when present."""
+def backchannels_from_records(segments: Sequence[Any], pad_s: float = 0.02,
+                              max_s: float = BC_MAX_S) -> list[Backchannel]:
+    """Transcript-based: rendered segments whose spoken text is a backchannel of the lexicon
+    (at most 3 words, never an interruption opener such as "Wait,"; ``kind`` alone does not
+    make one) and that last at most ``max_s``; the span comes from the word timings."""
     out = []
     for seg in segments:
         text = getattr(seg, "spoken_text", None) or getattr(seg, "text", "") or ""
-        kind = getattr(seg, "kind", "message")
-        if kind != "backchannel" and not is_backchannel_text(text):
+        if not is_backchannel_text(text):
+            continue
+        a0, b0 = _span(seg)
+        if b0 - a0 > max_s:
             continue
         words = getattr(seg, "words", ()) or ()
         if words:
@@ -164,9 +161,8 @@ def detect_events(segments: Sequence[Sequence[Span]], duration_s: float,
     """All events of one dialogue from per-channel segments (+ rendered segment records)."""
     segs = tuple(tuple((float(a), float(b)) for a, b in (_span(s) for s in ch)) for ch in segments)
     shifts, holds = shift_hold_regions(segs, duration_s)
-    bcs = backchannels_from_records(records) if records else []
-    if not bcs:
-        bcs = backchannels_from_vad(segs)
+    # with a transcript only its backchannels count; the duration heuristic is for bare audio
+    bcs = backchannels_from_records(records) if records else backchannels_from_vad(segs)
     return DialogueEvents(duration_s, segs, tuple(mutual_silences(segs, duration_s)),
                           tuple(shifts), tuple(holds), tuple(bcs))
 

@@ -39,13 +39,13 @@ from bargein.audio.timeline import (
 )
 from bargein.audio.voices import DEFAULT_ASSISTANT, DEFAULT_USER, assign_voices, get_tts, get_voice
 from bargein.audio.wordtimes import check_text
+from bargein.cache import ContentCache, cache_key
 from bargein.errors import AlignmentFailed, AudioError, BargeinError, ConfigError
 from bargein.records.audio import RenderedDialogue, Segment, WordTiming
 from bargein.records.conversation import Conversation, VerifiedConversation
 from bargein.records.release import Failure
 from bargein.runner import Stage, StageContext, StageResult, run_stage
 from bargein.seeding import stable_hash, stable_int
-from bargein.store import atomic_write_bytes
 
 log = logging.getLogger("bargein.audio.render")
 
@@ -117,6 +117,7 @@ class TTSPool:
 
     def __init__(self, cache_dir: str | Path | None):
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.cache = ContentCache(self.cache_dir, ".npz") if self.cache_dir is not None else None
         self.hits = 0
         self.misses = 0
         self.synth_s = 0.0                      # wall time spent inside the engines
@@ -128,12 +129,12 @@ class TTSPool:
     def synthesize(self, voice_id: str, text: str) -> Speech:
         voice = get_voice(voice_id)
         tts, name = get_tts(voice_id)
-        key = stable_hash("tts", f"{tts.id}@{tts.version}", name, text)
-        path = self.cache_dir / key[:2] / f"{key}.npz" if self.cache_dir is not None else None
-        if path is not None and path.exists():
-            speech = _load_speech(path)
+        key = cache_key("tts", f"{tts.id}@{tts.version}", name, text)
+        data = self.cache.get(key) if self.cache is not None else None
+        if data is not None:
+            speech = _load_speech(data, self.cache.path(key))
             if speech is not None:
-                _check_rate(speech, voice.sample_rate, voice_id, f"cache entry {path}")
+                _check_rate(speech, voice.sample_rate, voice_id, f"cache entry {self.cache.path(key)}")
                 self.hits += 1
                 return speech
         t0 = time.perf_counter()
@@ -141,8 +142,8 @@ class TTSPool:
         self.synth_s += time.perf_counter() - t0
         _check_rate(speech, voice.sample_rate, voice_id, f"engine {tts.id}")
         self.misses += 1
-        if path is not None:
-            atomic_write_bytes(path, _dump_speech(speech))
+        if self.cache is not None:
+            self.cache.put(key, _dump_speech(speech))
         return speech
 
 
@@ -162,9 +163,9 @@ def _dump_speech(s: Speech) -> bytes:
     return buf.getvalue()
 
 
-def _load_speech(path: Path) -> Speech | None:
+def _load_speech(data: bytes, path: Path) -> Speech | None:
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             samples = np.array(z["samples"], dtype=np.float32)
         return Speech(samples=samples, sample_rate=int(meta["sample_rate"]),

@@ -308,3 +308,77 @@ def get_vad(name: str = "silero", **kwargs) -> FrameVAD:
 
 def segments_to_tuples(segments: list[SpeechSegment]) -> list[tuple[float, float]]:
     return [(s.start_s, s.end_s) for s in segments]
+
+
+# ------------------------------------------------------------ exact boundaries (no pad bias)
+def frame_db(x: np.ndarray, sample_rate: int, frame_s: float = 0.005) -> np.ndarray:
+    """RMS level (dBFS) per ``frame_s`` frame of mono audio."""
+    hop = max(1, int(round(sample_rate * frame_s)))
+    n = len(x) // hop
+    if n == 0:
+        return np.zeros(0)
+    fr = np.asarray(x[: n * hop], dtype=np.float64).reshape(n, hop)
+    return 10 * np.log10(np.mean(fr * fr, axis=1) + 1e-20)
+
+
+def refine_to_energy(x: np.ndarray, sample_rate: int, spans: list[tuple[float, float]], *,
+                     frame_s: float = 0.005, over_floor_db: float = 15.0, bridge_s: float = 0.12,
+                     below_peak_db: float = 40.0) -> list[tuple[float, float]]:
+    """Move each detected span's onset and offset to where the sound actually starts and ends.
+
+    A detector decides per window and a post-processor pads; here each boundary is re-placed on
+    5 ms frames: from the first and last frame of the span whose level is above the threshold,
+    outwards over loud frames and across pauses shorter than ``bridge_s`` (the detector's own
+    minimum silence), so a detector that reacted late is corrected however late it was. The threshold is the higher of the
+    channel's noise floor (10th percentile of the frame levels) + ``over_floor_db`` and the
+    channel's loudest frame - ``below_peak_db``; a boundary never crosses a neighbouring span::
+
+        level  ___/''''''''\\___      detector  |--------------|   (window + pad)
+                  ^onset    ^offset    refined     |--------|
+    """
+    db = frame_db(x, sample_rate, frame_s)
+    if db.size == 0 or not spans:
+        return list(spans)
+    floor = float(np.percentile(db, 10))
+    thr = max(floor + over_floor_db, float(db.max()) - below_peak_db)
+    out: list[tuple[float, float]] = []
+    n = len(db)
+    for k, (a, b) in enumerate(spans):
+        lo_lim = out[-1][1] if out else 0.0
+        hi_lim = spans[k + 1][0] if k + 1 < len(spans) else n * frame_s
+        # the first and last loud frame inside the span, then outwards while the sound goes on
+        w0, w1 = max(int(a / frame_s), 0), min(int(np.ceil(b / frame_s)), n)
+        hot = np.flatnonzero(db[w0:w1] > thr)
+        if hot.size:
+            f0, f1 = w0 + int(hot[0]), w0 + int(hot[-1]) + 1
+            lo_f, hi_f = int(np.ceil(lo_lim / frame_s)), min(n, int(hi_lim / frame_s))
+            gap_f = max(1, int(round(bridge_s / frame_s)))
+            while True:                     # earlier sound within ``bridge_s`` belongs to it
+                lo = max(lo_f, f0 - gap_f)
+                more = np.flatnonzero(db[lo:f0] > thr)
+                if not more.size:
+                    break
+                f0 = lo + int(more[0])
+            while True:
+                hi = min(hi_f, f1 + gap_f)
+                more = np.flatnonzero(db[f1:hi] > thr)
+                if not more.size:
+                    break
+                f1 = f1 + int(more[-1]) + 1
+            na, nb = f0 * frame_s, f1 * frame_s
+        else:
+            na, nb = a, b
+        if nb <= na:
+            na, nb = a, b
+        out.append((round(float(na), 6), round(float(min(nb, len(x) / sample_rate)), 6)))
+    return out
+
+
+def exact_channel_segments(name: str, stereo: np.ndarray, sample_rate: int) -> list[list[tuple[float, float]]]:
+    """Per-channel speech spans with true boundaries: the named detector without padding or gap
+    merging, then :func:`refine_to_energy` on each channel."""
+    vad = get_vad(name, pad_ms=0.0, merge_gap_ms=0.0)
+    x = np.asarray(stereo, dtype=np.float32)
+    return [refine_to_energy(np.ascontiguousarray(x[:, c]), sample_rate,
+                             segments_to_tuples(s))
+            for c, s in enumerate(vad.channel_segments(x, sample_rate))]

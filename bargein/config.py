@@ -6,8 +6,8 @@
 A wrong key or value raises :class:`ConfigError` that names the key, the value and the fix, when
 the config is loaded (not when the stage that uses it starts): the LLM spec, domains and voices
 are resolved against what is installed. Settings that change how a build runs but not what it
-writes (``audio.workers``) are marked ``execution``: they are left out of the provenance, so the
-manifest id depends on the data only.
+writes (``audio.workers``, ``budget_usd``) are marked ``execution``: they are left out of the
+provenance, so the manifest id depends on the data only.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bargein.errors import ConfigError
+from bargein.executors import ExecutorConfig
 
 PERTURBATION_TYPES = ("late_response", "early_entry", "hold_instead_of_shift",
                       "shift_instead_of_hold", "excessive_backchannel")
@@ -44,7 +45,7 @@ class AudioConfig(_Section):
     assistant_voice: str = "hibari:heart"
     user_voice: str = "piper:joe"
     noise: Literal["none", "white", "pink", "babble"] = "none"
-    snr_db: float = 20.0
+    snr_db: float = Field(20.0, allow_inf_nan=False)
     telephony: bool = False
     backchannels: bool = False
     workers: int | None = Field(None, ge=1, description="render worker processes (default: cores)",
@@ -80,7 +81,9 @@ class BuildConfig(_Section):
     version: str = Field("0.1.0", pattern=r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
     seed: int = 7
     llm: str = Field("offline", description="offline | openai:MODEL | anthropic:MODEL | llamacpp:PATH")
-    budget_usd: float | None = Field(None, ge=0)
+    budget_usd: float | None = Field(None, ge=0, allow_inf_nan=False,
+                                     description="LLM spend cap in USD: a limit on the run, not data",
+                                     json_schema_extra={"execution": True})
     scenarios: ScenarioConfig = ScenarioConfig()
     conversations: ConversationConfig = ConversationConfig()
     audio: AudioConfig = AudioConfig()
@@ -88,6 +91,14 @@ class BuildConfig(_Section):
     timing: TimingConfig = TimingConfig()
     exports: ExportConfig = ExportConfig()
     release: ReleaseConfig = ReleaseConfig()
+    executor: ExecutorConfig = Field(ExecutorConfig(), description="where CPU stages run: "
+                                     "local (default) or ray; `executor: ray` is short for "
+                                     "{kind: ray}", json_schema_extra={"execution": True})
+
+    @field_validator("executor", mode="before")
+    @classmethod
+    def _executor_shorthand(cls, v: Any) -> Any:
+        return {"kind": v} if isinstance(v, str) else v
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)

@@ -278,7 +278,7 @@ def _perturb(state: BuildState) -> StageOutcome:
 
     c, workdir = state.config, state.workdir
     # the perturbation stage reads audio by path: make the render's relative paths absolute
-    dialogues = [rd.with_(audio_path=str((workdir / rd.audio_path).resolve()))
+    dialogues = [rd.with_(audio_path=str((workdir / rd.audio_path).resolve()), id=rd.id)
                  if not Path(rd.audio_path).is_absolute() else rd
                  for rd in state.records[RenderedDialogue]]
     summary = run_perturb(dialogues, types=list(c.timing.types), per_type=c.timing.per_type,
@@ -300,6 +300,7 @@ def _release(state: BuildState) -> StageOutcome:
         "voices": {"assistant": c.audio.assistant_voice, "user": c.audio.user_voice},
         "prompt_sha256": _prompt_hashes(),
         "stage_failures": dict(state.failures),
+        "stages": list(state.order),
     }
     sources = ReleaseSources(
         conversations=a("verified"), rendered=a("rendered"), eval_items=a("baseline"),
@@ -392,7 +393,10 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
     workdir.mkdir(parents=True, exist_ok=True)
     state = BuildState(config=config, workdir=workdir, out_dir=out_dir, seed=config.seed,
                        progress=progress, previous=Path(previous) if previous else None)
-    times = run(p, state)
+    from bargein.executors import using_executor
+
+    with using_executor(config.executor):       # CPU stages: local processes or Ray tasks
+        times = run(p, state)
     return BuildReport(manifest=state.records[ReleaseManifest][0], out_dir=out_dir,
                        workdir=workdir, stage_seconds=times, counts=state.counts,
                        failures=state.failures, stages=p.names)

@@ -129,13 +129,13 @@ def load(kind: str, name: str) -> Any:
 
 def describe(kind: str, name: str) -> str:
     """A one-line description: the registered one, else the factory's docstring's first line."""
+    try:
+        obj = load(kind, name)          # importing a module may register its description
+    except BackendUnavailable as e:
+        return f"not installed: {e}"
     with _LOCK:
         if (kind, name) in _DESCRIPTIONS:
             return _DESCRIPTIONS[(kind, name)]
-    try:
-        obj = load(kind, name)
-    except BackendUnavailable as e:
-        return f"not installed: {e}"
     text = getattr(obj, "description", None)
     if not isinstance(text, str):
         text = (getattr(obj, "__doc__", None) or getattr(getattr(obj, "__self__", None), "__doc__", None)

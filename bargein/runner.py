@@ -45,6 +45,7 @@ from typing import Any, Literal
 import numpy as np
 
 from bargein.cache import ArtifactRef, ContentCache, check_artifacts, note_written, recording
+from bargein import executors
 from bargein.errors import BargeinError, BudgetExceeded
 from bargein.records.base import Record
 from bargein.records.release import Failure
@@ -205,8 +206,15 @@ def _valid_entry(stage: Stage, text: str, workdir: Path) -> tuple[list[Record] |
 
 
 def _call(stage: Stage, item: Record, ctx: "StageContext") -> str:
-    """Run the stage function on one item; the encoded cache entry (outputs + artifacts)."""
-    with recording() as written:
+    """Run the stage function on one item; the encoded cache entry (outputs + artifacts).
+
+    BLAS runs single-threaded inside a stage: a multi-threaded OpenBLAS sums in an order that
+    depends on the thread count, which changed rendered audio bytes between machines (and
+    between a local worker and a Ray worker, where Ray sets OMP_NUM_THREADS=1). One thread per
+    item is also what keeps N workers from oversubscribing N cores."""
+    from threadpoolctl import threadpool_limits
+
+    with recording() as written, threadpool_limits(limits=1, user_api="blas"):
         outputs = _to_list(stage.fn(item, ctx))
     return _encode(outputs, written.refs(ctx.workdir))
 
@@ -378,6 +386,8 @@ def run_stage(
     try:
         if stage.kind == "io" or inspect.iscoroutinefunction(stage.fn):
             result.budget_stopped = asyncio.run(_run_async(stage, items, todo, ctx_for, done))
+        elif stage.kind == "cpu" and todo and executors.current().kind == "ray":
+            _run_ray(stage, items, todo, seed, workdir, resources_factory, done)
         elif stage.kind == "cpu" and (workers or 0) != 1 and len(todo) > 1:
             _run_processes(stage, items, todo, seed, workdir, resources_factory, workers, done)
         else:
@@ -463,6 +473,22 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
             p.join(5)
         except (OSError, ValueError, AssertionError, AttributeError):
             pass
+
+
+def _run_ray(stage, items, todo, seed, workdir, factory, done) -> None:
+    """The same worker call as :func:`_run_processes`, as Ray tasks (see bargein.executors)."""
+
+    def finished(n: int, entry: str | None, failure_json: str | None) -> None:
+        if entry is not None:
+            done(n, entry, None)
+        else:
+            done(n, None, Failure.model_validate_json(failure_json))
+
+    def crashed(n: int, exc: BaseException) -> None:
+        done(n, None, _failure(stage, items[n].id, exc))
+
+    executors.run_on_ray(executors.current(), stage, items, todo, seed, str(workdir), factory,
+                         _registry_for_workers(), finished, crashed)
 
 
 def _run_processes(stage, items, todo, seed, workdir, factory, workers, done) -> None:

@@ -14,13 +14,26 @@ checked. It prints::
     cached_rerun_calls=        server requests when a fresh run is served by the LLM cache (goal 0)
     faults_lost_items=         items neither correct nor in the failures file with evidence,
                                under 20% injected faults of every kind                  (goal 0)
+    budget_overshoot_ratio=    spend / cap of a run at 16-way concurrency whose cap is a third of
+                               what the whole run costs (priced at the gpt-4o-mini table price
+                               from the server's own token counts)                       (goal <= 1.0)
 
+The calls go through the openai SDK's ``chat.completions.create`` on the SDK's own HTTP client.
 The loopback server runs in a child process (as a real server would be elsewhere). The exit
-status is 1 only when a correctness figure fails (cached_rerun_calls or faults_lost_items);
+status is 1 only when a correctness figure fails (cached_rerun_calls, faults_lost_items,
+budget_overshoot_ratio);
 timing figures depend on how busy the machine is, so a missed timing goal is reported, not fatal.
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# run as `python bench/llm_orchestration.py`, this folder comes first on the import path, and
+# bench/inspect.py would shadow the standard library's inspect module: take the folder off
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
 
 import argparse
 import gc
@@ -29,9 +42,8 @@ import json
 import os
 import re
 import shutil
-import sys
 import tempfile
-from pathlib import Path
+import time
 
 from pydantic import BaseModel
 
@@ -87,10 +99,11 @@ def items(n: int, tag: str) -> list[ChatMessage]:
 
 
 def run(srv: LoopbackProcess, its: list[ChatMessage], workdir: Path, *, cache_dir: Path,
-        concurrency: int, steps: int, timeout_s: float = 30.0, max_retries: int = 4):
+        concurrency: int, steps: int, timeout_s: float = 30.0, max_retries: int = 4,
+        budget_usd: float | None = None):
     llm = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, cache_dir=cache_dir,
                   workdir=workdir, concurrency=concurrency, timeout_s=timeout_s,
-                  max_retries=max_retries, backoff_s=(0.05, 0.5))
+                  max_retries=max_retries, budget_usd=budget_usd)
     stage = Stage("bench_conversations", converse, ChatMessage, config={"steps": steps},
                   kind="io", concurrency=concurrency)
     gc.collect()                 # start each timed run from a clean heap (as timeit does)
@@ -119,15 +132,18 @@ def main() -> int:
             run(srv, items(1, "warm"), root / "warm", cache_dir=root / "warm_cache", concurrency=1, steps=1)
 
             srv.clear()
-            res, _ = run(srv, items(n, "conv"), root / "main", cache_dir=root / "cache",
-                         concurrency=n, steps=steps)
+            cpu0 = time.process_time()
+            res, main_llm = run(srv, items(n, "conv"), root / "main", cache_dir=root / "cache",
+                                concurrency=n, steps=steps)
+            cpu_ms = (time.process_time() - cpu0) * 1000
             requests = srv.request_count
             wall = res.wall_s
             assert not res.failures and len(res.outputs) == n, res.summary()
             ideal = steps * lat
             eff = ideal / wall
             print(f"concurrent: {n} conversations x {steps} calls in {wall:.3f}s "
-                  f"({requests} requests)")
+                  f"({requests} requests; client CPU {cpu_ms / requests:.2f} ms per request, "
+                  f"{cpu_ms / 1000 / wall:.0%} of the wall)")
 
             k = args.sequential_subset
             seq, _ = run(srv, items(k, "seq"), root / "seq", cache_dir=root / "seq_cache",
@@ -148,6 +164,17 @@ def main() -> int:
             rerun_calls = srv.request_count
             print(f"cached_rerun_calls={rerun_calls}")
             ok &= rerun_calls == 0
+
+            # the budget cap at 16-way concurrency: a third of what the whole run costs
+            cap = main_llm.ledger.spent_usd / 3
+            capped, capped_llm = run(srv, items(n, "budget"), root / "budget", cache_dir=root / "budget_cache",
+                                     concurrency=16, steps=steps, budget_usd=cap)
+            spent = capped_llm.ledger.spent_usd
+            print(f"budget: cap ${cap:.6f} (full run ${main_llm.ledger.spent_usd:.6f}), spent ${spent:.6f} "
+                  f"in {capped_llm.ledger.calls} calls; {len(capped.outputs)} of {n} conversations "
+                  f"finished, {capped.skipped} stopped by the budget (stopped={capped.budget_stopped})")
+            print(f"budget_overshoot_ratio={spent / cap:.3f}")
+            ok &= spent <= cap and capped.budget_stopped and capped_llm.budget_stopped
 
         with LoopbackProcess(responder=responder, latency_s=lat, fault_rate=args.fault_rate,
                              fault_kinds=FAULT_KINDS, seed=7, hang_s=5.0,

@@ -207,7 +207,7 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
     planner = RulePlanner(scenario)
     st = planner.new_state(rng)
     messages: list[Message] = []
-    plans: list[dict] = []
+    plans: list[RoundPlan] = []
     gold: dict[int, str] = {}
     while True:
         evidence: list[Any] = []
@@ -245,7 +245,7 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
             gold[plan.recovery.message_index] = text
         if inter is None:
             messages.append(Message(index=i, role="assistant", text=text, stage=plan.stage))
-            plans.append(plan.model_copy(update={"message_index": i}).model_dump(mode="json"))
+            plans.append(RoundPlan.model_validate({**plan.model_dump(), "message_index": i}))
             if reply is not None:
                 messages.append(Message(index=i + 1, role="user", text=reply, stage=plan.stage))
             planner.apply(st, plan, turn.content, None, rng)
@@ -256,8 +256,9 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
             messages.append(Message(index=i, role="assistant", text=text, heard_text=inter.heard,
                                     stage=plan.stage, interruption=itr))
             messages.append(Message(index=i + 1, role="user", text=inter.interjection, stage=plan.stage))
-            plans.append(plan.model_copy(update={"message_index": i, "cut_word_index": inter.cut_word_index,
-                                                 "detail": inter.detail}).model_dump(mode="json"))
+            plans.append(RoundPlan.model_validate({**plan.model_dump(), "message_index": i,
+                                                   "cut_word_index": inter.cut_word_index,
+                                                   "detail": inter.detail}))
             rec = Recovery(type=plan.type, message_index=i + 1, planned_text=text, heard_text=inter.heard,
                            remainder=P.remainder_after(text, inter.cut_word_index),
                            interjection=inter.interjection, content_start=turn.content_start,
@@ -321,9 +322,10 @@ class ConversationRun:
 
     results: dict[str, StageResult]
     verified: list[VerifiedConversation]
-    items: list[EvalItem]
+    items: list[EvalItem]                     # the test pool (eval_items.jsonl)
     stats: dict
     exports: dict[str, int]
+    train_items: list[EvalItem] = dataclasses.field(default_factory=list)   # SFT/DPO source
 
     @property
     def accepted(self) -> list[Conversation]:
@@ -333,15 +335,20 @@ class ConversationRun:
 def generate_conversations(scenarios: list[Scenario], *, seed: int, workdir: str | os.PathLike,
                            llm: str = "offline", verify_rounds: int = 3, sft: bool = True,
                            dpo: bool = True, resources: dict[str, Any] | None = None,
-                           progress: bool | None = None) -> ConversationRun:
+                           progress: bool | None = None,
+                           train_percent: int = 30) -> ConversationRun:
     """Simulate -> rubrics -> verify/modify -> eval items -> SFT/DPO exports -> statistics.
 
     Writes ``simulate.jsonl``, ``conversations.jsonl`` (with rubrics), ``verified.jsonl``
     (accepted and discarded, every verdict), ``eval_items.jsonl``, ``sft.jsonl``, ``dpo.jsonl``,
     ``stats.json`` and a ``<stage>.failures.jsonl`` per stage into ``workdir``.
+
+    Accepted conversations are split by goal (:func:`~bargein.generators.exports.split_pools`):
+    ``train_percent`` of the goals feed ``sft.jsonl`` / ``dpo.jsonl``, the rest ``eval_items.jsonl``
+    (the benchmark), so no training target comes from a test goal (``stats["split"]``).
     """
     from bargein.generators.eval_items import eval_items_stage
-    from bargein.generators.exports import write_exports
+    from bargein.generators.exports import split_pools, split_record, write_exports
     from bargein.generators.rubric import rubric_stage
     from bargein.generators.stats import run_stats
     from bargein.verify.loop import verify_stage
@@ -358,8 +365,22 @@ def generate_conversations(scenarios: list[Scenario], *, seed: int, workdir: str
     results["eval_items"] = run_stage(eval_items_stage(), verified, **kw)
     items = list(results["eval_items"].outputs)
     accepted = [v.conversation for v in verified if v.accepted]
-    exports = write_exports(items, accepted, workdir, seed=seed, sft=sft, dpo=dpo)
+    pools = split_pools(accepted, seed=seed, train_percent=train_percent)
+    train_items = [i for i in items if pools.get(i.conversation_id) == "train"]
+    items = [i for i in items if pools.get(i.conversation_id, "test") == "test"]
+    write_jsonl(workdir / "eval_items.jsonl", items)
+    exports = write_exports(train_items, accepted, workdir, seed=seed, sft=sft, dpo=dpo)
     stats = run_stats(verified, items, {k: r.failures for k, r in results.items()}, agents=llm)
+    stats["split"] = split_record(accepted, pools, train_percent)
+    from bargein.verify.report import quality_report
+
+    def rows(name: str) -> list[dict] | None:
+        path = workdir / name
+        return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()] \
+            if name.split(".")[0] in exports and path.exists() else None
+
+    stats["quality"] = quality_report(verified, items, rows("dpo.jsonl"), sft_rows=rows("sft.jsonl"),
+                                      split=stats["split"])
     atomic_write_text(workdir / "stats.json", json.dumps(stats, indent=2, sort_keys=True) + "\n")
     return ConversationRun(results=results, verified=verified, items=items, stats=stats,
-                           exports=exports)
+                           exports=exports, train_items=train_items)

@@ -5,7 +5,8 @@
                 "rejected": [assistant(anti-pattern)], "antipattern", "type", ...}
 
 Both load with ``datasets.load_dataset("json", data_files=...)``; the rejected side comes from
-:mod:`bargein.generators.antipatterns`, seeded per item.
+:mod:`bargein.generators.antipatterns`, seeded per item. The items come from the *train* pool of
+:func:`split_pools` — whole goals that never appear in the test pool (``eval_items``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from bargein.generators.antipatterns import rejected_response
 from bargein.records import Conversation, EvalItem
-from bargein.seeding import item_rng
+from bargein.seeding import item_rng, stable_int
 from bargein.store import write_jsonl
 
 
@@ -47,9 +48,47 @@ def interruption_details(conversations: Iterable[Conversation]) -> dict[tuple[st
     out = {}
     for conv in conversations:
         for p in conv.plan:
-            if p.get("interrupt") and p.get("message_index") is not None:
-                out[(conv.id, p["message_index"] + 1)] = dict(p.get("detail") or {})
+            if p.interrupt and p.message_index is not None:
+                out[(conv.id, p.message_index + 1)] = dict(p.detail)
     return out
+
+
+def goal_key(conv: Conversation) -> str:
+    return f"{conv.scenario.domain.name}/{conv.scenario.goal.name}"
+
+
+def split_pools(conversations: Iterable[Conversation], *, seed: int,
+                train_percent: int = 30) -> dict[str, str]:
+    """conversation id -> "train" | "test": whole goals (domain/goal templates, so no talking
+    point of a test goal is ever a training target) go to one pool. Goals are ordered by a
+    stable hash of (seed, goal); the first ``train_percent`` of them (at least one and at most
+    all but one, when there are two or more) are the training pool."""
+    conversations = list(conversations)
+    goals = sorted({goal_key(c) for c in conversations},
+                   key=lambda g: (stable_int("pool", seed, g), g))
+    n = len(goals)
+    k = round(n * train_percent / 100)
+    if n >= 2 and train_percent > 0:
+        k = min(n - 1, max(1, k))
+    else:
+        k = 0
+    train = set(goals[:k])
+    return {c.id: "train" if goal_key(c) in train else "test" for c in conversations}
+
+
+def split_record(conversations: Iterable[Conversation], pools: dict[str, str],
+                 train_percent: int) -> dict:
+    """What the card reports about the split (goals and conversations per pool, overlap)."""
+    goals: dict[str, set[str]] = {"train": set(), "test": set()}
+    convs = {"train": 0, "test": 0}
+    for c in conversations:
+        p = pools.get(c.id, "test")
+        goals[p].add(goal_key(c))
+        convs[p] += 1
+    return {"by": "domain/goal", "train_percent": train_percent,
+            "train_goals": len(goals["train"]), "test_goals": len(goals["test"]),
+            "train_conversations": convs["train"], "test_conversations": convs["test"],
+            "goal_overlap": len(goals["train"] & goals["test"])}
 
 
 def write_exports(items: list[EvalItem], conversations: Iterable[Conversation],

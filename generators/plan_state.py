@@ -11,16 +11,11 @@ import random
 import re
 from dataclasses import dataclass, field
 from collections import deque
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from bargein.generators import phrases as P
 from bargein.records import InterruptionType, Scenario, UserFact
+from bargein.records.plan import Recovery, RoundPlan, Unit, UnitKind, UserAction  # noqa: F401 - re-exported
 
-UnitKind = Literal["open", "inform", "ask", "close", "farewell", "outcome"]
-UserAction = Literal["answer", "confirm", "choose", "unknown", "ack", "volunteer", "accept",
-                     "close", "interrupt", "none"]
 
 MIN_MESSAGES, MAX_MESSAGES = 19, 40
 EDGE_WORDS = 3                      # a cut keeps >= 3 content words heard and >= 3 words unheard
@@ -38,59 +33,6 @@ _PHRASES = {"full_name": ("your name", "the name on"), "date_of_birth": ("birth 
 READBACK_KINDS = {"email", "work_email", "date", "address", "name", "choice", "time", "amount"}
 _CLOSING = re.compile(r"\banything else (?:i|we) can\b", re.I)
 _GENERIC = {"number", "name", "date", "code", "info", "details", "detail", "id", "type", "time"}
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Unit(_Frozen):
-    """A piece of stage content the assistant delivers in one message."""
-
-    kind: UnitKind
-    stage: str | None = None
-    text: str = ""                  # a talking point (or the resumed text); "" = generate
-    keys: tuple[str, ...] = ()      # the fact keys an ``ask`` requests
-    purpose: str = ""               # "readback" | "recap" for the confirmations the planner adds
-
-
-class Recovery(_Frozen):
-    """What the assistant is recovering from (filled in after the interruption happened)."""
-
-    type: InterruptionType
-    message_index: int              # the interjection message
-    planned_text: str
-    heard_text: str
-    remainder: str
-    interjection: str
-    content_start: int = 0          # where the stage content starts in planned_text
-    detail: dict[str, str] = {}
-
-
-class RoundPlan(_Frozen):
-    round: int
-    stage: str | None
-    assistant_mode: Literal["normal", "recovery"] = "normal"
-    assistant_action: str           # open | inform | ask | close | farewell | outcome | recover
-    unit: Unit | None = None
-    stage_lead: bool = False
-    ack: dict[str, str] = {}        # acknowledge the previous user message: kind, key, value
-    recovery: Recovery | None = None
-    user_action: UserAction = "none"
-    user_facts: dict[str, str] = {}  # key -> the words the user uses for it
-    user_style: str = "neutral"
-    user_profile: str = ""
-    interrupt: bool = False
-    type: InterruptionType | None = None
-    detail: dict[str, str] = {}     # type-specific: variant, key, label, old, new, pair
-    cut_fraction: float | None = None
-    overlap_ms: int | None = None
-    transition: str | None = None   # "kind:source->target" taken before this round
-    rationale: str = ""
-    assistant_goal: str = ""        # LLM planner's words (empty offline)
-    user_goal: str = ""
-    message_index: int | None = None    # filled after the round: the assistant message
-    cut_word_index: int | None = None
 
 
 # ---- helpers over the scenario --------------------------------------------------------------

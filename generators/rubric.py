@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
 from bargein.records import Conversation, Rubric
+from bargein.records.plan import RoundPlan
 from bargein.runner import Stage, StageContext
 
 RUBRIC_VERSION = "1"
@@ -99,14 +100,9 @@ def _first_sentence(text: str) -> str:
     return (m.group(1) if m else text).strip()
 
 
-def recovery_plans(conv: Conversation) -> dict[int, dict]:
+def recovery_plans(conv: Conversation) -> dict[int, RoundPlan]:
     """interjection message index -> the plan of the round that recovers from it."""
-    out = {}
-    for p in conv.plan:
-        rec = p.get("recovery")
-        if rec:
-            out[rec["message_index"]] = p
-    return out
+    return {p.recovery.message_index: p for p in conv.plan if p.recovery is not None}
 
 
 def interruption_context(conv: Conversation, idx: int) -> dict[str, str]:
@@ -116,8 +112,8 @@ def interruption_context(conv: Conversation, idx: int) -> dict[str, str]:
     assert itr is not None
     heard = itr.heard_text
     rest = cut.text[len(heard):].strip()
-    plan = next((p for p in conv.plan if p.get("message_index") == cut.index), {})
-    d = dict(plan.get("detail") or {})
+    plan = next((p for p in conv.plan if p.message_index == cut.index), None)
+    d = dict(plan.detail) if plan is not None else {}
     whole = _last_sentence(heard)
     concern = _assistant_phrase(d.get("anchor") or (f"my {d['label']}" if d.get("label") else ""))
     detail = d.get("value") or (concern if d.get("object_kind") else "") or inter.text.strip()
@@ -134,10 +130,10 @@ def task_criterion(conv: Conversation, idx: int, rng: random.Random) -> str:
     """What the assistant should do next (from the recovery round's plan)."""
     cut = conv.messages[idx - 1]
     itype = cut.interruption.type
-    nxt = recovery_plans(conv).get(idx, {})
-    unit = nxt.get("unit") or {}
-    stage = P.label(unit.get("stage") or cut.stage or "current")
-    keys = [P.label(k) for k in unit.get("keys") or ()]
+    nxt = recovery_plans(conv).get(idx)
+    unit = nxt.unit if nxt is not None else None
+    stage = P.label((unit.stage if unit else None) or cut.stage or "current")
+    keys = [P.label(k) for k in (unit.keys if unit else ())]
     if itype == "filler":
         return (f"The response finishes the interrupted utterance, so the caller hears the rest of "
                 f"it: \"{_words(cut.text[len(cut.interruption.heard_text):], 12)}...\".")
@@ -147,19 +143,20 @@ def task_criterion(conv: Conversation, idx: int, rng: random.Random) -> str:
     lead = {"impatient": "Skipping ahead, the response", "correction": "With the corrected "
             "value in place, the response", "topic_switch": "After briefly handling the side "
             "request, the response", "normal": "After handling the caller's point, the response"}[itype]
-    if unit.get("kind") == "close":
+    if unit is not None and unit.kind == "close":
         return f"{lead} wraps up the request and asks whether the caller needs anything else."
-    if unit.get("kind") == "outcome":
+    if unit is not None and unit.kind == "outcome":
         return f"{lead} tells the caller how the request ends and what happens next."
-    text = unit.get("text") or ""
+    kind = unit.kind if unit is not None else None
+    text = (unit.text if unit is not None else "") or ""
     given = _given_keys(conv, idx)
-    keys = [P.label(k) for k in unit.get("keys") or () if k not in given]
+    keys = [P.label(k) for k in (unit.keys if unit is not None else ()) if k not in given]
     questions = re.findall(r"[^.?!]*\?", text)
-    if unit.get("kind") == "ask" and questions:
+    if kind == "ask" and questions:
         return f"{lead} asks the caller: \"{questions[-1].strip()}\""
-    if keys and unit.get("kind") == "ask" and not text:
+    if keys and kind == "ask" and not text:
         return f"{lead} asks the caller for their {' and '.join(keys)} to continue the {stage} step."
-    if unit.get("kind") == "ask" and not text:
+    if kind == "ask" and not text:
         return f"{lead} moves on to the next step of the {stage} stage without asking again."
     text = text or cut.text[cut.interruption.cut_char_offset:]
     return f"{lead} continues the {stage} step by covering: \"{_first_sentence(text)}\"."
@@ -202,13 +199,13 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random)
     from bargein.prompts import render
 
     cut = conv.messages[idx - 1]
-    nxt = recovery_plans(conv).get(idx, {})
+    nxt = recovery_plans(conv).get(idx)
     prompt = render("rubric_generator", system_prompt=conv.scenario.system_prompt,
                     history=history_view(conv.messages[: idx + 1]), type=cut.interruption.type,
                     heard=json.dumps(cut.interruption.heard_text),
                     unsaid=json.dumps(cut.text[len(cut.interruption.heard_text):]),
                     interjection=json.dumps(conv.messages[idx].text),
-                    next_step=json.dumps(nxt.get("assistant_goal") or nxt.get("rationale") or ""),
+                    next_step=json.dumps((nxt.assistant_goal or nxt.rationale) if nxt is not None else ""),
                     details=json.dumps(interruption_context(conv, idx)))
     out = await ask_valid(llm, [{"role": "user", "content": prompt}], RubricOut,
                           agent="rubric_generator", check=check_rubric)

@@ -37,6 +37,7 @@ from bargein.records import (
 )
 from bargein.records.base import Record
 from bargein.records.derived import MaskSignal
+from bargein.records.plan import Turn
 from bargein.records.release import Failure
 from bargein.seeding import stable_hash, stable_int
 
@@ -105,7 +106,7 @@ class MaskSource(Record):
     question: str | None = None
     slot: str | None = None
     message_index: int | None = None
-    context: tuple[dict, ...] = ()
+    context: tuple[Turn, ...] = ()
 
 
 # ------------------------------------------------------------------ conversation sources
@@ -321,7 +322,7 @@ def build_items(source: MaskSource, samples: np.ndarray, sample_rate: int, words
                     window_ms=window, level=config.level, question=source.question,
                     answer=source.answer, slot=source.slot,
                     expected_behaviour=expected_behaviour(source, cond),
-                    context=tuple(dict(sorted(c.items())) for c in source.context),
+                    context=source.context,
                     masked_transcript=masked_transcript(transcript, words, spans),
                     measured=_measure(x, y, stats, sample_rate, level, signal)))
     return items

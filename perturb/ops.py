@@ -47,6 +47,7 @@ BC_SPACING_S = 0.8
 BC_PLACE_MARGIN_S = 0.1     # VAD pads speech by 40 ms a side: place 0.9 s apart to measure >= 0.8
 BC_CLEAR_S = 0.3            # inserted backchannels stay this far from the listener's speech
 BC_WINDOW_S = (3.0, 12.0)
+BC_MAX_S = 1.0              # a backchannel is short: at most this much sound
 EE_GUARD_S = 0.05           # early entry: cuts stay this far from speech (the reference's guard)
 
 
@@ -87,8 +88,10 @@ def _responses(segs: Sequence[Sequence[Span]]):
 
 
 def find_candidates(segs: Sequence[Sequence[Span]], duration_s: float,
-                    backchannels: Sequence[Backchannel]) -> dict[str, list[dict[str, Any]]]:
-    """Every place each perturbation could be applied; ``need`` must lie inside the crop."""
+                    backchannels: Sequence[Backchannel],
+                    synth_channels: Sequence[int] = ()) -> dict[str, list[dict[str, Any]]]:
+    """Every place each perturbation could be applied; ``need`` must lie inside the crop.
+    ``synth_channels``: listeners whose backchannels can be synthesised in their own voice."""
     out: dict[str, list[dict[str, Any]]] = {t: [] for t in SPEC}
     for ca, cb, (a0, a1), (b0, b1) in _responses(segs):
         if a1 - a0 >= TURN_MIN_S:
@@ -120,7 +123,8 @@ def find_candidates(segs: Sequence[Sequence[Span]], duration_s: float,
                                                      need=(r.start_s - 1.0, r.end_s + 1.0)))
     for cb in (0, 1):
         ca = 1 - cb
-        if len({(b.start_s, b.end_s) for b in backchannels if b.channel == cb}) < 2:
+        if len({(b.start_s, b.end_s) for b in backchannels if b.channel == cb}) < 2 \
+                and cb not in synth_channels:
             continue
         for w0, w1 in _stretches(segs[ca]):
             w1 = min(w1, w0 + BC_WINDOW_S[1])
@@ -216,7 +220,12 @@ def early_entry(clip: Clip, c: dict, rng: Random) -> tuple[np.ndarray, list[Edit
 def hold_instead_of_shift(clip: Clip, c: dict, rng: Random) -> tuple[np.ndarray, list[Edit], dict]:
     g = rng.uniform(*SPEC["hold_instead_of_shift"])
     x = clip.audio
-    e0, e1 = clip.n(c["e"]), clip.n(c["bt1"])
+    # the whole turn goes, its crossfades included: the overwrite starts and ends in B's silence
+    guard = clip.n_fade + clip.n(0.01)
+    prev_b = max((b for a, b in clip.segs[c["b"]] if b <= c["e"]), default=0.0)
+    next_b = min((a for a, b in clip.segs[c["b"]] if a >= c["bt1"]), default=len(x) / clip.sr)
+    e0 = max(clip.n(c["e"]) - guard, clip.n(prev_b))
+    e1 = min(clip.n(c["bt1"]) + guard, clip.n(next_b), len(x))
     yb = E.overwrite(x[:, c["b"]], e0, clip.tone(c["b"], c["e"], e1 - e0), clip.n_fade)
     ya = x[:, c["a"]]
     cut0 = clip.n(c["s"] + g / 2)
@@ -253,14 +262,25 @@ def shift_instead_of_hold(clip: Clip, c: dict, rng: Random, source: np.ndarray, 
                                             "at_s": p / clip.sr}
 
 
-def excessive_backchannel(clip: Clip, c: dict, rng: Random, source: np.ndarray, sr: int,
-                          bcs: Sequence[Backchannel], crop: Span) -> tuple[np.ndarray, list[Edit], dict]:
+def backchannel_pool(c: dict, source: np.ndarray, sr: int, bcs: Sequence[Backchannel],
+                     crop: Span) -> list[tuple[str | None, np.ndarray, float | None]]:
+    """The listener's own distinct backchannels as (text, audio, source start), those outside
+    the crop first."""
     mine = [b for b in bcs if b.channel == c["b"]]
     distinct: dict[Any, Backchannel] = {}
     for b in sorted(mine, key=lambda b: (b.start_s < crop[0] or b.start_s > crop[1], b.start_s),
                     reverse=True):                      # outside the crop first
         distinct[b.text or (b.start_s, b.end_s)] = b
-    pool = list(distinct.values())
+    return [(b.text, source[int(round(b.start_s * sr)): int(round(b.end_s * sr)), c["b"]], b.start_s)
+            for b in distinct.values()]
+
+
+def excessive_backchannel(clip: Clip, c: dict, rng: Random,
+                          pool: Sequence[tuple[str | None, np.ndarray, float | None]]
+                          ) -> tuple[np.ndarray, list[Edit], dict]:
+    """Insert 2-3 distinct backchannels of the listener (``pool``: text, audio, source start or
+    None when synthesised in the listener's voice) where the listener was silent."""
+    pool = list(pool)
     if len(pool) < 2:
         raise GenerationFailed(f"listener channel {c['b']} has {len(pool)} distinct backchannel(s); "
                                "need at least 2")
@@ -270,8 +290,8 @@ def excessive_backchannel(clip: Clip, c: dict, rng: Random, source: np.ndarray, 
     for _ in range(200):
         places, last_end = [], -np.inf
         for b in sorted(chosen, key=lambda b: rng.random()):
-            slots = [(max(a, last_end + BC_SPACING_S + BC_PLACE_MARGIN_S), e - b.duration_s)
-                     for a, e in free]
+            dur = len(b[1]) / clip.sr
+            slots = [(max(a, last_end + BC_SPACING_S + BC_PLACE_MARGIN_S), e - dur) for a, e in free]
             slots = [s for s in slots if s[1] > s[0]]
             if not slots:
                 break
@@ -279,7 +299,7 @@ def excessive_backchannel(clip: Clip, c: dict, rng: Random, source: np.ndarray, 
             s = slots[int(np.searchsorted(np.cumsum(lens), rng.random() * lens.sum()))]
             at = rng.uniform(s[0], min(s[1], s[0] + 2.0))
             places.append((at, b))
-            last_end = at + b.duration_s
+            last_end = at + dur
         if len(places) == k:
             break
     else:
@@ -287,11 +307,12 @@ def excessive_backchannel(clip: Clip, c: dict, rng: Random, source: np.ndarray, 
                                f"[{c['w0']:.2f}, {c['w1']:.2f}] s where the listener is silent")
     yb = clip.audio[:, c["b"]].copy()
     edits = []
-    for at, b in places:
-        audio = source[int(round(b.start_s * sr)): int(round(b.end_s * sr)), c["b"]]
+    for at, (text, audio, src) in places:
         p = clip.n(at)
         yb = E.overwrite(yb, p, audio, clip.n_fade)     # crossfades in and out of the room tone
         edits.append(_edit(op="insert", channel=c["b"], at_s=p / clip.sr, duration_s=len(audio) / clip.sr,
-                          source_start_s=b.start_s, note=f"backchannel {b.text or ''}".strip()))
+                           source_start_s=src,
+                           note=f"backchannel {text or ''}".strip() + ("" if src is not None else " (synthesised)")))
     return (_stack(clip.audio[:, c["a"]].copy(), yb, c["a"]), edits,
-            {"count": float(len(places)), "texts": [b.text for _, b in places]})
+            {"count": float(len(places)), "texts": [b[0] for _, b in places],
+             "synthesised": sum(b[2] is None for _, b in places)})

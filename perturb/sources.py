@@ -50,7 +50,7 @@ def load_rendered(path: Path) -> list[RenderedDialogue]:
         p = Path(rd.audio_path)
         if not p.is_absolute():
             p = (path.parent / p) if (path.parent / p).exists() else Path.cwd() / p
-        out.append(rd.with_(audio_path=str(p.resolve())))
+        out.append(rd.with_(audio_path=str(p.resolve()), id=rd.id))
     return out
 
 

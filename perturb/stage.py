@@ -23,8 +23,8 @@ import numpy as np
 
 from bargein.audio.events import Backchannel, _active, detect_events
 from bargein.audio.io import normalize_loudness, read_audio, resample, write_audio
-from bargein.audio.vad import get_vad, segments_to_tuples
-from bargein.errors import AudioError, ConfigError, GenerationFailed
+from bargein.audio.vad import exact_channel_segments, frame_db, get_vad
+from bargein.errors import AudioError, BargeinError, ConfigError, GenerationFailed
 from bargein.perturb import ops
 from bargein.perturb.crops import CROP_MAX_S, CROP_MIN_S, choose_crop, clip_segments
 from bargein.perturb.measure import TOLERANCE_S, measure
@@ -52,6 +52,7 @@ class DialogueScan(Record):
     backchannels: tuple[dict, ...] = ()
     candidates: dict[str, tuple[dict, ...]] = {}
     vad: str = ""
+    voices: dict[str, str] = {}         # role -> voice id (to synthesise missing backchannels)
 
 
 class PerturbJob(Record):
@@ -66,6 +67,7 @@ class PerturbJob(Record):
     backchannels: tuple[dict, ...] = ()
     type: str
     candidate: dict
+    voices: dict[str, str] = {}
 
 
 def _vad(ctx: StageContext):
@@ -95,13 +97,16 @@ def scan_dialogue(rd: RenderedDialogue, ctx: StageContext) -> DialogueScan:
         raise AudioError(f"dialogue {rd.id}: {dur:.1f} s is shorter than a {CROP_MIN_S:.0f}-"
                          f"{CROP_MAX_S:.0f} s crop; nothing to perturb")
     vad = _vad(ctx)
-    segs = [segments_to_tuples(s) for s in vad.channel_segments(x, cfg["sample_rate"])]
+    segs = exact_channel_segments(cfg["vad"], x, cfg["sample_rate"])
     for c, s in enumerate(segs):
         if not s:
             raise AudioError(f"dialogue {rd.id}: channel {c} has no speech (VAD {vad.id}); "
                              "a two-speaker dialogue is needed")
     ev = detect_events(segs, dur, rd.segments or None)
-    cands = ops.find_candidates(segs, dur, ev.backchannels)
+    voices = {r: v for r, v in (rd.voices or {}).items() if r in ROLE_CHANNEL}
+    synth = [ROLE_CHANNEL[r] for r in voices
+             if len({(b.start_s, b.end_s) for b in ev.backchannels if b.channel == ROLE_CHANNEL[r]}) < 2]
+    cands = ops.find_candidates(segs, dur, ev.backchannels, synth_channels=synth)
     # keep the candidates around which a crop with silent ends exists at all
     cands = {t: tuple(_round(c) for c in v if choose_crop(segs, dur, c["need"]) is not None)
              for t, v in cands.items()}
@@ -109,7 +114,7 @@ def scan_dialogue(rd: RenderedDialogue, ctx: StageContext) -> DialogueScan:
                         audio_sha256=file_sha256(rd.audio_path), duration_s=round(dur, 6),
                         segments=tuple(tuple((round(a, 6), round(b, 6)) for a, b in s) for s in segs),
                         backchannels=tuple(_round(b.__dict__) for b in ev.backchannels),
-                        candidates=cands, vad=f"{vad.id}@{vad.version}")
+                        candidates=cands, vad=f"{vad.id}@{vad.version}", voices=voices)
 
 
 def _round(d: dict) -> dict:
@@ -129,6 +134,67 @@ def _normalise_pair(nat: np.ndarray, pert: np.ndarray, sr: int, segs) -> tuple[n
         nat[:, c] *= gain
         pert[:, c] *= gain
     return nat, pert
+
+
+ROLE_CHANNEL = {"user": 0, "assistant": 1}
+BC_SYNTH_PHRASES = ("yeah", "uh-huh", "right", "mm-hm", "okay", "oh really", "I see")
+
+
+def synth_backchannels(job: PerturbJob, ch: int, listener: np.ndarray, speech, sr: int, rng,
+                       have: set, n: int) -> list[tuple[str, np.ndarray, None]]:
+    """Up to ``n`` backchannels synthesised in the listener's own voice (lexicon phrases, <= 1 s
+    of sound, trimmed to it, at the listener's speech level), for dialogues that have none."""
+    from bargein import lexicon
+    from bargein.audio.io import active_rms
+    from bargein.audio.tts import synthesize
+    from bargein.audio.vad import refine_to_energy
+
+    role = next((r for r, c in ROLE_CHANNEL.items() if c == ch), None)
+    voice = job.voices.get(role) if role else None
+    if voice is None:
+        return []
+    level = active_rms(listener, sr) if speech else 0.05
+    phrases = [p for p in BC_SYNTH_PHRASES if lexicon.is_backchannel(p) and lexicon.normalize(p) not in have]
+    rng.shuffle(phrases)
+    out = []
+    for phrase in phrases:
+        if len(out) >= n:
+            break
+        try:
+            sp = synthesize(phrase, voice)
+        except BargeinError as e:
+            log.debug("backchannel %r in %s failed: %s", phrase, voice, e)
+            continue
+        y = resample(sp.samples.astype(np.float32), sp.sample_rate, sr) if sp.sample_rate != sr else \
+            sp.samples.astype(np.float32)
+        span = refine_to_energy(y, sr, [(0.0, len(y) / sr)])[0]
+        y = y[int(span[0] * sr): int(np.ceil(span[1] * sr))]
+        if not 0.1 <= len(y) / sr <= ops.BC_MAX_S or not np.any(y):
+            continue
+        gain = level / max(active_rms(y, sr), 1e-9)
+        out.append((lexicon.normalize(phrase), (y * gain).astype(np.float32), None))
+    return out
+
+
+def _check_removed(pert: np.ndarray, sr: int, c: dict, segs, measured: dict) -> None:
+    """The removed turn leaves nothing: inside the closed gap B's channel stays at its noise
+    floor (no 5 ms frame more than 10 dB above it), else the pair fails with the evidence."""
+    A, B = c["a"], c["b"]
+    offs = [b for _, b in segs[A] if abs(b - c["s"]) < 0.35]
+    if not offs:
+        return
+    off = offs[0]
+    nxt = min((a for a, _ in segs[A] if a > off), default=None)
+    if nxt is None:
+        return
+    db = frame_db(pert[:, B], sr)
+    floor = float(np.percentile(db, 10))
+    gap = db[int(off / 0.005): int(nxt / 0.005)]
+    peak = float(gap.max()) if gap.size else floor
+    measured["residue_over_floor_db"] = round(peak - floor, 3)
+    if peak > floor + 10.0:
+        raise GenerationFailed(f"hold_instead_of_shift: the removed turn leaves sound in the closed gap "
+                               f"({peak:.1f} dBFS, floor {floor:.1f})", evidence={"measured": measured})
 
 
 def _turn_sources(job: PerturbJob, a: int, b: int) -> list[tuple[float, float]]:
@@ -164,14 +230,22 @@ def make_pair(job: PerturbJob, ctx: StageContext) -> PerturbationPair:
         pert, edits, params = ops.shift_instead_of_hold(clip, c, rng, x, sr,
                                                         _turn_sources(job, c["a"], c["b"]), crop)
     elif job.type == "excessive_backchannel":
-        pert, edits, params = ops.excessive_backchannel(clip, c, rng, x, sr, bcs, crop)
+        pool = ops.backchannel_pool(c, x, sr, bcs, crop)
+        if len(pool) < 2:
+            pool += synth_backchannels(job, c["b"], nat[:, c["b"]], segs[c["b"]], sr, rng,
+                                       have={t for t, _, _ in pool}, n=3 - len(pool))
+        pert, edits, params = ops.excessive_backchannel(clip, c, rng, pool)
     else:
         pert, edits, params = getattr(ops, job.type)(clip, c, rng)
     nat, pert = _normalise_pair(nat, pert, sr, segs)
     vad = _vad(ctx)
-    m_nat = [segments_to_tuples(s) for s in vad.channel_segments(nat, sr)]
-    m_pert = [segments_to_tuples(s) for s in vad.channel_segments(pert, sr)]
+    # measured on the written result with exact boundaries (detector without padding, edges
+    # re-placed on the audio's energy): the sidecar reports what the audio does
+    m_nat = exact_channel_segments(cfg["vad"], nat, sr)
+    m_pert = exact_channel_segments(cfg["vad"], pert, sr)
     measured = measure(job.type, m_nat, m_pert, c, params)
+    if job.type == "hold_instead_of_shift":
+        _check_removed(pert, sr, c, m_pert, measured)
     evidence = {"measured": measured, "params": params, "crop": crop}
     if measured["in_spec"] != 1.0 and cfg.get("strict", True):
         raise GenerationFailed(f"{job.type}: re-measured edit outside the specified range "
@@ -188,7 +262,9 @@ def make_pair(job: PerturbJob, ctx: StageContext) -> PerturbationPair:
                "source_audio": Path(job.audio_path).name, "crop_start_s": a_s, "crop_end_s": b_s,
                "sample_rate": sr, "fade_ms": round(fade_ms, 4), "params": _round(params),
                "edits": [json.loads(e.model_dump_json()) for e in edits], "measured": measured,
-               "natural_path": nat_rel, "perturbed_path": pert_rel, "vad": f"{vad.id}@{vad.version}",
+               "candidate": _round({k: v for k, v in c.items() if k != "need"}),
+               "natural_path": nat_rel, "perturbed_path": pert_rel,
+               "vad": f"{vad.id}@{vad.version} (no pad, no merge) + energy boundaries",
                "tolerance_s": TOLERANCE_S, "times": "seconds from the start of the perturbed clip"}
     atomic_write_text(out / "sidecars" / f"{job.id}.json", json.dumps(sidecar, indent=2, sort_keys=True) + "\n")
     return pair
@@ -204,7 +280,8 @@ def plan_jobs(scans: list[DialogueScan], kind: str, seed: int) -> list[PerturbJo
         per.append([PerturbJob(id=f"{scan.source_id}_{kind}_{k}", source_id=scan.source_id,
                                audio_path=scan.audio_path, audio_sha256=scan.audio_sha256,
                                duration_s=scan.duration_s, segments=scan.segments,
-                               backchannels=scan.backchannels, type=kind, candidate=cand)
+                               backchannels=scan.backchannels, type=kind, candidate=cand,
+                               voices=scan.voices)
                     for k, cand in cands])
     rng.shuffle(per)
     order = []

@@ -65,6 +65,10 @@ class ReleaseSources:
     audio_roots: tuple[Path, ...] = ()
     configs: tuple[str, ...] | None = None      # restrict to these configs
     test_percent: int = 10                      # sft/dpo from one file: % of conversations in test
+    # quality gate: figure -> threshold ("<= 0.05", {"min": 0.45}, or a number); the build
+    # refuses when one is missed, unless allow_below_threshold (bargein.verify.report)
+    quality_thresholds: Mapping[str, Any] | None = None
+    allow_below_threshold: bool = False
     # "bargein" (every config) or "ihbench-public": exactly the public IHBench release's configs
     # (``conversations`` in its wide 1-based layout with structs, ``baseline``)
     profile: str = "bargein"
@@ -379,6 +383,7 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
             for reason, n in dict(reasons).items():
                 if reason not in stats["discard_reasons"]:
                     stats["discard_reasons"][reason] = n
+        _quality_gate(stats, sources)
         prov = {**default_provenance(), **dict(provenance or {})}
         if sources.profile == "ihbench-public":
             prov["profile"] = ("ihbench-public: configs, column names, 1-based turns and struct "
@@ -406,6 +411,26 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
     log.info("release %s %s: %s", name, version,
              ", ".join(f"{c}={sum(s.values())}" for c, s in splits.items()))
     return manifest
+
+
+def _quality_gate(stats: dict[str, Any], sources: ReleaseSources) -> None:
+    """Refuse a release whose quality report misses a configured threshold."""
+    if not sources.quality_thresholds:
+        return
+    from bargein.verify.report import check_thresholds
+
+    q = (stats.get("generation") or {}).get("quality")
+    if not q:
+        raise ReleaseError("quality thresholds are configured but there is no quality report. "
+                           "Fix: pass the stats.json written by 'generate conversations' "
+                           "(--stats), or drop the thresholds")
+    missed = check_thresholds(q, sources.quality_thresholds)
+    if missed and not sources.allow_below_threshold:
+        raise ReleaseError("the release misses its quality thresholds: " + "; ".join(missed)
+                           + ". Fix: improve the data, or pass --allow-below-threshold to "
+                           "release it anyway (the card shows the figures)")
+    if missed:
+        log.warning("releasing below quality thresholds: %s", "; ".join(missed))
 
 
 def _jsonable(obj: Any) -> Any:

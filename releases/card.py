@@ -153,6 +153,7 @@ def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
         f"**Agents.** {_agents_sentence(stats.get('agents', {}))}", "",
         "## Configs", "", _table(config_rows, ("config", "rows", "what it holds")), "",
         "## Statistics", "", stats_table(stats), "",
+        *quality_section(stats),
     ]
     for caption, path in plots.items():
         lines += [f"![{caption}]({path})", ""]
@@ -218,6 +219,69 @@ def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
     lines += [CHANGELOG_END, "", "## License", "",
               f"{license}. Synthetic data: every name, number and address is fictional.", ""]
     return "\n".join(lines)
+
+
+# ---- quality report (owned with bargein.verify.report) -------------------------------------
+def _q(v: Any, pct: bool = False) -> str:
+    if not isinstance(v, (int, float)):
+        return "-"
+    return f"{100 * v:.1f}%" if pct else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+
+def quality_section(stats: dict[str, Any]) -> list[str]:
+    """The measured quality table: per-check defect and discard rates, variety per role,
+    templating, type and depth beside IHBench Appendix A, DPO separability, the train/test
+    split. Empty when the generation statistics carry no quality report."""
+    q = (stats.get("generation") or {}).get("quality") or stats.get("quality")
+    if not q:
+        return []
+    from bargein.verify.report import IHBENCH_DEPTHS, IHBENCH_POINTS, IHBENCH_TYPES
+
+    checks = sorted({k.split(".", 1)[1] for k in q if k.startswith("defect_rate.")})
+    check_rows = [(f"`{c}`", _q(q.get(f"defect_rate.{c}"), True), _q(q.get(f"discard_rate.{c}"), True))
+                  for c in checks]
+    check_rows.append(("**any check**", _q(q.get("flagged_defect_rate_before_loop"), True),
+                       _q(q.get("discard_rate"), True)))
+    variety = [
+        ("distinct-1 / distinct-2, user", f"{_q(q.get('user_distinct1'))} / {_q(q.get('user_distinct2'))}"),
+        ("distinct-1 / distinct-2, assistant",
+         f"{_q(q.get('assistant_distinct1'))} / {_q(q.get('assistant_distinct2'))}"),
+        ("assistant sentences that are one template or talking point verbatim",
+         _q(q.get("templated_sentence_share"), True)),
+        ("phrase-bank entries covering the interjections",
+         f"{q.get('interjection_templates', '-')} for {q.get('interjections', '-')} interjections"),
+        ("flagged points after the verifier-modifier loop", _q(q.get("flagged_defect_rate_after_loop"), True)),
+    ]
+    dist = [(t.replace("_", " "), f"{q.get('types', {}).get(t, 0):.1f}%",
+             f"{100 * n / IHBENCH_POINTS:.1f}%") for t, n in IHBENCH_TYPES.items()]
+    dist += [(f"depth {b}", f"{q.get('depths', {}).get(b, 0):.1f}%", f"{100 * n / IHBENCH_POINTS:.1f}%")
+             for b, n in IHBENCH_DEPTHS.items()]
+    dpo = [("first word", _q(q.get("dpo_first_word_accuracy"))),
+           ("first two words", _q(q.get("dpo_first2_accuracy"))),
+           ("length", _q(q.get("dpo_length_accuracy")))]
+    split = q.get("split") or {}
+    lines = [
+        "## Quality report", "",
+        "Measured on this release's own generation run by bargein's deterministic checks "
+        "(`bargein.verify`); the checks' recall on seeded defects is measured by "
+        "`bench/verify_recall.py`. A rate is over interruption points (defects, before repair) "
+        "or conversations (discards).", "",
+        _table(check_rows, ("check", "points flagged", "conversations discarded")), "",
+        _table(variety, ("variety and templating", "value")), "",
+        _table(dist, ("interruption type / depth", "this release (test pool)",
+                      "IHBench Appendix A")), "",
+        "DPO separability — accuracy of a trivial classifier telling chosen from rejected, "
+        "5-fold cross-validated by conversation (0.5 = chance):", "",
+        _table(dpo, ("classifier", "accuracy")), "",
+    ]
+    if split:
+        lines += [f"Train/test split by {split.get('by', 'goal')}: SFT/DPO come from "
+                  f"{split.get('train_goals', 0)} goals ({split.get('train_conversations', 0)} "
+                  f"conversations), the benchmark from {split.get('test_goals', 0)} others "
+                  f"({split.get('test_conversations', 0)} conversations); goals in both: "
+                  f"{split.get('goal_overlap', 0)}; training rows from the test pool: "
+                  f"{q.get('train_test_overlap', 0)}.", ""]
+    return lines
 
 
 def read_changelog(card_text: str) -> list[tuple[str, str]]:

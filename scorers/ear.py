@@ -88,7 +88,7 @@ class LLMRepairJudge:
 
         chat = _messages(
             "judge_repair", signal_description=SIGNAL_DESCRIPTIONS.get(item.signal, item.signal),
-            context=[c for c in item.context if c.get("role") != "system"][-6:],
+            context=[c for c in item.context if c.role != "system"][-6:],
             masked_transcript=item.masked_transcript or item.transcript, mask_token=MASK_TOKEN,
             question=item.question, condition=item.condition,
             slot=(item.slot or "answer").replace("_", " "), answer=item.answer, response=response)

@@ -115,7 +115,7 @@ def new_values(response: str, item: MaskedItem) -> set[str]:
     """Numbers (2+ digits) in the response that neither the context nor the question said."""
     known: set[str] = set()
     for m in item.context:
-        known |= _numbers(str(m.get("content", "")))
+        known |= _numbers(m.content)
     known |= _numbers(item.question or "")
     if item.masked_transcript:
         known |= _numbers(item.masked_transcript.replace("[inaudible]", " "))

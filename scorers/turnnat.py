@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 
 from bargein.audio.labels import FRAME_HZ, activity_from_segments, segments_from_activity
+from bargein.cache import ContentCache, cache_key
 from bargein.errors import AudioError, ConfigError
 from bargein.records.derived import PerturbationPair
 from bargein.records.release import Aggregate, ItemScore, ScoreReport
 from bargein.scorers.stats import bootstrap_ci
 from bargein.seeding import file_sha256
-from bargein.store import atomic_write_text
 
 MIN_UTT_S = 0.2
 CONTEXT_S = 2.0
@@ -129,14 +129,15 @@ class ClipScorer:
 
         x = load_stereo(str(path), 16000, "turnnat")
         sr = 16000
-        key = f"{file_sha256(path)}-{self.vad.id}-{self.vad.version}"
-        cache = self.cache_dir / f"{key}.json" if self.cache_dir else None
-        if cache is not None and cache.exists():
-            segs = json.loads(cache.read_text())
+        key = cache_key("vad-segments", file_sha256(path), self.vad.id, self.vad.version)
+        cache = ContentCache(self.cache_dir) if self.cache_dir else None
+        text = cache.get_text(key) if cache is not None else None
+        if text is not None:
+            segs = json.loads(text)
         else:
             segs = [segments_to_tuples(s) for s in self.vad.channel_segments(x, sr)]
             if cache is not None:
-                atomic_write_text(cache, json.dumps(segs))
+                cache.put_text(key, json.dumps(segs))
         return activity_from_segments(segs, len(x) / sr, self.predictor.frame_hz), x, sr
 
     def score(self, path: Path) -> ClipScore:
@@ -165,14 +166,15 @@ class RefClipScorer:
         from bargein.scorers.turnnat_ref import scoring_activity
 
         x = load_stereo(str(path), 16000, "turnnat")
-        key = f"{file_sha256(path)}-turnnat-ref-{self.vad.version}"
-        cache = self.cache_dir / f"{key}.json" if self.cache_dir else None
-        if cache is not None and cache.exists():
-            act = np.array(json.loads(cache.read_text()), dtype=np.int8).reshape(-1, 2)
+        key = cache_key("turnnat-ref-activity", file_sha256(path), self.vad.version)
+        cache = ContentCache(self.cache_dir) if self.cache_dir else None
+        text = cache.get_text(key) if cache is not None else None
+        if text is not None:
+            act = np.array(json.loads(text), dtype=np.int8).reshape(-1, 2)
         else:
             act = scoring_activity(x, 16000, self.vad)
             if cache is not None:
-                atomic_write_text(cache, json.dumps(act.tolist()))
+                cache.put_text(key, json.dumps(act.tolist()))
         return act, x, 16000
 
     def score(self, path: Path) -> ClipScore:

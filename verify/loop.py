@@ -88,7 +88,7 @@ async def averify_conversation(conv: Conversation, *, llm: LLMClient | None = No
         if not result.applied or result.messages == current.messages:
             return _finish(current, verdicts, rnd, [
                 f"modifier: no edit could be applied ({'; '.join(why for _, why in result.skipped)})"])
-        current = current.with_(messages=result.messages)
+        current = current.with_(messages=result.messages, id=current.id)   # the same conversation, edited
     raise AssertionError("unreachable")  # pragma: no cover
 
 

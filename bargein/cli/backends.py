@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
 from bargein import registry
-
-# importing these modules registers their built-in backends
-_BUILTIN_MODULES = ("bargein.audio.tts", "bargein.audio.align", "bargein.audio.vad", "bargein.llm",
-                    "bargein.scorers.predictors")
-
 
 @click.group()
 def backends() -> None:
@@ -20,12 +13,7 @@ def backends() -> None:
 
 @backends.command("list")
 def list_backends() -> None:
-    """Every registered backend by kind, and whether it can run here."""
-    for mod in _BUILTIN_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ImportError:
-            pass
+    """Every installed backend by kind (entry points ``bargein.<kind>``), and whether it can run here."""
     for kind in ("tts", "aligner", "vad", "llm", "predictor"):
         for name in registry.names(kind):
             click.echo(f"{kind:10s} {name:16s} {registry.describe(kind, name)}")

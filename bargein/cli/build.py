@@ -50,14 +50,28 @@ def _resolve(config_path: Path | None, preset: str | None, print_config: str | N
               metavar="[PRESET|FILE]",
               help="Print the resolved config with every default and exit: of PRESET or FILE, "
                    "or (without a value) of --config/--preset.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default=None,
+              help="Where CPU stages run (overrides the config's executor).")
+@click.option("--ray-address", default=None,
+              help="Ray cluster to join with --executor ray (default: $RAY_ADDRESS or local).")
+@click.option("--ray-node-ip", default=None,
+              help="This machine's address in the Ray cluster, if not the auto-detected one.")
 def build(config_path: Path | None, preset: str | None, out: Path | None,
-          previous: Path | None, seed: int | None, print_config: str | None) -> None:
+          previous: Path | None, seed: int | None, print_config: str | None,
+          executor: str | None = None, ray_address: str | None = None,
+          ray_node_ip: str | None = None) -> None:
     """Scenarios -> conversations -> verification -> audio -> repair -> timing -> release."""
     from bargein.pipeline import build as run_build
 
     g = get_globals()
     cfg = _resolve(config_path, preset, None if print_config == "-" else print_config)
     cfg = cfg.model_copy(update={"seed": g.resolve_seed(seed, cfg.seed)})
+    if executor or ray_address or ray_node_ip:
+        ex = cfg.executor.model_copy(update={k: v for k, v in
+                                             (("kind", executor), ("ray_address", ray_address),
+                                              ("node_ip_address", ray_node_ip))
+                                             if v is not None})
+        cfg = cfg.model_copy(update={"executor": ex})
     if print_config is not None:
         click.echo(cfg.to_yaml(), nl=False)
         return

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import fail_if_nothing, get_globals
+from bargein.cli.util import FiniteFloat, fail_if_nothing, get_globals
 
 
 @click.command("scenarios")
@@ -21,7 +21,7 @@ from bargein.cli.util import fail_if_nothing, get_globals
 @click.option("--domains", default="", help="Comma-separated domain names (default: all 10).")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Also copy the scenarios JSONL here.")
-@click.option("--budget", type=float, default=None, help="Spend cap in USD for the LLM path.")
+@click.option("--budget", type=FiniteFloat(min=0),  default=None, help="Spend cap in USD for the LLM path.")
 def scenarios(n: int, seed: int | None, llm: str, domains: str, out: Path | None,
               budget: float | None) -> None:
     """Sample scenarios (domain x goal x intent) with KBs, system prompts and user intents.

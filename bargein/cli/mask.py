@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import fail_if_nothing, get_globals, require_file
+from bargein.cli.util import FiniteFloat, fail_if_nothing, get_globals, require_file
 from bargein.errors import ConfigError
 
 
@@ -54,10 +54,11 @@ def _find_conversations(rendered: Path, workdir: Path) -> Path:
               help="Mask signals, comma-separated.")
 @click.option("--windows", default="0,50,100", show_default=True,
               help="Window expansion in ms (± around each span), comma-separated.")
-@click.option("--snr", "snr_db", type=float, default=None,
+@click.option("--snr", "snr_db", type=FiniteFloat(), default=None,
               help="Mask level in dB below the utterance's speech level (default: RMS-matched to "
                    "the replaced speech).")
-@click.option("--fade-ms", type=float, default=8.0, show_default=True, help="Equal-power fades (5-10 ms).")
+@click.option("--fade-ms", type=FiniteFloat(min=0), default=8.0, show_default=True,
+              help="Equal-power fades (5-10 ms).")
 @click.option("--aligner", type=click.Choice(["auto", "synth", "whisper", "mfa"]), default="auto",
               show_default=True, help="auto: the renderer's timings for conversations, Whisper for QA.")
 @click.option("--facts", type=click.Choice(["required", "all"]), default="required", show_default=True,

@@ -29,6 +29,19 @@ def _chat_opt(values: tuple[str, ...], option: str) -> dict[str, Path] | Path | 
             for k, v in parse_kv(values, option).items()}
 
 
+def _thresholds(path: str | None) -> dict | None:
+    if not path:
+        return None
+    import yaml
+
+    data = yaml.safe_load(require_file(path, "--quality-thresholds",
+                                       "a YAML or JSON mapping figure -> threshold").read_text())
+    if not isinstance(data, dict):
+        raise ConfigError(f"--quality-thresholds {path}: expected a mapping figure -> threshold, "
+                          f"got {type(data).__name__}")
+    return data
+
+
 @release.command("build")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Release folder.")
 @click.option("--name", required=True, help="Dataset name, e.g. bargein-ihbench.")
@@ -55,12 +68,17 @@ def _chat_opt(values: tuple[str, ...], option: str) -> dict[str, Path] | Path | 
 @click.option("--license", "license_", default="cc-by-4.0", show_default=True)
 @click.option("--pretty-name", help="Card title (default: --name).")
 @click.option("--repo", help="ORG/NAME used in the card's loading examples.")
+@click.option("--quality-thresholds", help="YAML/JSON mapping figure -> threshold ('<= 0.05', "
+              "{min: 0.45}); the build refuses when one is missed (figures: the quality report "
+              "in --stats).")
+@click.option("--allow-below-threshold", is_flag=True,
+              help="Release even when a quality threshold is missed.")
 @click.option("--profile", type=click.Choice(["bargein", "ihbench-public"]), default="bargein",
               show_default=True, help="ihbench-public: exactly the public IHBench layout (configs "
               "conversations + baseline, 1-based wide turns, struct columns).")
 def build_cmd(out, name, version, conversations, rendered, eval_items, repair, timing, sft, dpo,
               test_percent, stats, audio_root, provenance, previous, changelog, only, license_,
-              pretty_name, repo, profile):
+              pretty_name, repo, quality_thresholds, allow_below_threshold, profile):
     """Build a release folder (Parquet per config, card, manifest) from stage outputs."""
     from bargein.releases.build import ReleaseSources, build_release
 
@@ -78,6 +96,8 @@ def build_cmd(out, name, version, conversations, rendered, eval_items, repair, t
         timing=_path_opt(timing, "--timing"),
         sft=_chat_opt(sft, "--sft"), dpo=_chat_opt(dpo, "--dpo"), test_percent=test_percent,
         stats=_path_opt(stats, "--stats"),
+        quality_thresholds=_thresholds(quality_thresholds),
+        allow_below_threshold=allow_below_threshold,
         audio_roots=tuple(audio_root) or (g.workdir,), configs=tuple(only) or None, profile=profile)
     m = build_release(out, name=name, version=version, sources=sources, provenance=prov,
                       changelog=changelog, previous=previous, pretty_name=pretty_name,

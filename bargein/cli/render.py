@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import fail_if_nothing, get_globals, parse_kv, require_file
+from bargein.cli.util import FiniteFloat, fail_if_nothing, get_globals, parse_kv, require_file
 from bargein.errors import ConfigError
 
 
@@ -51,7 +51,7 @@ def _voice_map(path: Path | None) -> dict[str, dict[str, str]]:
 @click.option("--sample-rate", type=int, default=16000, show_default=True, help="Release rate (Hz).")
 @click.option("--noise", type=click.Choice(["none", "white", "pink", "babble"]), default="none",
               show_default=True, help="Background noise (babble = other synthesized voices).")
-@click.option("--snr", "snr_db", type=float, default=20.0, show_default=True,
+@click.option("--snr", "snr_db", type=FiniteFloat(), default=20.0, show_default=True,
               help="Noise SNR in dB against each channel's speech.")
 @click.option("--telephony", is_flag=True, help="8 kHz mu-law telephone round trip.")
 @click.option("--backchannels", is_flag=True, help="Listener backchannels during long turns.")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import fail_if_nothing, get_globals
+from bargein.cli.util import FiniteFloat, fail_if_nothing, get_globals
 
 
 @click.command("respond")
@@ -15,13 +15,13 @@ from bargein.cli.util import fail_if_nothing, get_globals
 @click.option("--llm", required=True,
               help="PROVIDER:MODEL (openai:..., anthropic:..., llamacpp:PATH); 'oracle' (gold "
                    "recoveries) or 'smoke' (a labelled mix) only for pipeline tests.")
-@click.option("--epochs", default=3, show_default=True, type=int)
+@click.option("--epochs", default=3, show_default=True, type=click.IntRange(1, None))
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="responses.jsonl")
 @click.option("--text-only", is_flag=True,
               help="Send user turns as transcripts instead of audio (the text-only ablation).")
-@click.option("--concurrency", default=8, show_default=True, type=int)
-@click.option("--temperature", default=0.7, show_default=True, type=float)
-@click.option("--max-tokens", default=512, show_default=True, type=int)
+@click.option("--concurrency", default=8, show_default=True, type=click.IntRange(1, None))
+@click.option("--temperature", default=0.7, show_default=True, type=FiniteFloat(min=0))
+@click.option("--max-tokens", default=512, show_default=True, type=click.IntRange(1, None))
 @click.option("--endpoint", help="Hub endpoint for ORG/NAME@REV releases.")
 def respond(release: str, llm: str, epochs: int, out: Path, text_only: bool, concurrency: int,
             temperature: float, max_tokens: int, endpoint: str | None) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import fail_if_nothing, get_globals, require_file
+from bargein.cli.util import FiniteFloat, fail_if_nothing, get_globals, require_file
 
 
 @click.group()
@@ -24,7 +24,7 @@ def turnnat() -> None:
 @click.option("--vad", default="silero", show_default=True, help="VAD for activity labels.")
 @click.option("--labels", type=click.Choice(["vad", "timeline"]), default="vad", show_default=True,
               help="Activity from VAD on the audio (as at scoring) or from rendered segments.")
-@click.option("--tbu-weight", type=float, default=1.0, show_default=True,
+@click.option("--tbu-weight", type=FiniteFloat(min=0), default=1.0, show_default=True,
               help="Weight alpha of frames inside TBUs in the counts (TurnNat eq. 6).")
 @click.option("--swap/--no-swap", default=True, show_default=True,
               help="Also count every dialogue with its channels exchanged.")

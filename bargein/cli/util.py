@@ -7,6 +7,7 @@ command modules lazily, so there is no import cycle.
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,29 @@ def get_globals() -> Globals:
 
 
 pass_globals = click.make_pass_decorator(Globals, ensure=True)
+
+
+class FiniteFloat(click.ParamType):
+    """A float option that refuses nan and ±inf (and, with ``min``, values below it)."""
+
+    name = "number"
+
+    def __init__(self, min: float | None = None):
+        self.min = min
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float) and math.isfinite(value):
+            x = value
+        else:
+            try:
+                x = float(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x):
+            self.fail(f"{value!r} is not a finite number; give e.g. 10 or -5.5", param, ctx)
+        if self.min is not None and x < self.min:
+            self.fail(f"{value!r} is below the minimum {self.min:g}", param, ctx)
+        return x
 
 
 def parse_kv(values: tuple[str, ...], option: str) -> dict[str, str]:

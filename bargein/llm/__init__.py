@@ -7,12 +7,21 @@
 Specs: ``openai:MODEL`` (any OpenAI-compatible server by ``base_url`` / ``OPENAI_BASE_URL``),
 ``anthropic:MODEL`` (``ANTHROPIC_BASE_URL``), ``llamacpp:/path/model.gguf``; other providers
 register under kind ``"llm"`` in :mod:`bargein.registry` (entry point group ``bargein.llm``)
-with a factory ``create(model, *, base_url, timeout_s, max_connections, structured,
-api_key_env, shard_size)``.
+with a factory ``create(model, *, base_url, timeout_s, max_retries, structured, api_key_env,
+client, context_tokens, max_connections, http, **more)`` (ignore what you do not use).
 
 Keys come from the environment only (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` or
 ``api_key_env``). Without a key the provider's own endpoint is refused with a ConfigError naming
 the variable; a custom ``base_url`` (a local server) is sent a placeholder key instead.
+
+Your own SDK client (Azure, custom headers, a proxy)::
+
+    from openai import AsyncAzureOpenAI
+    llm = get_llm("openai:my-deployment", client=lambda: AsyncAzureOpenAI(
+        azure_endpoint="https://….openai.azure.com", api_version="2024-10-21"))
+
+``client`` is an ``AsyncOpenAI``/``AsyncAnthropic`` instance or a zero-argument factory of one
+(a factory keeps a custom ``http_client`` on every event loop; see :mod:`bargein.llm.sdkclients`).
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from bargein.llm.cache import ResponseCache, default_cache_dir
 from bargein.llm.client import LLMClient
 from bargein.llm.ledger import CostLedger, PriceTable, ledger_for
 from bargein.llm.limits import Limits
+from bargein.llm.sdkclients import HTTP_CLIENTS
 
 __all__ = ["Completion", "CostLedger", "LLMClient", "PriceTable", "Provider", "Usage", "get_llm",
            "is_offline", "parse_spec"]
@@ -76,22 +86,35 @@ def get_llm(
     tpm: float | None = None,
     timeout_s: float = 120.0,
     max_retries: int = 4,
-    backoff_s: tuple[float, float] = (0.5, 30.0),
     structured: str = "auto",
     prices: dict[str, Any] | None = None,
     api_key_env: str | None = None,
     cache: bool = True,
     max_tokens: int = 1024,
-    shard_size: int = 8,
+    context_tokens: int | str | None = None,
+    client: Any = None,
+    max_tokens_field: str | None = None,
+    http: str = "auto",
 ) -> LLMClient:
     """An :class:`LLMClient` for ``spec``.
 
     The cache lives in ``cache_dir``, else ``<workdir>/llm_cache``, else
     ``$BARGEIN_CACHE_DIR/llm_cache``; the ledger in ``<workdir>/llm_ledger.json`` (else beside the
-    cache). ``budget_usd`` caps this client's priced spend. ``prices`` adds
-    ``{model: {"input": USD_PER_1M, "output": USD_PER_1M}}`` to the price table.
-    ``structured``: ``auto`` | ``schema`` (native JSON Schema) | ``json`` (JSON mode + prompt) |
-    ``prompt`` (instruction only) — for OpenAI-compatible servers without schema support.
+    cache). ``budget_usd`` caps this run's priced spend: each call reserves its upper-bound cost
+    before it is sent, so calls in flight together never pass the cap.
+    ``prices`` adds ``{model: {"input": USD_PER_1M, "output": USD_PER_1M}}`` to the price table.
+
+    Provider settings: ``timeout_s`` per request; ``max_retries`` the SDK's retries (429, 5xx,
+    timeouts; Retry-After honoured); ``concurrency`` calls in flight (and ``rpm``/``tpm``);
+    ``structured``: ``auto`` (the best mode the server accepts: ``json_schema`` → ``json_object``
+    → ``prompt`` for OpenAI-compatible servers, forced ``tool`` → ``prompt`` for Anthropic) or
+    one mode pinned (``schema``, ``json``, ``prompt``); ``max_tokens`` the default answer limit,
+    cut to the context window when it is known: ``context_tokens`` (an int, or ``"server"`` to
+    ask an OpenAI-compatible server once; a GGUF's own for ``llamacpp``); ``max_tokens_field``
+    (``max_tokens`` | ``max_completion_tokens``; by default chosen from the model name);
+    ``client`` the user's own SDK client or a factory of one; ``http`` which of the SDK's HTTP
+    clients bargein builds (``auto``: the SDK's aiohttp client where installed, else its httpx
+    default; see :func:`bargein.llm.sdkclients.http_client`).
     """
     if is_offline(spec):
         raise ConfigError(f"{spec!r} is not an LLM provider: check is_offline(spec) and use the "
@@ -105,10 +128,19 @@ def get_llm(
     _check("timeout_s", timeout_s, timeout_s > 0, "> 0 seconds")
     _check("max_retries", max_retries, isinstance(max_retries, int) and max_retries >= 0, "an integer >= 0")
     _check("max_tokens", max_tokens, isinstance(max_tokens, int) and max_tokens >= 1, "an integer >= 1")
+    _check("context_tokens", context_tokens, context_tokens is None or context_tokens == "server"
+           or (isinstance(context_tokens, int) and context_tokens >= 256), "an integer >= 256 or 'server'")
+    _check("http", http, http in HTTP_CLIENTS, f"one of {', '.join(HTTP_CLIENTS)}")
     concurrency = concurrency or DEFAULT_CONCURRENCY.get(name, 8)
-    provider = registry.create("llm", name, model=model, base_url=base_url, timeout_s=timeout_s,
-                               max_connections=concurrency, structured=structured,
-                               api_key_env=api_key_env, shard_size=shard_size)
+    options: dict[str, Any] = {"base_url": base_url, "timeout_s": timeout_s, "max_retries": max_retries,
+                               "structured": structured, "api_key_env": api_key_env,
+                               "context_tokens": context_tokens, "max_connections": concurrency,
+                               "http": http}
+    if client is not None:
+        options["client"] = client
+    if max_tokens_field is not None:
+        options["max_tokens_field"] = max_tokens_field
+    provider = registry.create("llm", name, model=model, **options)
     model_id = getattr(provider, "model_id", provider.model)
     table = PriceTable.load().with_overrides(prices, name)
     if budget_usd is not None and table.lookup(name, model_id) is None:
@@ -121,4 +153,5 @@ def get_llm(
     return LLMClient(provider, spec=f"{name}:{model}", ledger=ledger_for(ledger_path), prices=table,
                      budget_usd=budget_usd, limits=Limits(concurrency, rpm, tpm),
                      cache=ResponseCache(root) if cache else None,
-                     max_retries=max_retries, backoff_s=backoff_s, default_max_tokens=max_tokens)
+                     max_retries=max_retries, default_max_tokens=max_tokens,
+                     context_tokens=context_tokens)

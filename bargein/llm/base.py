@@ -9,12 +9,19 @@ Contract used by every agent in bargein::
 
 ``"offline"`` is not a provider: callers use their rule-based agent instead (``is_offline(spec)``).
 
-A provider implements one verb, ``complete``, and declares capability flags. It raises
-:class:`TransientError` for what is worth retrying (429, 5xx, timeouts, dropped connections,
-malformed bodies) and :class:`ProviderRequestError` for what is not (a bad request);
-retries, limits, caching and accounting are the client's job (:mod:`bargein.llm.client`).
-"""
+A provider implements one verb, ``complete``, and declares capability flags. HTTP retries
+(429, 5xx, timeouts, dropped connections, honouring Retry-After) are the SDK's own
+(``max_retries``); what reaches bargein is final. A provider raises :class:`TransientError`
+when the request could not be completed (retries exhausted, or a reply body that is not JSON —
+:class:`MalformedResponse`, resent by the client), :class:`ProviderRequestError` for what the
+server rejected (a bad request), and :class:`FormatRejected` when a server refuses the
+structured-output format asked for (the client falls back to the next mode). Anything else —
+a ``KeyError`` or ``TypeError`` in a provider — is a bug and propagates unchanged.
 
+A provider with several structured-output modes lists them, best first, in ``structured_modes``
+and takes ``mode=`` and ``probe=`` in ``complete``; :mod:`bargein.llm.modes` remembers, per
+server, which one works.
+"""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -25,6 +32,13 @@ from typing import Any, Protocol, runtime_checkable
 JSON_SCHEMA = "json_schema"      # native structured output from a JSON Schema
 JSON_MODE = "json_mode"          # "some JSON object" mode; the schema goes in the prompt
 SEED = "seed"                    # honours a sampling seed
+
+# structured-output modes (what a request carries); NATIVE ones need no schema in the prompt
+MODE_SCHEMA = "json_schema"      # OpenAI response_format json_schema (strict where possible)
+MODE_TOOL = "tool"               # Anthropic: a forced tool whose input_schema is the schema
+MODE_JSON = "json_object"        # JSON mode; the schema goes in the prompt
+MODE_PROMPT = "prompt"           # the schema in the prompt only
+NATIVE_MODES = frozenset({MODE_SCHEMA, MODE_TOOL})
 
 
 @dataclass(frozen=True)
@@ -81,12 +95,28 @@ class TransientError(Exception):
         self.kind = kind
 
 
+class MalformedResponse(TransientError):
+    """The server answered 200 with a body that is not JSON (a cut connection, a broken proxy)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, kind="malformed")
+
+
 class ProviderRequestError(Exception):
     """The provider rejected the request itself (4xx other than 408/409/429); not retried."""
 
     def __init__(self, message: str, *, status: int | None = None):
         super().__init__(message)
         self.status = status
+
+
+class FormatRejected(ProviderRequestError):
+    """The server refused the structured-output ``mode`` of the request (e.g. llama.cpp's
+    server answers ``json_schema`` with HTTP 500): the client tries the next mode."""
+
+    def __init__(self, message: str, *, mode: str, status: int | None = None):
+        super().__init__(message, status=status)
+        self.mode = mode
 
 
 def normalize_messages(messages: Iterable[Any]) -> list[dict[str, str]]:

@@ -1,43 +1,60 @@
-"""``LLMClient``: one provider plus everything around a call — cache, limits, retries, ledger,
-budget, structured output with re-asks.
+"""``LLMClient``: one provider plus everything around a call — cache, budget, limits, the
+structured-output mode, re-asks, the ledger.
 
-    complete(messages) ──► cache hit? ──yes──► Completion(cached=True)          (no HTTP, no cost)
+    complete(messages) ──► structured mode for this server (probe once, fall back if refused)
+                               ▼
+                       cache hit? ──yes──► Completion(cached=True)          (no HTTP, no cost)
                                │ no
                                ▼
-                  budget reached? ──yes──► BudgetExceeded (calls in flight finish)
-                               │ no
+         budget: reserve the call's upper-bound cost ──does not fit, nothing in flight──► BudgetExceeded
                                ▼
-       ┌─► semaphore ─► RPM/TPM buckets ─► provider.complete ─► ledger, cache ─► Completion
-       └── TransientError (429/5xx/timeout/connection/malformed): wait Retry-After or
-           jittered backoff; after max_retries ─► GenerationFailed(evidence)
+         semaphore ─► RPM/TPM buckets ─► provider (SDK: its own retries, Retry-After) ─► Completion
+                               ▼
+         ledger (real cost) ─► release the reservation ─► cache
 
-Jitter only changes *when* a request is sent, never what is sent or what is kept, so outputs
-stay deterministic. API keys never leave the provider: messages and evidence are scrubbed.
+    structured(messages, Schema): complete ─► parse ─► valid? done : re-ask with the errors
+
+HTTP retries (429, 5xx, timeouts, dropped connections) are the SDK's; this client resends only
+a reply body that is not JSON (which the SDK does not retry), and re-asks answers that do not
+validate. A provider's own bug (``KeyError``, ``TypeError`` …) is never retried. API keys never
+leave the provider: messages and evidence are scrubbed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import random
 import weakref
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from bargein.errors import BargeinError, GenerationFailed
 from bargein.llm import structured as S
 from bargein.llm.base import (
-    JSON_SCHEMA, SEED, Completion, Provider, ProviderRequestError, TransientError, Usage,
+    JSON_MODE, JSON_SCHEMA, MODE_JSON, MODE_PROMPT, MODE_SCHEMA, NATIVE_MODES, SEED, Completion,
+    FormatRejected, MalformedResponse, Provider, ProviderRequestError, TransientError, Usage,
     normalize_messages,
 )
 from bargein.llm.cache import ResponseCache, cache_key
 from bargein.llm.ledger import CostLedger, PriceTable
 from bargein.llm.limits import Limits
+from bargein.llm.modes import MODES
+from bargein.llm.schemas import schema_bytes
 
 log = logging.getLogger("bargein.llm")
 M = TypeVar("M", bound=BaseModel)
+
+# what a request may cost beyond its text: per-message framing and, for Anthropic's forced tool,
+# the tool-use system prompt (a few hundred tokens); generous, so the bound stays a bound
+REQUEST_OVERHEAD_TOKENS = 600
+MESSAGE_OVERHEAD_TOKENS = 8
+# a failed answer longer than this is not sent back in a re-ask (its errors are)
+REASK_QUOTE_TOKENS = 400
+CONTEXT_MARGIN_TOKENS = 32
+MIN_ANSWER_TOKENS = 64
+RESEED = 7919            # re-ask k of sample s asks the server for seed s + k * RESEED
 
 
 def estimate_tokens(text: str) -> int:
@@ -45,18 +62,23 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+def prompt_tokens_bound(messages: list[dict[str, str]], json_schema: dict[str, Any] | None) -> int:
+    """An upper bound on a request's prompt tokens: every BPE token is at least one byte."""
+    return (sum(len(m["content"].encode("utf-8")) + MESSAGE_OVERHEAD_TOKENS for m in messages)
+            + schema_bytes(json_schema) + REQUEST_OVERHEAD_TOKENS)
+
+
 def _usage_dict(u: Usage) -> dict[str, int]:
     return {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens}
 
 
 class LLMClient:
-    """Async LLM calls with caching, limits, retries, cost accounting and a budget cap."""
+    """Async LLM calls with caching, limits, a budget cap, structured modes and re-asks."""
 
     def __init__(self, provider: Provider, *, spec: str, ledger: CostLedger, limits: Limits,
                  prices: PriceTable, budget_usd: float | None = None,
                  cache: ResponseCache | None = None, max_retries: int = 4,
-                 backoff_s: tuple[float, float] = (0.5, 30.0), max_wait_s: float = 300.0,
-                 default_max_tokens: int = 1024):
+                 default_max_tokens: int = 1024, context_tokens: int | str | None = None):
         self.provider = provider
         self.spec = spec
         self.ledger = ledger
@@ -69,13 +91,15 @@ class LLMClient:
         self.limits = limits
         self.cache = cache
         self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_wait_s = max_wait_s
         self.default_max_tokens = default_max_tokens
-        self._jitter = random.Random()          # timing only; never touches outputs or global RNG
+        self._context_setting = context_tokens
+        self._context: int | None = (context_tokens if isinstance(context_tokens, int)
+                                     else getattr(provider, "context_tokens", None))
+        self._context_asked = context_tokens != "server"
         self._secrets = tuple(s for s in getattr(provider, "_secrets", ()) if s and len(s) >= 4)
         self._schemas: dict[type, dict[str, Any]] = {}
-        self.requests_sent = 0                  # HTTP attempts made by this client
+        self._modal = hasattr(provider, "structured_modes")
+        self.requests_sent = 0                  # requests handed to the provider (SDK retries aside)
         weakref.finalize(self, ledger.flush, False)     # no waiting in a finalizer; atexit waits
 
     def __repr__(self) -> str:
@@ -84,6 +108,11 @@ class LLMClient:
     @property
     def model_id(self) -> str:
         return getattr(self.provider, "model_id", self.provider.model)
+
+    @property
+    def budget_stopped(self) -> bool:
+        """Whether a call was refused this run because the budget could not cover it."""
+        return self.ledger.budget_stopped
 
     # ---- secrets --------------------------------------------------------------------------
     def scrub(self, obj: Any) -> Any:
@@ -98,96 +127,209 @@ class LLMClient:
             return [self.scrub(v) for v in obj]
         return obj
 
+    # ---- structured modes -----------------------------------------------------------------
+    @property
+    def structured_modes(self) -> tuple[str, ...]:
+        if self._modal:
+            return tuple(self.provider.structured_modes)
+        caps = self.provider.capabilities
+        return (MODE_SCHEMA,) if JSON_SCHEMA in caps else (MODE_JSON,) if JSON_MODE in caps else (MODE_PROMPT,)
+
+    @property
+    def _server(self) -> tuple[str, str]:
+        return getattr(self.provider, "server_key", (self.provider.name, ""))
+
+    async def context_tokens(self) -> int | None:
+        """The model's context window: the ``context_tokens`` setting, the provider's own
+        (a GGUF's n_ctx), or with ``context_tokens="server"`` what the server reports."""
+        if not self._context_asked:
+            self._context_asked = True
+            ask = getattr(self.provider, "context_window", None)
+            if ask is not None:
+                self._context = await ask()
+                log.info("%s: context window %s tokens (from the server)", self.spec, self._context)
+        return self._context
+
     # ---- one call -------------------------------------------------------------------------
     async def complete(self, messages: Iterable[Any], *, agent: str, sample: int = 0,
                        temperature: float | None = None, max_tokens: int | None = None,
-                       json_schema: dict[str, Any] | None = None) -> Completion:
-        """One answer. ``sample`` tells repeated samples apart (cache key and provider seed)."""
+                       json_schema: dict[str, Any] | None = None, schema_name: str = "output",
+                       reask: int = 0) -> Completion:
+        """One answer. ``sample`` tells repeated samples apart (cache key and provider seed);
+        ``reask`` is the re-ask number (a new seed, so a re-ask is a new draw). With
+        ``json_schema`` the answer is asked for in this server's best structured mode."""
         msgs = normalize_messages(messages)
         max_tokens = max_tokens or self.default_max_tokens
-        seed = sample if SEED in self.provider.capabilities else None
+        if json_schema is None:
+            return await self._once(msgs, agent=agent, sample=sample, temperature=temperature,
+                                    max_tokens=max_tokens, json_schema=None, mode=None,
+                                    schema_name=schema_name, reask=reask, probe=False)
+        modes, server = self.structured_modes, self._server
+        while True:
+            mode, confirmed = MODES.current(server, modes)
+            if confirmed:
+                return await self._once(msgs, agent=agent, sample=sample, temperature=temperature,
+                                        max_tokens=max_tokens, json_schema=json_schema, mode=mode,
+                                        schema_name=schema_name, reask=reask, probe=False)
+            async with MODES.probe_lock(server):      # one probe at a time per server
+                mode, confirmed = MODES.current(server, modes)
+                if confirmed:
+                    continue
+                return await self._probe(msgs, modes, mode, agent=agent, sample=sample,
+                                         temperature=temperature, max_tokens=max_tokens,
+                                         json_schema=json_schema, schema_name=schema_name, reask=reask)
+
+    async def _probe(self, msgs, modes, start, **kw) -> Completion:
+        """Find the best mode from ``start`` down that this server accepts, and remember it.
+
+        Each mode is tried without retries (twice if it fails with a 5xx, which may pass); the
+        first that answers is kept. A mode that fails with a status servers use to refuse a format
+        (400, 404, 422, 500 …) moves on to the next. When the plainest mode fails as well, the server is failing, not refusing a format:
+        the request goes the usual way (SDK retries) in ``start``, and nothing is remembered but
+        success. A rate limit or timeout during the probe likewise ends it (after Retry-After).
+        """
+        refused: list[str] = []
+        tries = [m for m in modes[modes.index(start):] for _ in range(2)]
+        n = 0
+        while n < len(tries):
+            mode = tries[n]
+            try:
+                comp = await self._once(msgs, mode=mode, probe=True, **kw)
+            except FormatRejected as e:
+                refused.append(self.scrub(str(e)))
+                log.info("%s", refused[-1])
+                # a 5xx may be passing: the same mode gets a second try; a 4xx is an answer
+                n += 1 if (e.status or 0) >= 500 and n % 2 == 0 else 2 - n % 2
+                continue
+            except (TransientError, ProviderRequestError) as e:
+                refused.append(self.scrub(str(e)))
+                wait = getattr(e, "retry_after_s", None)
+                if wait:
+                    await asyncio.sleep(wait)
+                break
+            if not comp.cached:                    # a cached answer proves nothing about the server
+                MODES.worked(self._server, modes, mode)
+            return comp
+        try:
+            comp = await self._once(msgs, mode=start, probe=False, **kw)
+        except GenerationFailed as e:
+            if isinstance(e.evidence, dict):
+                e.evidence.setdefault("probes", refused)
+            raise
+        if not comp.cached:
+            MODES.worked(self._server, modes, start)
+        return comp
+
+    def _request_messages(self, msgs, json_schema, mode, schema_name):
+        if json_schema is None or mode in NATIVE_MODES:
+            return msgs
+        return S.with_instruction(msgs, S.instruction(schema_name, json_schema))
+
+    async def _fit(self, msgs: list[dict[str, str]], max_tokens: int, agent: str) -> int:
+        """``max_tokens`` cut to what the context window leaves after the prompt."""
+        ctx = await self.context_tokens()
+        if ctx is None:
+            return max_tokens
+        prompt = estimate_tokens("".join(m["content"] for m in msgs)) + MESSAGE_OVERHEAD_TOKENS * len(msgs)
+        room = ctx - prompt - CONTEXT_MARGIN_TOKENS
+        if room < min(MIN_ANSWER_TOKENS, max_tokens):
+            raise GenerationFailed(
+                f"{self.spec} ({agent}): the prompt (~{prompt} tokens) leaves no room for an answer in "
+                f"the model's context window of {ctx} tokens. Fix: a model or server with a larger "
+                "context (context_tokens), or a shorter input.",
+                evidence={"agent": agent, "provider": self.provider.name, "model": self.model_id,
+                          "prompt_tokens_estimate": prompt, "context_tokens": ctx})
+        return min(max_tokens, room)
+
+    async def _once(self, msgs, *, agent, sample, temperature, max_tokens, json_schema, mode,
+                    schema_name, reask, probe) -> Completion:
+        req = self._request_messages(msgs, json_schema, mode, schema_name)
+        max_tokens = await self._fit(req, max_tokens, agent)
+        seed = sample + reask * RESEED if SEED in self.provider.capabilities else None
         params = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed,
-                  "capabilities": sorted(self.provider.capabilities)}
-        key = cache_key(provider=self.provider.name, model=self.model_id, messages=msgs,
-                        params=params, json_schema=json_schema, sample=sample)
+                  "mode": mode if json_schema is not None else None}
+        key = cache_key(provider=self.provider.name, model=self.model_id, messages=req,
+                        params=params, json_schema=json_schema if mode in NATIVE_MODES else None,
+                        sample=sample)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 self.ledger.record(self.provider.name, self.model_id, agent, hit.usage,
                                    cost_usd=0.0, cached=True)
                 return hit
-        self.ledger.check_budget(self.budget_usd)
-        comp = await self._call(msgs, agent=agent, temperature=temperature, max_tokens=max_tokens,
-                                json_schema=json_schema, seed=seed)
-        cost = None if self.price is None else self.price.cost(comp.usage.input_tokens,
-                                                               comp.usage.output_tokens)
-        self.ledger.record(self.provider.name, self.model_id, agent, comp.usage, cost_usd=cost,
-                           cached=False)
+        send_schema = json_schema if mode in NATIVE_MODES or mode == MODE_JSON else None
+        bound = None
+        if self.budget_usd is not None and self.price is not None:
+            bound = self.price.cost(prompt_tokens_bound(req, send_schema), max_tokens)
+            await self.ledger.reserve(bound, self.budget_usd, f" of {agent}")
+        try:
+            comp = await self._send(req, agent=agent, temperature=temperature, max_tokens=max_tokens,
+                                    json_schema=send_schema, seed=seed, mode=mode, probe=probe)
+            cost = None if self.price is None else self.price.cost(comp.usage.input_tokens,
+                                                                   comp.usage.output_tokens)
+            self.ledger.record(self.provider.name, self.model_id, agent, comp.usage, cost_usd=cost,
+                               cached=False)
+        finally:
+            if bound is not None:
+                self.ledger.release(bound)
         if self.cache is not None:
             self.cache.put(key, comp)
         return comp
 
-    def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        ra = getattr(exc, "retry_after_s", None)
-        if ra is not None:
-            return min(ra, self.max_wait_s) * (1.0 + 0.1 * self._jitter.random())
-        first, cap = self.backoff_s
-        return min(cap, first * 2 ** (state.attempt_number - 1)) * (0.5 + 0.5 * self._jitter.random())
-
-    async def _call(self, msgs: list[dict[str, str]], *, agent: str, temperature: float | None,
-                    max_tokens: int, json_schema: dict[str, Any] | None, seed: int | None) -> Completion:
-        est = estimate_tokens("".join(m["content"] for m in msgs)) + max_tokens
+    async def _send(self, req, *, agent, temperature, max_tokens, json_schema, seed, mode,
+                    probe) -> Completion:
+        """The provider's answer; a body that is not JSON is resent (up to ``max_retries``).
+        Errors become :class:`GenerationFailed` with evidence, except during a probe."""
+        est = estimate_tokens("".join(m["content"] for m in req)) + max_tokens
         errors: list[str] = []
-
-        def note(state: RetryCallState) -> None:
-            exc = state.outcome.exception()
-            errors.append(self.scrub(str(exc)))
-            log.info("%s (%s): %s; retry %d/%d", self.spec, agent, self.scrub(str(exc)),
-                     state.attempt_number, self.max_retries)
-
-        retrying = AsyncRetrying(stop=stop_after_attempt(self.max_retries + 1), wait=self._wait,
-                                 retry=retry_if_exception_type(TransientError), reraise=True,
-                                 before_sleep=note)
+        extra = {"mode": mode, "probe": probe} if self._modal else {}
+        evidence = {"agent": agent, "provider": self.provider.name, "model": self.model_id}
         try:
-            async for attempt in retrying:
-                with attempt:
+            for _ in range(self.max_retries + 1):
+                try:
                     async with self.limits.semaphore():
                         await self.limits.admit(est)
                         self.requests_sent += 1
                         comp = await self.provider.complete(
-                            msgs, temperature=temperature, max_tokens=max_tokens,
-                            json_schema=json_schema, seed=seed)
-                    self.limits.settle(est, comp.usage.input_tokens + comp.usage.output_tokens)
-                    return comp
-        except TransientError as exc:
-            errors.append(self.scrub(str(exc)))
+                            req, temperature=temperature, max_tokens=max_tokens,
+                            json_schema=json_schema, seed=seed, **extra)
+                except MalformedResponse as exc:
+                    errors.append(self.scrub(str(exc)))
+                    log.info("%s (%s): %s; sending again", self.spec, agent, errors[-1])
+                    continue
+                self.limits.settle(est, comp.usage.input_tokens + comp.usage.output_tokens)
+                return comp
             raise GenerationFailed(
-                f"{self.spec} ({agent}): gave up after {len(errors)} attempts: {errors[-1]}",
-                evidence={"agent": agent, "provider": self.provider.name, "model": self.model_id,
-                          "attempts": len(errors), "errors": errors}) from None
-        except ProviderRequestError as exc:
-            raise GenerationFailed(self.scrub(f"{self.spec} ({agent}): request rejected: {exc}"),
-                                   evidence={"agent": agent, "provider": self.provider.name,
-                                             "model": self.model_id, "errors": errors + [self.scrub(str(exc))]}) from None
-        except BargeinError as exc:
-            exc.args = tuple(self.scrub(a) for a in exc.args)
+                f"{self.spec} ({agent}): gave up after {len(errors)} unreadable replies: {errors[-1]}",
+                evidence={**evidence, "attempts": len(errors), "errors": errors})
+        except (FormatRejected, BargeinError) as exc:
+            if isinstance(exc, BargeinError):
+                exc.args = tuple(self.scrub(a) for a in exc.args)
             raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        except TransientError as exc:
+            if probe:                                  # the probe decides what it means
+                raise
+            errors.append(self.scrub(str(exc)))
+            raise GenerationFailed(f"{self.spec} ({agent}): {errors[-1]}",
+                                   evidence={**evidence, "attempts": len(errors), "errors": errors}) from None
+        except ProviderRequestError as exc:
+            if probe:
+                raise
+            raise GenerationFailed(self.scrub(f"{self.spec} ({agent}): request rejected: {exc}"),
+                                   evidence={**evidence, "errors": errors + [self.scrub(str(exc))]}) from None
 
     # ---- structured -----------------------------------------------------------------------
     async def structured(self, messages: Iterable[Any], schema: type[M], *, agent: str,
                          sample: int = 0, max_reasks: int = 2, temperature: float | None = None,
                          max_tokens: int | None = None) -> M:
         """A validated ``schema`` instance. A JSON or validation failure is re-asked with the
-        errors appended (at most ``max_reasks`` times); then :class:`GenerationFailed` with every
-        attempt's raw text, errors and usage as evidence."""
+        errors (and the failed answer when it is short) at most ``max_reasks`` times, each with
+        a new sampling seed; then :class:`GenerationFailed` with every attempt's raw text,
+        errors and usage as evidence."""
         js = self._schemas.get(schema)
         if js is None:
             js = self._schemas[schema] = S.schema_of(schema)
         msgs = normalize_messages(messages)
-        if JSON_SCHEMA not in self.provider.capabilities:
-            msgs = S.with_instruction(msgs, S.instruction(schema, js))
         attempts: list[dict[str, Any]] = []
         total = Usage()
 
@@ -196,10 +338,11 @@ class LLMClient:
                     "model": self.model_id, "sample": sample, "attempts": attempts,
                     "usage": _usage_dict(total)}
 
-        for _ in range(max_reasks + 1):
+        for k in range(max_reasks + 1):
             try:
                 comp = await self.complete(msgs, agent=agent, sample=sample, temperature=temperature,
-                                           max_tokens=max_tokens, json_schema=js)
+                                           max_tokens=max_tokens, json_schema=js,
+                                           schema_name=schema.__name__, reask=k)
             except GenerationFailed as e:
                 attempts.append({"error": str(e), "details": e.evidence})
                 raise GenerationFailed(str(e), evidence=evidence()) from None
@@ -210,8 +353,7 @@ class LLMClient:
                 # no "cached" flag here: a re-run from the cache must fail with the same evidence
                 attempts.append({"raw": comp.text, "errors": e.errors, "finish_reason": comp.finish_reason,
                                  "usage": _usage_dict(comp.usage)})
-                msgs = msgs + [{"role": "assistant", "content": comp.text},
-                               {"role": "user", "content": S.reask(e.errors)}]
+                msgs = msgs + S.reask_messages(comp, e.errors, quote_tokens=REASK_QUOTE_TOKENS)
         raise GenerationFailed(
             f"{agent}: no valid {schema.__name__} from {self.spec} after {len(attempts)} attempts; "
             f"last errors: {'; '.join(attempts[-1]['errors'])[:300]}", evidence=evidence())

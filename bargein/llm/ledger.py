@@ -8,6 +8,7 @@ cap look at this run only.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -129,6 +130,9 @@ class CostLedger:
         self._session: dict[tuple[str, str, str], _Entry] = {}
         self._previous: dict[tuple[str, str, str], _Entry] = {}
         self._spent = 0.0
+        self._reserved = 0.0                        # upper-bound cost of the calls in flight
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self.budget_stopped = False                 # a call was refused for the budget this run
         self._unpriced_calls = 0
         self._last_save = 0.0
         self._dirty = False
@@ -151,14 +155,45 @@ class CostLedger:
                               "a new one is started on the next call.") from e
 
     # ---- recording ------------------------------------------------------------------------
-    def check_budget(self, budget_usd: float | None) -> None:
-        """Raise :class:`BudgetExceeded` when this run's priced spend has reached ``budget_usd``."""
-        if budget_usd is not None and self._spent >= budget_usd:
-            raise BudgetExceeded(
-                f"LLM budget of ${budget_usd:.4f} reached: ${self._spent:.4f} spent in this run "
-                f"({self.calls} calls). No new calls are started; cached answers stay free. "
-                "Fix: raise the budget and re-run to continue from where it stopped.",
-                evidence=self.summary())
+    async def reserve(self, amount_usd: float, budget_usd: float, what: str = "") -> None:
+        """Set ``amount_usd`` (a call's upper-bound cost) aside before the call is sent.
+
+        While it does not fit beside this run's spend and the other calls in flight, wait for
+        those to settle (their real cost is usually far below their bound); when nothing is in
+        flight and it still does not fit, raise :class:`BudgetExceeded`. So the calls in flight
+        can never together spend more than ``budget_usd``. Pair with :meth:`release`.
+        """
+        while True:
+            with self._lock:
+                if self._spent + self._reserved + amount_usd <= budget_usd:
+                    self._reserved += amount_usd
+                    return
+                if self._reserved <= 1e-15:
+                    self.budget_stopped = True
+                    left = max(0.0, budget_usd - self._spent)
+                    raise BudgetExceeded(
+                        f"LLM budget of ${budget_usd:.4f} reached: ${self._spent:.4f} spent in this run "
+                        f"({self.calls} calls); the next call{what} could cost up to ${amount_usd:.4f}, "
+                        f"more than the ${left:.4f} left. No new calls are started; cached answers stay "
+                        "free. Fix: raise the budget and re-run to continue from where it stopped.",
+                        evidence=self.summary_unlocked())
+                fut = asyncio.get_running_loop().create_future()
+                self._waiters.append((asyncio.get_running_loop(), fut))
+            await fut
+
+    def release(self, amount_usd: float) -> None:
+        """Give back a reservation (after :meth:`record` has booked the call's real cost)."""
+        with self._lock:
+            self._reserved = max(0.0, self._reserved - amount_usd)
+            waiters, self._waiters = self._waiters, []
+        for loop, fut in waiters:
+            if loop.is_closed():
+                continue
+            loop.call_soon_threadsafe(lambda f=fut: f.done() or f.set_result(None))
+
+    @property
+    def reserved_usd(self) -> float:
+        return self._reserved
 
     def record(self, provider: str, model: str, agent: str, usage: Usage, *,
                cost_usd: float | None, cached: bool) -> None:
@@ -235,11 +270,15 @@ class CostLedger:
         ``cost_usd`` of an entry is ``"unpriced"`` if any of its calls was; totals add the
         priced ones and count the unpriced calls separately."""
         with self._lock:
-            merged = {k: _Entry(**vars(v)) for k, v in self._previous.items()}
-            for k, v in self._session.items():
-                merged.setdefault(k, _Entry()).add(v)
-            rows, session_rows = self._rows(merged), self._rows(self._session)
-            tables = sorted(self.price_tables)
+            return self.summary_unlocked()
+
+    def summary_unlocked(self) -> dict[str, Any]:
+        """:meth:`summary` for a caller that holds the ledger's lock."""
+        merged = {k: _Entry(**vars(v)) for k, v in self._previous.items()}
+        for k, v in self._session.items():
+            merged.setdefault(k, _Entry()).add(v)
+        rows, session_rows = self._rows(merged), self._rows(self._session)
+        tables = sorted(self.price_tables)
         return {"price_tables": [{"version": v, "date": d} for v, d in tables],
                 "entries": rows, "total": self._totals(rows), "this_run": self._totals(session_rows)}
 

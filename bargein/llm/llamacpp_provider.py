@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from bargein.errors import ConfigError, missing_extra
-from bargein.llm.base import JSON_SCHEMA, SEED, Completion, ProviderRequestError, Usage
+from bargein.llm.base import MODE_PROMPT, MODE_SCHEMA, SEED, Completion, ProviderRequestError, Usage
+
+DEFAULT_N_CTX = 4096
 
 
 class LlamaCppProvider:
     name = "llamacpp"
 
-    def __init__(self, model: str, *, n_ctx: int = 4096, n_threads: int | None = None,
+    def __init__(self, model: str, *, context_tokens: int | str | None = None, n_threads: int | None = None,
                  structured: str = "auto", **_ignored: Any):
         try:
             import llama_cpp  # noqa: F401
@@ -32,9 +34,15 @@ class LlamaCppProvider:
                               "Fix: give the path of a .gguf model, e.g. llamacpp:/models/qwen.gguf")
         self.model = str(path)
         self.model_id = path.name          # what the cache and the ledger key on
-        self.n_ctx = n_ctx
+        if structured not in ("auto", "schema", "json_schema", "prompt"):
+            raise ConfigError(f"llamacpp: structured={structured!r}; valid: auto, schema, prompt")
+        self.n_ctx = context_tokens if isinstance(context_tokens, int) else DEFAULT_N_CTX
+        self.context_tokens = self.n_ctx          # the client sizes max_tokens to it
         self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
-        self.capabilities = frozenset({SEED} if structured == "prompt" else {JSON_SCHEMA, SEED})
+        self.capabilities = frozenset({SEED})
+        # a JSON-schema grammar constrains decoding; "prompt" leaves the model free
+        self.structured_modes = (MODE_PROMPT,) if structured == "prompt" else (MODE_SCHEMA,)
+        self.server_key = (self.name, self.model)
         self._llm: Any = None
         self._lock = threading.Lock()
 
@@ -58,13 +66,13 @@ class LlamaCppProvider:
 
     async def complete(self, messages: list[dict[str, str]], *, temperature: float | None,
                        max_tokens: int, json_schema: dict[str, Any] | None = None,
-                       seed: int | None = None) -> Completion:
+                       seed: int | None = None, mode: str | None = None, probe: bool = False) -> Completion:
         kwargs: dict[str, Any] = {"max_tokens": max_tokens}
         if temperature is not None:
             kwargs["temperature"] = temperature
         if seed is not None:
             kwargs["seed"] = seed
-        if json_schema is not None and JSON_SCHEMA in self.capabilities:
+        if json_schema is not None and (mode or self.structured_modes[0]) == MODE_SCHEMA:
             kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
         data = await asyncio.to_thread(self._complete_sync, messages, kwargs)
         choice = data["choices"][0]

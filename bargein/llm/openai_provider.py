@@ -1,9 +1,17 @@
 """``openai:MODEL`` — OpenAI, or any OpenAI-compatible server (vLLM, Ollama, llama.cpp server,
-LM Studio) by ``base_url``, through the official ``openai`` SDK (``AsyncOpenAI``).
+LM Studio) by ``base_url``, through the official ``openai`` SDK: ``chat.completions.create``.
 
-Structured output: ``response_format`` ``json_schema`` (capability ``json_schema``, default),
-``json_object`` (``structured="json"``) or a prompt instruction only (``structured="prompt"``).
-The SDK's own retries are off: :mod:`bargein.llm.client` owns the one retry policy.
+Structured output, best first (``structured="auto"``; a single mode pins it)::
+
+    json_schema   response_format {"type": "json_schema", "json_schema": {..., "strict": true}}
+                  (strict when the schema has a strict form, see bargein.llm.schemas)
+    json_object   response_format {"type": "json_object"}; the schema goes in the prompt
+    prompt        the schema in the prompt only
+
+A server that refuses a mode moves the chain down for that server (bargein.llm.modes).
+Retries are the SDK's (``max_retries``, honouring Retry-After). The token limit goes in
+``max_completion_tokens`` for models that require it (o-series, gpt-5) and in ``max_tokens``
+otherwise, whatever the base URL; ``max_tokens_field`` overrides that choice.
 """
 
 from __future__ import annotations
@@ -13,14 +21,22 @@ import re
 from typing import Any
 
 from bargein.errors import ConfigError
-from bargein.llm.base import JSON_MODE, JSON_SCHEMA, SEED, Completion, Usage
-from bargein.llm.sdkpool import ClientPool, post_json
+from bargein.llm.base import (
+    MODE_JSON, MODE_PROMPT, MODE_SCHEMA, SEED, Completion, MalformedResponse, ProviderRequestError,
+    TransientError, Usage,
+)
+from bargein.llm.schemas import schema_name, strict_variant
+from bargein.llm.sdkclients import LoopClients, http_client, send
 
 KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 LOCAL_PLACEHOLDER_KEY = "sk-no-key-required"
-STRUCTURED_MODES = {"auto": {JSON_SCHEMA, SEED}, "schema": {JSON_SCHEMA, SEED},
-                    "json": {JSON_MODE, SEED}, "prompt": {SEED}}
+STRUCTURED = {"auto": (MODE_SCHEMA, MODE_JSON, MODE_PROMPT), "schema": (MODE_SCHEMA,),
+              "json_schema": (MODE_SCHEMA,), "json": (MODE_JSON,), "json_object": (MODE_JSON,),
+              "prompt": (MODE_PROMPT,)}
+# models that take only max_completion_tokens (reasoning models)
+_COMPLETION_TOKENS_MODELS = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
+MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
 
 
 def resolve_key(key_env: str, base_url: str | None, spec: str) -> str:
@@ -36,80 +52,125 @@ def resolve_key(key_env: str, base_url: str | None, spec: str) -> str:
                       "For a local OpenAI-compatible server, pass base_url or set the *_BASE_URL variable.")
 
 
-def structured_caps(structured: str) -> frozenset[str]:
-    if structured not in STRUCTURED_MODES:
-        raise ConfigError(f"structured={structured!r}; valid: {', '.join(STRUCTURED_MODES)}")
-    return frozenset(STRUCTURED_MODES[structured])
+def structured_modes(structured: str, table: dict[str, tuple[str, ...]], spec: str) -> tuple[str, ...]:
+    if structured not in table:
+        raise ConfigError(f"{spec}: structured={structured!r}; valid: {', '.join(table)}")
+    return table[structured]
 
 
-def schema_name(schema: dict[str, Any]) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "output"))[:64] or "output"
+def token_limit_field(model: str, override: str | None = None) -> str:
+    """Which request field carries the token limit for ``model``."""
+    if override is not None:
+        if override not in MAX_TOKENS_FIELDS:
+            raise ConfigError(f"max_tokens_field={override!r}; valid: {', '.join(MAX_TOKENS_FIELDS)}")
+        return override
+    # the deployment name behind a proxy may hide the model: strip a "provider/" prefix
+    return "max_completion_tokens" if _COMPLETION_TOKENS_MODELS.match(model.rsplit("/", 1)[-1]) \
+        else "max_tokens"
 
 
 class OpenAIProvider:
     name = "openai"
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 120.0,
-                 max_connections: int = 16, structured: str = "auto", api_key_env: str | None = None,
-                 shard_size: int = 8):
+                 max_retries: int = 4, structured: str = "auto", api_key_env: str | None = None,
+                 client: Any = None, max_connections: int = 8, http: str = "auto",
+                 max_tokens_field: str | None = None, context_tokens: int | str | None = None,
+                 **_ignored: Any):
         import openai
 
+        spec = f"openai:{model}"
         self.model = model
-        self.base_url = base_url or os.environ.get(BASE_URL_ENV) or None
         self.key_env = api_key_env or KEY_ENV
-        self.capabilities = structured_caps(structured)
+        self.structured_modes = structured_modes(structured, STRUCTURED, spec)
+        self.capabilities = frozenset({SEED})
+        self.context_tokens = context_tokens
+        self._field = token_limit_field(model, max_tokens_field)
         self._sdk = openai
-        key = resolve_key(self.key_env, self.base_url, f"openai:{model}")
-        self._secrets = (key,)
-        # the official API takes max_completion_tokens; compatible servers take max_tokens
-        self._max_tokens_field = "max_tokens" if self.base_url else "max_completion_tokens"
+        if client is not None:
+            inst = client if hasattr(client, "copy") else None
+            self.base_url = str(inst.base_url) if inst is not None else base_url or "client-factory"
+            self._secrets: tuple[str, ...] = tuple(
+                s for s in (getattr(inst, "api_key", None),) if isinstance(s, str))
+            make = None
+        else:
+            self.base_url = base_url or os.environ.get(BASE_URL_ENV) or None
+            key = resolve_key(self.key_env, self.base_url, spec)
+            self._secrets = (key,)
 
-        def make(http_client: Any) -> Any:
-            return openai.AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0,
-                                      http_client=http_client)
-
-        self._pool = ClientPool(make, max_connections=max_connections, timeout_s=timeout_s,
-                                shard_size=shard_size)
+            def make() -> Any:
+                return openai.AsyncOpenAI(api_key=key, base_url=self.base_url, timeout=timeout_s,
+                                          max_retries=max_retries,
+                                          http_client=http_client(openai, max_connections, timeout_s, http))
+        self.server_key = (self.name, self.base_url or "")
+        self._clients = LoopClients(make, sdk=openai, user=client, what=spec)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
 
-    def body(self, messages: list[dict[str, str]], *, temperature: float | None, max_tokens: int,
-             json_schema: dict[str, Any] | None, seed: int | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": messages,
-                                self._max_tokens_field: max_tokens}
+    def request(self, messages: list[dict[str, str]], *, temperature: float | None, max_tokens: int,
+                json_schema: dict[str, Any] | None, seed: int | None, mode: str | None) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create``."""
+        kw: dict[str, Any] = {"model": self.model, "messages": messages, self._field: max_tokens}
         if temperature is not None:
-            body["temperature"] = temperature
-        if seed is not None and SEED in self.capabilities:
-            body["seed"] = seed
+            kw["temperature"] = temperature
+        if seed is not None:
+            kw["seed"] = seed
         if json_schema is not None:
-            if JSON_SCHEMA in self.capabilities:
-                body["response_format"] = {"type": "json_schema", "json_schema": {
-                    "name": schema_name(json_schema), "schema": json_schema, "strict": False}}
-            elif JSON_MODE in self.capabilities:
-                body["response_format"] = {"type": "json_object"}
-        return body
+            mode = mode or self.structured_modes[0]
+            if mode == MODE_SCHEMA:
+                strict = strict_variant(json_schema)
+                kw["response_format"] = {"type": "json_schema", "json_schema": {
+                    "name": schema_name(json_schema), "schema": strict if strict is not None else json_schema,
+                    "strict": strict is not None}}
+            elif mode == MODE_JSON:
+                kw["response_format"] = {"type": "json_object"}
+        return kw
 
     async def complete(self, messages: list[dict[str, str]], *, temperature: float | None,
                        max_tokens: int, json_schema: dict[str, Any] | None = None,
-                       seed: int | None = None) -> Completion:
-        body = self.body(messages, temperature=temperature, max_tokens=max_tokens,
-                         json_schema=json_schema, seed=seed)
+                       seed: int | None = None, mode: str | None = None,
+                       probe: bool = False) -> Completion:
+        kw = self.request(messages, temperature=temperature, max_tokens=max_tokens,
+                          json_schema=json_schema, seed=seed, mode=mode)
+        resp = await send(self._clients, lambda c: c.chat.completions.create(**kw),
+                          provider=f"openai:{self.model}", key_env=self.key_env,
+                          mode=mode if json_schema is not None else None, probe=probe)
+        if not getattr(resp, "choices", None):
+            raise MalformedResponse(f"openai:{self.model}: the reply has no choices")
+        choice = resp.choices[0]
+        usage = resp.usage
+        message = choice.message
+        text = message.content or ""
+        if not text and getattr(message, "refusal", None):
+            text = message.refusal
+        return Completion(
+            text=text,
+            usage=Usage(int(usage.prompt_tokens or 0) if usage else 0,
+                        int(usage.completion_tokens or 0) if usage else 0),
+            model=resp.model or self.model, provider=self.name,
+            finish_reason=choice.finish_reason or "stop", raw={"id": resp.id})
 
-        def parse(data: dict) -> Completion:
-            choice = data["choices"][0]
-            usage = data.get("usage") or {}
-            return Completion(
-                text=choice["message"].get("content") or "",
-                usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
-                model=data.get("model") or self.model, provider=self.name,
-                finish_reason=choice.get("finish_reason") or "stop", raw={"id": data.get("id")})
-
-        return await post_json(self._pool, "/chat/completions", body, parse, sdk=self._sdk,
-                               provider=f"openai:{self.model}", key_env=self.key_env)
+    async def context_window(self) -> int | None:
+        """The model's context size as the server reports it (vLLM ``max_model_len``,
+        llama.cpp ``meta.n_ctx_train``, LM Studio ``context_length``), or None."""
+        try:
+            info = await send(self._clients, lambda c: c.with_options(max_retries=0).models.retrieve(self.model),
+                              provider=f"openai:{self.model}", key_env=self.key_env)
+        except (TransientError, ProviderRequestError, ConfigError):
+            return None                      # an optional hint: a server without the route is fine
+        extra = info.model_dump() if hasattr(info, "model_dump") else {}
+        for key in ("max_model_len", "context_length", "context_window", "n_ctx"):
+            if isinstance(extra.get(key), int) and extra[key] > 0:
+                return extra[key]
+        meta = extra.get("meta") or {}
+        for key in ("n_ctx", "n_ctx_train"):
+            if isinstance(meta.get(key), int) and meta[key] > 0:
+                return meta[key]
+        return None
 
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        await self._clients.aclose()
 
 
 def create(model: str, **kwargs: Any) -> OpenAIProvider:

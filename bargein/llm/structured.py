@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -29,9 +31,10 @@ def schema_of(schema: type[BaseModel]) -> dict[str, Any]:
     return schema.model_json_schema()
 
 
-def instruction(schema: type[BaseModel], json_schema: dict[str, Any]) -> str:
+def instruction(name: str, json_schema: dict[str, Any]) -> str:
+    """The prompt text that asks for ``json_schema`` when the server cannot be given it natively."""
     return ("Answer with exactly one JSON object and nothing else (no prose, no code fences). "
-            f"It must validate against this JSON Schema for {schema.__name__}:\n"
+            f"It must validate against this JSON Schema for {name}:\n"
             + json.dumps(json_schema, sort_keys=True, separators=(",", ":")))
 
 
@@ -62,6 +65,20 @@ def _json_text(text: str) -> Any:
     return json.loads(s)      # raises with the parser's message
 
 
+_UNITS = re.compile(r"[^.!?\n\"]+")
+REPEAT_MIN_CHARS = 16
+REPEAT_MIN_TIMES = 4
+
+
+def repetition(text: str) -> tuple[str, int] | None:
+    """The sentence an answer repeats most, and how often, when a model has fallen into a loop
+    (some sentence of at least 16 characters four times or more); else None. Linear in the text."""
+    units = Counter(" ".join(u.split()).lower() for u in _UNITS.findall(text))
+    best = max(((u, n) for u, n in units.items() if len(u) >= REPEAT_MIN_CHARS), key=lambda x: x[1],
+               default=None)
+    return best if best is not None and best[1] >= REPEAT_MIN_TIMES else None
+
+
 def parse(completion: Completion, schema: type[M], max_tokens: int | None = None) -> M:
     """The validated object in ``completion``, or :class:`StructuredError` saying what is wrong."""
     try:
@@ -71,6 +88,10 @@ def parse(completion: Completion, schema: type[M], max_tokens: int | None = None
         if completion.truncated:
             errors.insert(0, f"the answer was cut off at the token limit (max_tokens={max_tokens}); "
                              "answer more briefly")
+        loop = repetition(completion.text)
+        if loop is not None:
+            errors.insert(0, f"the answer repeats \"{loop[0][:80]}\" {loop[1]} times: write each "
+                             "point once, then close the JSON object")
         raise StructuredError(errors) from None
     try:
         return schema.model_validate(data)
@@ -82,6 +103,19 @@ def parse(completion: Completion, schema: type[M], max_tokens: int | None = None
         raise StructuredError(errors) from None
 
 
-def reask(errors: list[str]) -> str:
-    return ("Your previous answer could not be used:\n" + "\n".join(f"- {e}" for e in errors)
+def reask(errors: list[str], *, omitted: str | None = None) -> str:
+    head = ("Your previous answer could not be used" if omitted is None
+            else f"Your previous answer ({omitted}, not repeated here) could not be used")
+    return (head + ":\n" + "\n".join(f"- {e}" for e in errors)
             + "\nReply again with only the corrected JSON object.")
+
+
+def reask_messages(failed: Completion, errors: list[str], *, quote_tokens: int) -> list[dict[str, str]]:
+    """The turns that re-ask after ``failed``: its text as the assistant's turn when it is short
+    and complete, then the errors. A long or cut-off answer is not sent back (it would fill the
+    context window and invite the model to repeat it): the errors say what was wrong with it."""
+    text = failed.text
+    if not failed.truncated and (len(text) + 3) // 4 <= quote_tokens and text.strip():
+        return [{"role": "assistant", "content": text}, {"role": "user", "content": reask(errors)}]
+    what = f"{len(text):,} characters" + (", cut off at the token limit" if failed.truncated else "")
+    return [{"role": "user", "content": reask(errors, omitted=what)}]

@@ -1,7 +1,7 @@
 """Typed, immutable records that flow through bargein (see DESIGN.md)."""
 
 from bargein.records.audio import Augmentation, RenderedDialogue, Segment, Voice, WordTiming
-from bargein.records.base import Record
+from bargein.records.base import Frozen, FrozenDict, Record
 from bargein.records.conversation import (
     ChatMessage, Conversation, EvalItem, Interruption, Message, Rubric, Verdict,
     VerifiedConversation,
@@ -9,6 +9,7 @@ from bargein.records.conversation import (
 from bargein.records.derived import (
     PERTURBATION_TYPES, Edit, MaskedItem, MaskSpan, PerturbationPair,
 )
+from bargein.records.plan import Recovery, RoundPlan, Turn, Unit
 from bargein.records.release import (
     Aggregate, Failure, FileEntry, ItemScore, ReleaseManifest, ScoreReport,
 )
@@ -26,5 +27,5 @@ ALL_RECORDS: tuple[type[Record], ...] = (
 )
 
 __all__ = [c.__name__ for c in ALL_RECORDS] + [
-    "Record", "ALL_RECORDS", "INTERRUPTION_TYPES", "PERTURBATION_TYPES", "InterruptionType",
+    "Record", "Frozen", "FrozenDict", "RoundPlan", "Unit", "Recovery", "Turn", "ALL_RECORDS", "INTERRUPTION_TYPES", "PERTURBATION_TYPES", "InterruptionType",
 ]

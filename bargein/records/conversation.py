@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from bargein.records.base import Record
+from bargein.records.plan import RoundPlan
 from bargein.records.scenario import InterruptionType, Scenario
 
 Role = Literal["user", "assistant"]
@@ -71,7 +72,7 @@ class Conversation(Record):
     messages: tuple[Message, ...]
     rubrics: tuple[Rubric, ...] = ()
     gold_recoveries: dict[int, str] = {}        # interjection index -> gold assistant reply
-    plan: tuple[dict, ...] = ()                 # round plans as the planner produced them
+    plan: tuple[RoundPlan, ...] = ()            # round plans as the planner produced them
     agents: str = "offline"
     outcome: str | None = None                  # terminal outcome reached, if any
 

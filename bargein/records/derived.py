@@ -8,6 +8,7 @@ from pydantic import Field
 
 from bargein.records.audio import WordTiming
 from bargein.records.base import Record
+from bargein.records.plan import Turn
 
 MaskCondition = Literal["answerable", "unanswerable"]
 MaskSignal = Literal["white_noise", "silence", "music"]
@@ -49,7 +50,7 @@ class MaskedItem(Record):
     answer: str | None = None                   # the value the span hid (unanswerable) / answer
     slot: str | None = None                     # e.g. "account_number"
     expected_behaviour: str = ""                # "answer" or "slot-aware repair asking for ..."
-    context: tuple[dict, ...] = ()              # chat history before the masked turn
+    context: tuple[Turn, ...] = ()              # chat history before the masked turn
     masked_transcript: str | None = None        # transcript with masked words as "[inaudible]"
     measured: dict[str, float] = {}             # levels and durations measured on the output
 

@@ -6,8 +6,16 @@
         srv.requests[0].headers["authorization"]     # what the SDK sent (kept in memory only)
 
 Endpoints: ``POST /v1/chat/completions`` (OpenAI, ``response_format`` honoured by the default
-answer), ``POST /v1/messages`` (Anthropic, ``output_config.format`` likewise) and
-``POST /v1/audio/speech`` (bytes from ``speech_fn(text, voice, response_format)``).
+answer), ``POST /v1/messages`` (Anthropic: a forced tool is answered with a ``tool_use`` block,
+``output_config.format`` honoured too), ``POST /v1/audio/speech`` (bytes from
+``speech_fn(text, voice, response_format)``) and ``GET /v1/models/MODEL`` (with
+``context_tokens``: the model's ``max_model_len``, as vLLM reports it).
+
+Servers differ in what they accept, and the loopback can play them:
+``reject_modes=("json_schema",)`` answers every request in that structured-output mode with
+``reject_status`` (500 by default: what llama.cpp's OpenAI-compatible server does with a
+``json_schema`` response format); ``context_tokens=N`` refuses with 400 a request whose prompt
+plus ``max_tokens`` exceeds N tokens (as vLLM does).
 
 What a chat request gets, in order: a fault (scripted ``faults`` first, then ``fault_rate``),
 else the next queued answer, else ``responder(request_json)``, else a default (an instance of
@@ -108,6 +116,9 @@ class LoopbackLLMServer:
         speech_fn: SpeechFn = wire.tone_speech,
         host: str = "127.0.0.1",
         api_key: str | None = None,
+        reject_modes: Iterable[str] = (),
+        reject_status: int = 500,
+        context_tokens: int | None = None,
     ):
         self.responder = responder
         self.latency_s = latency_s
@@ -119,6 +130,9 @@ class LoopbackLLMServer:
         self.speech_fn = speech_fn
         self.host = host
         self.api_key = api_key
+        self.reject_modes = frozenset(reject_modes)
+        self.reject_status = reject_status
+        self.context_tokens = context_tokens
         self.port = 0
         self._lock = threading.Lock()
         self._answers: deque[Answer] = deque()
@@ -306,6 +320,8 @@ class LoopbackLLMServer:
         schema = wire.request_schema(req)
         if schema is not None:
             return json.dumps(wire.example_from_schema(schema))
+        if wire.structured_mode(req) == "json_object":        # JSON mode: some JSON object
+            return json.dumps({"loopback": wire.last_user_text(req)[:200]})
         return f"loopback: {wire.last_user_text(req)[:200]}"
 
     async def _respond(self, method: str, path: str, headers: dict[str, str],
@@ -314,7 +330,8 @@ class LoopbackLLMServer:
             return self._control(method, path)
         api = ("openai" if path.endswith("/chat/completions") else
                "anthropic" if path.endswith("/messages") else
-               "speech" if path.endswith("/audio/speech") else "other")
+               "speech" if path.endswith("/audio/speech") else
+               "models" if "/models" in path and method == "GET" else "other")
         try:
             payload = json.loads(body) if body else {}
         except ValueError:
@@ -354,6 +371,8 @@ class LoopbackLLMServer:
 
     async def _reply(self, rec: ReceivedRequest, req: Any) -> _Reply | None:
         err_api = "anthropic" if rec.api == "anthropic" else "openai"
+        if rec.api == "models":
+            return self._models(rec.path)
         if rec.method != "POST" or rec.api == "other":
             return self._json(404, wire.error_body(err_api, 404, f"no route {rec.method} {rec.path}"))
         if self.api_key is not None:
@@ -362,6 +381,10 @@ class LoopbackLLMServer:
                 return self._json(401, wire.error_body(err_api, 401, f"invalid API key {presented!r}"))
         if not isinstance(req, dict):
             return self._json(400, wire.error_body(err_api, 400, "request body is not a JSON object"))
+        refusal = self._refusal(req, err_api) if rec.api != "speech" else None
+        if refusal is not None:
+            rec.fault = "refused"
+            return refusal
         fault = self._next_fault(rec.body)
         if rec.api == "speech" and fault not in TRANSPORT_FAULTS:
             fault = None                          # content faults are about chat answers
@@ -404,6 +427,32 @@ class LoopbackLLMServer:
             text, finish = text[: limit * 4], "length"
         make = wire.anthropic_message if rec.api == "anthropic" else wire.openai_completion
         return self._json(200, make(req, text, finish, rec.n))
+
+    def _refusal(self, req: dict[str, Any], err_api: str) -> _Reply | None:
+        """What a server with limits answers before generating: a refused structured mode, a
+        request larger than the context window."""
+        mode = wire.structured_mode(req)
+        if mode is not None and mode in self.reject_modes:
+            return self._json(self.reject_status, wire.error_body(
+                err_api, self.reject_status, f"loopback: structured mode {mode!r} is not supported"))
+        if self.context_tokens is not None:
+            need = wire.estimate_tokens(wire.prompt_text(req)) + (wire.request_max_tokens(req) or 0)
+            if need > self.context_tokens:
+                return self._json(400, wire.error_body(
+                    err_api, 400, f"This model's maximum context length is {self.context_tokens} tokens. "
+                                  f"However, you requested {need} tokens."))
+        return None
+
+    def _models(self, path: str) -> _Reply:
+        """``GET /v1/models/ID``: the model as vLLM describes it (``max_model_len``)."""
+        model = path.rsplit("/models", 1)[1].strip("/") or "loopback"
+        info: dict[str, Any] = {"id": model, "object": "model", "created": wire.FIXED_CREATED,
+                                "owned_by": "loopback"}
+        if self.context_tokens is not None:
+            info["max_model_len"] = self.context_tokens
+        if path.rstrip("/").endswith("/models"):
+            return self._json(200, {"object": "list", "data": [info]})
+        return self._json(200, info)
 
     def _speech(self, req: dict[str, Any]) -> _Reply:
         fmt = req.get("response_format") or "mp3"

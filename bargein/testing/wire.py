@@ -7,6 +7,7 @@ count requests, timestamps are fixed, and the default speech is a tone burst per
 from __future__ import annotations
 
 import io
+import json
 import math
 import wave
 from typing import Any
@@ -53,12 +54,36 @@ def first_user_text(req: dict[str, Any]) -> str:
     return ""
 
 
+def forced_tool(req: dict[str, Any]) -> dict[str, Any] | None:
+    """The tool an Anthropic request forces (``tool_choice {"type": "tool", "name": …}``)."""
+    choice = req.get("tool_choice") or {}
+    if choice.get("type") != "tool":
+        return None
+    return next((t for t in req.get("tools") or [] if t.get("name") == choice.get("name")), None)
+
+
+def structured_mode(req: dict[str, Any]) -> str | None:
+    """The structured-output mode a chat request uses: ``json_schema``, ``json_object``,
+    ``tool`` (Anthropic forced tool), ``output_config`` (Anthropic output format) or None."""
+    rf = req.get("response_format") or {}
+    if rf.get("type") in ("json_schema", "json_object"):
+        return rf["type"]
+    if forced_tool(req) is not None:
+        return "tool"
+    if ((req.get("output_config") or {}).get("format") or {}).get("type") == "json_schema":
+        return "output_config"
+    return None
+
+
 def request_schema(req: dict[str, Any]) -> dict[str, Any] | None:
-    """The JSON Schema a request asks for natively (OpenAI ``response_format``, Anthropic
-    ``output_config.format``), or None."""
+    """The JSON Schema a request asks for natively (OpenAI ``response_format``, an Anthropic
+    forced tool's ``input_schema`` or ``output_config.format``), or None."""
     rf = req.get("response_format") or {}
     if rf.get("type") == "json_schema":
         return (rf.get("json_schema") or {}).get("schema")
+    tool = forced_tool(req)
+    if tool is not None:
+        return tool.get("input_schema")
     fmt = (req.get("output_config") or {}).get("format") or {}
     if fmt.get("type") == "json_schema":
         return fmt.get("schema")
@@ -120,10 +145,22 @@ def openai_completion(req: dict[str, Any], text: str, finish: str, n: int) -> di
 
 
 def anthropic_message(req: dict[str, Any], text: str, finish: str, n: int) -> dict[str, Any]:
+    """A message; when the request forces a tool and ``text`` is a JSON object that was not
+    cut off, the answer is that tool's call (as the API answers a forced tool)."""
     stop = {"stop": "end_turn", "length": "max_tokens"}.get(finish, finish)
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    tool = forced_tool(req)
+    if tool is not None and finish == "stop":
+        try:
+            args = json.loads(text)
+        except ValueError:
+            args = None
+        if isinstance(args, dict):
+            content = [{"type": "tool_use", "id": f"toolu_loopback_{n}", "name": tool["name"], "input": args}]
+            stop = "tool_use"
     return {
         "id": f"msg_loopback_{n}", "type": "message", "role": "assistant",
-        "model": req.get("model", "loopback"), "content": [{"type": "text", "text": text}],
+        "model": req.get("model", "loopback"), "content": content,
         "stop_reason": stop, "stop_sequence": None,
         "usage": {"input_tokens": estimate_tokens(prompt_text(req)),
                   "output_tokens": estimate_tokens(text)},

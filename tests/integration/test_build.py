@@ -23,9 +23,9 @@ CONFIG = {
 }
 
 
-def _build(tmp_path, tag: str):
-    cfg = tmp_path / "tiny.yaml"
-    cfg.write_text(yaml.safe_dump(CONFIG))
+def _build(tmp_path, tag: str, workers: int = 1):
+    cfg = tmp_path / f"tiny-{workers}.yaml"
+    cfg.write_text(yaml.safe_dump({**CONFIG, "audio": {**CONFIG["audio"], "workers": workers}}))
     out, work = tmp_path / f"release-{tag}", tmp_path / f"work-{tag}"
     proc = subprocess.run([sys.executable, "-m", "bargein.cli", "--workdir", str(work), "build",
                            "--config", str(cfg), "--out", str(out)],
@@ -63,8 +63,9 @@ def test_build_twice_gives_a_loadable_identical_release(tmp_path):
     assert x.ndim == 2 and x.shape[1] == 2 and sr == 16000 and x.shape[0] > 10 * sr
     assert (abs(x) > 0.01).mean(axis=0).min() > 0.05      # both channels carry speech
 
-    # a second build in another work dir: byte-identical release
-    out_b, _, _ = _build(tmp_path, "b")
+    # a second build in another work dir with another worker count: byte-identical release,
+    # manifest (and so its id) included: the worker count is not provenance
+    out_b, _, _ = _build(tmp_path, "b", workers=2)
     files_a = sorted(p.relative_to(out_a).as_posix() for p in out_a.rglob("*") if p.is_file())
     files_b = sorted(p.relative_to(out_b).as_posix() for p in out_b.rglob("*") if p.is_file())
     assert files_a == files_b

@@ -130,3 +130,14 @@ def test_content_cache(tmp_path):
     assert c.get(k) is None
     with pytest.raises(ValueError, match="not a lowercase hex digest"):
         c.path("../../etc/passwd")
+
+
+def test_shared_caches_are_not_artifacts(rendered):
+    """The synthesis cache is a cache: deleting it costs synthesis later, never a re-render."""
+    import shutil
+
+    convs, first, files, jsonl, wd = rendered
+    assert list((wd / "tts_cache").rglob("*.npz"))
+    shutil.rmtree(wd / "tts_cache")
+    again = render_conversations(convs, workdir=wd, seed=5, config=TONE, workers=1)
+    assert (again.computed, again.cached) == (0, 3)

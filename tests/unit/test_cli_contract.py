@@ -115,11 +115,11 @@ def test_voices_of_disabled_audio_are_not_resolved():
     assert parse_config({"audio": {"enabled": False, "user_voice": "x:y"}}).audio.user_voice == "x:y"
 
 
-def test_worker_count_is_not_provenance():
+def test_execution_settings_are_not_provenance():
     a = parse_config({"audio": {"workers": 1}})
-    b = parse_config({"audio": {"workers": 2}})
+    b = parse_config({"audio": {"workers": 2}, "budget_usd": 3.0})
     assert a != b and a.provenance() == b.provenance()
-    assert "workers" not in a.provenance()["audio"]
+    assert "workers" not in a.provenance()["audio"] and "budget_usd" not in a.provenance()
     assert a.provenance()["audio"]["user_voice"] == a.audio.user_voice
 
 
@@ -162,3 +162,20 @@ def test_success_exits_0_and_a_user_error_2(capsys, tmp_path):
     assert code == 0 and "2 scenarios" in out
     code, _, err = _main(capsys, "generate", "scenarios", "--n", "0")
     assert code == 2 and "--n" in err
+
+
+@pytest.mark.parametrize("cmd", [["mask", "--rendered", "x", "--snr"],
+                                 ["render", "--conversations", "x", "--snr"],
+                                 ["generate", "scenarios", "--budget"]])
+@pytest.mark.parametrize("value", ["nan", "-inf", "inf"])
+def test_non_finite_numbers_refused(capsys, cmd, value):
+    code, _, err = _main(capsys, *cmd, value)
+    assert code == 2 and "not a finite number" in err and "Traceback" not in err
+
+
+def test_non_finite_config_values_refused():
+    from bargein.errors import ConfigError
+
+    for data in ({"audio": {"snr_db": float("nan")}}, {"budget_usd": float("inf")}):
+        with pytest.raises(ConfigError, match="finite"):
+            parse_config(data, "x.yaml")

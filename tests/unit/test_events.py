@@ -53,10 +53,24 @@ def test_transcript_backchannels_use_word_times():
             Segment(message_index=2, channel=1, start_s=6.0, end_s=6.3, text="hmm", kind="backchannel")]
     bcs = backchannels_from_records(segs)
     assert [(b.start_s, b.end_s, b.source, b.text) for b in bcs] == [
-        (pytest.approx(2.08), pytest.approx(2.47), "words", "uh-huh"),
+        (pytest.approx(2.08), pytest.approx(2.47), "words", "uh huh"),       # lexicon spelling
         (6.0, 6.3, "kind", "hmm")]
     ev = detect_events([[(0.0, 5.0)], [(2.05, 2.5), (6.0, 6.3)]], 8.0, segs)
     assert len(ev.backchannels) == 2 and ev.backchannels[0].source == "words"
+
+
+def test_interruption_openings_and_long_turns_are_never_backchannels():
+    """Issue 14: the "Wait," of a cut interruption is not a backchannel even when marked short,
+    nor is a backchannel-kind segment longer than 1 s; with a transcript the duration heuristic
+    is not used at all."""
+    segs = [Segment(message_index=0, channel=0, start_s=0.0, end_s=8.0, text="A long turn here"),
+            Segment(message_index=1, channel=1, start_s=2.0, end_s=2.4, text="Wait,", kind="backchannel"),
+            Segment(message_index=2, channel=1, start_s=3.0, end_s=3.5, text="Hold on"),
+            Segment(message_index=3, channel=1, start_s=5.0, end_s=6.4, text="yeah", kind="backchannel"),
+            Segment(message_index=4, channel=1, start_s=7.0, end_s=7.3, text="right")]
+    assert [b.text for b in backchannels_from_records(segs)] == ["right"]
+    ev = detect_events([[(0.0, 8.0)], [(2.0, 2.4), (3.0, 3.5), (5.0, 6.4), (7.0, 7.3)]], 9.0, segs)
+    assert [b.start_s for b in ev.backchannels] == [7.0]
 
 
 def test_detect_events_on_audio():

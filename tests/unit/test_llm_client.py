@@ -31,7 +31,6 @@ def keys(monkeypatch):
 
 def llm_for(srv, provider, tmp_path, **kw):
     base = srv.openai_base_url if provider == "openai" else srv.anthropic_base_url
-    kw.setdefault("backoff_s", (0.01, 0.05))
     kw.setdefault("workdir", tmp_path)
     return get_llm(MODELS[provider], base_url=base, **kw)
 
@@ -52,11 +51,18 @@ def test_structured_end_to_end(provider, keys, tmp_path):
         obj = asyncio.run(llm.structured(msgs, Echo, agent="greeter"))
         req = srv.requests[0]
     assert obj == Echo(text="hi", n=3)
-    schema = (req.json["response_format"]["json_schema"]["schema"] if provider == "openai"
-              else req.json["output_config"]["format"]["schema"])
+    if provider == "openai":                  # chat.completions.create with a strict json_schema
+        fmt = req.json["response_format"]
+        assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+        schema = fmt["json_schema"]["schema"]
+        assert schema["additionalProperties"] is False and schema["required"] == ["text", "n"]
+        assert req.json["messages"][0] == {"role": "system", "content": "be terse"}
+    else:                                     # messages.create with a forced tool
+        [tool] = req.json["tools"]
+        assert req.json["tool_choice"] == {"type": "tool", "name": tool["name"]} and tool["name"] == "Echo"
+        schema = tool["input_schema"]
+        assert req.json["system"] == "be terse" and "output_config" not in req.json
     assert set(schema["properties"]) == {"text", "n"}
-    if provider == "anthropic":
-        assert req.json["system"] == "be terse" and schema["additionalProperties"] is False
     summary = llm.ledger.summary()
     [entry] = summary["entries"]
     assert entry["agent"] == "greeter" and entry["calls"] == 1 and entry["input_tokens"] > 0
@@ -83,30 +89,35 @@ def test_every_fault_kind_is_recovered(kind, provider, keys, tmp_path):
         first, second = srv.requests
     assert first.fault == kind and second.fault is None
     if kind in ("rate_limit", "server_error", "timeout", "malformed_json"):
-        assert second.body == first.body                  # retried as is
-    else:                                                 # re-asked with the errors
+        assert second.body == first.body                  # retried as is (the SDK, or a bad body)
+    elif kind == "truncated":                             # re-asked with the errors, not the cut answer
+        assert "cut off at the token limit" in user_texts(second)[-1]
+        assert "assistant" not in [m["role"] for m in second.json["messages"]]
+    else:                                                 # re-asked with the errors after the answer
         assert "could not be used" in user_texts(second)[-1]
         assert second.json["messages"][1]["role"] == "assistant"
 
 
 def test_retry_after_is_honoured(keys, tmp_path):
     with LoopbackLLMServer(faults=["rate_limit"], retry_after_s=0.4) as srv:
-        llm = llm_for(srv, "openai", tmp_path, backoff_s=(0.001, 0.001))
+        llm = llm_for(srv, "openai", tmp_path)
         ask(llm)
         first, second = srv.requests
     assert second.t_start - first.t_end >= 0.4
 
 
 def test_retries_exhausted_fail_with_evidence(keys, tmp_path):
-    with LoopbackLLMServer(faults=["server_error"] * 3) as srv:
-        llm = llm_for(srv, "openai", tmp_path, max_retries=2)
+    with LoopbackLLMServer(faults=[None] + ["server_error"] * 3) as srv:
+        llm = llm_for(srv, "openai", tmp_path, max_retries=2)      # the SDK's retries
+        ask(llm, "the server's structured mode is known from here on")
+        srv.clear()
         with pytest.raises(GenerationFailed) as ei:
             ask(llm)
         assert srv.request_count == 3
     ev = ei.value.evidence
-    assert "gave up after 3 attempts" in str(ei.value)
+    assert "HTTP 500 after 3 attempts" in str(ei.value)
     [attempt] = ev["attempts"]
-    assert attempt["details"]["attempts"] == 3 and all("HTTP 500" in e for e in attempt["details"]["errors"])
+    assert all("HTTP 500" in e for e in attempt["details"]["errors"])
 
 
 def test_reask_then_success(keys, tmp_path):
@@ -158,22 +169,43 @@ def test_cache_key_ignores_base_url(keys, tmp_path):
         assert two.request_count == 0
 
 
-def test_budget_cap_stops_new_calls_but_lets_in_flight_ones_finish(keys, tmp_path):
+def test_budget_is_reserved_before_sending_so_16_calls_in_flight_never_pass_the_cap(keys, tmp_path):
+    """Issue 16 #4: every call sets its upper-bound cost aside before it is sent (prompt bytes +
+    max_tokens at the price) and books its real cost after, so concurrent calls cannot overshoot."""
     dear = {"gpt-4o-mini": {"input": 1e6, "output": 1e6}}      # $1 per token
-    with LoopbackLLMServer(latency_s=0.2) as srv:
-        llm = llm_for(srv, "openai", tmp_path, budget_usd=5.0, prices=dear)
+    long_answer = json.dumps({"text": "w" * 380, "n": 1})      # ~100 tokens, well under max_tokens
+    cap = 2500.0
+    with LoopbackLLMServer(responder=lambda req: long_answer, latency_s=0.05) as srv:
+        llm = llm_for(srv, "openai", tmp_path, budget_usd=cap, prices=dear, concurrency=16)
 
-        async def three_at_once():
+        async def sixteen_at_a_time():
             return await asyncio.gather(*(llm.structured([{"role": "user", "content": f"q{i}"}], Echo,
-                                                         agent="t") for i in range(3)))
+                                                         agent="t", max_tokens=200, max_reasks=0)
+                                          for i in range(64)), return_exceptions=True)
 
-        assert len(asyncio.run(three_at_once())) == 3       # all started under budget, all finish
-        assert llm.ledger.spent_usd > 5.0
-        with pytest.raises(BudgetExceeded, match="budget of \\$5.0000 reached"):
-            ask(llm, "a new question")
-        assert srv.request_count == 3
-        assert ask(llm, "q0") is not None                  # a cached answer is still free
-    assert "unpriced" not in llm.ledger.spend_str() and "/$5.00" in llm.ledger.spend_str()
+        results = asyncio.run(sixteen_at_a_time())
+        reqs = srv.requests
+    done = [r for r in results if isinstance(r, Echo)]
+    refused = [r for r in results if isinstance(r, BudgetExceeded)]
+    assert len(done) + len(refused) == 64 and refused and len(done) == len(reqs)
+    spent = llm.ledger.spent_usd                     # the server's own token counts, priced
+    server_cost = sum(wire_tokens(r) for r in reqs) * 1.0
+    assert spent == pytest.approx(server_cost)
+    assert spent <= cap                              # never over, with 16 calls wanting to run
+    assert len(done) >= 10                           # and waiting, not refusing, while calls settle
+    assert llm.budget_stopped and llm.ledger.reserved_usd == 0
+    assert "could cost up to" in str(refused[0]) and "raise the budget" in str(refused[0])
+    answered = next(i for i, r in enumerate(results) if isinstance(r, Echo))
+    with LoopbackLLMServer() as srv:                 # a cached answer stays free after the stop
+        assert ask(llm_for(srv, "openai", tmp_path, budget_usd=cap, prices=dear), f"q{answered}",
+                   max_tokens=200, max_reasks=0) == done[0]
+        assert srv.request_count == 0
+
+
+def wire_tokens(req) -> int:
+    """Prompt + answer tokens as the loopback server counts them (4 characters a token)."""
+    from bargein.testing.wire import estimate_tokens, prompt_text
+    return estimate_tokens(prompt_text(req.json)) + estimate_tokens(json.dumps({"text": "w" * 380, "n": 1}))
 
 
 def test_unknown_model_is_unpriced_and_a_budget_needs_a_price(keys, tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 
 import pytest
@@ -60,15 +62,16 @@ def test_ledger_accumulates_across_runs_but_budget_is_per_run(tmp_path):
     first.save(wait=True)
     second = CostLedger(path)
     second.record("anthropic", "claude-haiku-4-5", "a", Usage(5, 5), cost_usd=1.0, cached=False)
-    second.check_budget(2.5)                                   # this run spent 1.0 only
+    asyncio.run(second.reserve(1.5, 2.5))                      # this run spent 1.0 only: 1.5 fits
+    second.release(1.5)
     second.save(wait=True)
     saved = json.loads(path.read_text())
     assert saved["total"]["cost_usd"] == 3.0 and saved["total"]["calls"] == 2
     assert saved["this_run"]["cost_usd"] == 1.0
     second.record("anthropic", "claude-haiku-4-5", "a", Usage(5, 5), cost_usd=1.5, cached=False)
-    with pytest.raises(BudgetExceeded) as ei:
-        second.check_budget(2.5)
-    assert ei.value.evidence["this_run"]["calls"] == 2
+    with pytest.raises(BudgetExceeded, match="could cost up to \\$0.0100, more than the \\$0.0000 left") as ei:
+        asyncio.run(second.reserve(0.01, 2.5))
+    assert ei.value.evidence["this_run"]["calls"] == 2 and second.budget_stopped
 
 
 def test_unreadable_ledger_names_the_file(tmp_path):

@@ -85,15 +85,3 @@ def test_messages_must_be_chat_messages():
         normalize_messages([{"role": "robot", "content": "x"}])
     with pytest.raises(ConfigError, match="at least one"):
         normalize_messages([])
-
-
-def test_retry_after_headers_in_every_form():
-    import email.utils
-
-    from bargein.llm.sdkpool import retry_after_s
-
-    assert retry_after_s({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
-    assert retry_after_s({"retry-after": "1.5"}) == 1.5
-    soon = email.utils.formatdate(time.time() + 30, usegmt=True)
-    assert 25 <= retry_after_s({"retry-after": soon}) <= 31
-    assert retry_after_s({"retry-after": "whenever"}) is None and retry_after_s({}) is None

@@ -232,7 +232,7 @@ def test_paired_variants_for_every_slot(masked):
                 una, ans = by[(slot, "unanswerable", s, w)], by[(slot, "answerable", s, w)]
                 assert una.original_audio_path == ans.original_audio_path
                 assert "repair" in una.expected_behaviour and slot.replace("_", " ") in una.expected_behaviour
-                assert una.context[0]["role"] == "system" and una.context[-1]["role"] == "assistant"
+                assert una.context[0].role == "system" and una.context[-1].role == "assistant"
                 sp = una.spans[0]                     # the span is exactly the spoken value
                 fact = next(f for f in MC.FACTS if f.key == slot)
                 assert canonical(sp.text) == canonical(fact.spoken)
@@ -320,7 +320,7 @@ def test_facts_said_before_are_skipped_and_missing_conversation_fails(rendered, 
     conv = MC.conversation(1)
     msgs = list(conv.messages)
     msgs[0] = msgs[0].with_(text="Thanks for calling. Is your account number still 4471 0932?")
-    leaked = conv.with_(messages=tuple(msgs))
+    leaked = conv.with_(messages=tuple(msgs), id=conv.id)   # the same conversation, edited
     res = mask_rendered(rds, [leaked], workdir=tmp_path / "a", seed=1,
                         config=MaskConfig(windows_ms=(0,), signals=("silence",), slots=("account_number",)),
                         audio_root=rwd, workers=1, progress=False)

@@ -45,8 +45,10 @@ def perturbed(tmp_path_factory):
 
 
 def _vad(path: Path):
+    """The test's own instrument: the energy detector without padding or gap merging."""
     x, sr = read_audio(path)
-    return [segments_to_tuples(s) for s in get_vad("energy").channel_segments(x, sr)], x, sr
+    vad = get_vad("energy", pad_ms=0.0, merge_gap_ms=0.0)
+    return [segments_to_tuples(s) for s in vad.channel_segments(x, sr)], x, sr
 
 
 def _near(values, t, within=0.3):
@@ -237,3 +239,53 @@ def test_rerun_after_deleting_the_audio_rebuilds_the_pairs(tmp_path):
     run_perturb(d, **kw)
     assert read_jsonl(tmp_path / "out" / "pairs.jsonl", PerturbationPair) == pairs
     assert {p: (tmp_path / "out" / p).read_bytes() for p in before} == before
+
+
+def test_backchannels_synthesised_in_the_listeners_voice_when_the_dialogue_has_none(tmp_path):
+    """Issue 14 §4: a dialogue without backchannels gets real ones (lexicon phrases, <= 1 s of
+    sound) spoken in the listener's own voice; every inserted one is new sound on the listener's
+    channel, measured by the energy detector (not the detector that placed it)."""
+    from bargein import lexicon
+    from bargein.records.audio import RenderedDialogue
+    from bargein.store import write_jsonl
+    from doubles.synthetic_audio import speech_dialogue
+
+    x, segs = speech_dialogue(Random(21), duration_s=70, bc_rate=0.0)
+    assert not any(s.kind == "backchannel" for s in segs)
+    write_audio(tmp_path / "d.flac", x, 16000)
+    write_jsonl(tmp_path / "rendered.jsonl", [RenderedDialogue(
+        conversation_id="c", audio_path="d.flac", duration_s=len(x) / 16000, segments=tuple(segs),
+        voices={"user": "espeak:en-us", "assistant": "espeak:en-gb+f3"})])
+    d = load_sources(tmp_path / "rendered.jsonl", tmp_path / "work")
+    s = run_perturb(d, types=["excessive_backchannel"], per_type=1, out_dir=tmp_path / "out",
+                    workdir=tmp_path / "work", seed=4, vad="silero")
+    assert s["per_type"] == {"excessive_backchannel": 1}, (tmp_path / "out" / "skipped.jsonl").read_text()[:2000]
+    (p,) = read_jsonl(tmp_path / "out" / "pairs.jsonl", PerturbationPair)
+    assert 2 <= len(p.edits) <= 3
+    nat, _, _ = _vad(tmp_path / "out" / p.natural_path)
+    pert, _, _ = _vad(tmp_path / "out" / p.perturbed_path)
+    b = p.edits[0].channel
+    for e in p.edits:
+        text = e.note.removeprefix("backchannel ").removesuffix(" (synthesised)")
+        assert e.note.endswith("(synthesised)") and e.source_start_s is None
+        assert lexicon.is_backchannel(text) and not lexicon.starts_with_opener(text)
+        assert 0.1 <= e.duration_s <= 1.0
+        new = [(a, z) for a, z in pert[b] if a < e.at_s + e.duration_s and z > e.at_s]
+        assert new and not any(a < e.at_s + e.duration_s and z > e.at_s for a, z in nat[b])
+
+
+def test_removed_turn_leaves_nothing_in_the_closed_gap(perturbed):
+    """Issue 14 §4: after hold_instead_of_shift the listener's channel is at its noise floor
+    across the whole closed gap (5 ms frames, energy), and the sidecar says so."""
+    from bargein.audio.vad import frame_db
+
+    root, _, pairs = perturbed
+    for p in (q for q in pairs if q.type == "hold_instead_of_shift"):
+        pert, x, sr = _vad(root / "out" / p.perturbed_path)
+        b = p.edits[0].channel
+        off = _near([y for _, y in pert[1 - b]], p.edits[0].at_s, within=0.9)
+        nxt = min(a for a, _ in pert[1 - b] if a > off)
+        db = frame_db(x[:, b], sr)
+        floor = float(np.percentile(db, 10))
+        assert db[int(off / 0.005): int(nxt / 0.005)].max() <= floor + 10.0
+        assert p.measured["residue_over_floor_db"] <= 10.0

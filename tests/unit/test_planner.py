@@ -111,7 +111,7 @@ def test_conversations_walk_the_graph_to_an_end_within_the_length_range(convs):
         assert all(m.role == ("assistant" if i % 2 == 0 else "user") for i, m in enumerate(msgs))
         assert msgs[0].stage == wf.start
         for p in conv.plan:
-            t = p["transition"]
+            t = p.transition
             if t and not t.startswith("end:"):
                 kind, rest = t.split(":", 1)
                 assert (kind, *rest.split("->")) in edges, t
@@ -133,10 +133,10 @@ def test_lengths_and_interruption_rate_are_paper_like(convs):
 
 def test_cuts_fall_inside_the_stage_content(convs):
     for conv in convs:
-        recoveries = {p["recovery"]["message_index"]: p["recovery"] for p in conv.plan if p["recovery"]}
+        recoveries = {p.recovery.message_index: p.recovery for p in conv.plan if p.recovery}
         for cut, inter in conv.interruptions:
             rec = recoveries[inter.index]
-            first = P.n_words(cut.text[: rec["content_start"]])
+            first = P.n_words(cut.text[: rec.content_start])
             k = cut.interruption.cut_word_index
             assert first + EDGE_WORDS <= k <= P.n_words(cut.text) - EDGE_WORDS
             assert 100 <= cut.interruption.overlap_ms <= 600
@@ -150,7 +150,7 @@ def test_correction_only_changes_a_value_the_user_gave_before(convs):
             if cut.interruption.type != "correction":
                 continue
             seen += 1
-            d = next(p for p in conv.plan if p["message_index"] == cut.index)["detail"]
+            d = next(p for p in conv.plan if p.message_index == cut.index).detail
             corr = next(c for c in conv.scenario.intent.corrections if c.key == d["key"])
             assert (d["old"], d["new"]) == (corr.first_value, corr.corrected_value)
             earlier = [m.text for m in conv.messages[: cut.index] if m.role == "user"]
@@ -180,9 +180,9 @@ def test_no_correction_without_a_correctable_value(scenarios):
 def test_filler_recovery_is_never_cut_when_too_short(convs):
     for conv in convs:
         for p in conv.plan:
-            rec = p["recovery"]
-            if rec and rec["type"] == "filler" and P.n_words(rec["remainder"]) < 10:
-                assert not p["interrupt"]
+            rec = p.recovery
+            if rec and rec.type == "filler" and P.n_words(rec.remainder) < 10:
+                assert not p.interrupt
 
 
 # ---- the user simulator gets the plan, not the intent -------------------------------------
@@ -192,11 +192,11 @@ def test_user_simulator_never_receives_the_intent(convs):
             assert "UserIntent" not in str(param.annotation)
     assert not set(UserPlan.model_fields) & set(UserIntent.model_fields) - {"profile"}
     conv = next(c for c in convs if c.interruptions)
-    plan = next(p for p in conv.plan if p["interrupt"])
+    plan = next(p for p in conv.plan if p.interrupt)
     from bargein.generators.planner import RoundPlan
 
-    up = user_plan(RoundPlan.model_validate(plan))
-    cut = conv.messages[plan["message_index"]]
+    up = user_plan(plan)
+    cut = conv.messages[plan.message_index]
     _, msgs = llm_messages(up, [], cut.text, 0)
     prompt = msgs[0]["content"]
     for secret in ("interruption_probs", "interruption_rate", "hidden_facts", "provides"):

@@ -33,7 +33,43 @@ def test_round_trip_and_immutability():
     with pytest.raises(ValidationError):
         seg.start_s = 1.0  # frozen
     moved = seg.with_(start_s=0.5)
-    assert moved.start_s == 0.5 and seg.start_s == 0.0 and moved.id == seg.id
+    assert moved.start_s == 0.5 and seg.start_s == 0.0
+    # a content id follows the content; an explicit id is a name and stays
+    assert moved.id != seg.id and moved.id == moved.content_id() == Segment(**{
+        **seg.model_dump(exclude={"id"}), "start_s": 0.5}).id
+    named = seg.with_(id="seg-given").with_(start_s=0.7)
+    assert named.id == "seg-given" and named.with_(id="other").id == "other"
+
+
+def test_deep_immutability():
+    """No payload inside a record can change: dicts are FrozenDicts, lists tuples, all the way down."""
+    from bargein.records import Failure, FrozenDict, MaskedItem, RoundPlan, Turn
+
+    f = Failure(stage="s", item_id="i", reason="r", evidence={"a": [1, {"b": [2]}], "c": {"d": 1}})
+    assert isinstance(f.evidence, FrozenDict) and f.evidence["a"] == (1, {"b": (2,)})
+    for mutate in (lambda: f.evidence.__setitem__("x", 1), lambda: f.evidence["c"].update(d=2),
+                   lambda: f.evidence.pop("a"), lambda: f.evidence["a"][1].clear()):
+        with pytest.raises(TypeError, match="immutable"):
+            mutate()
+    assert Failure.from_json(f.to_json()) == f and hash(f) == hash(Failure.from_json(f.to_json()))
+    import copy
+    import pickle
+
+    assert pickle.loads(pickle.dumps(f)) == f and copy.deepcopy(f) == f
+    item = MaskedItem(source_id="rd-1", audio_path="a.flac", transcript="my number is 12", words=(),
+                      spans=(), condition="answerable", signal="silence", measured={"snr_db": 3.0},
+                      context=({"role": "system", "content": "You are an agent."},))
+    assert isinstance(item.context[0], Turn) and item.context[0].role == "system"
+    with pytest.raises(TypeError):
+        item.measured["snr_db"] = 9.0
+    with pytest.raises(ValidationError):
+        item.context[0].content = "changed"
+    plan = RoundPlan(round=0, stage=None, assistant_action="open", detail={"variant": "x"})
+    with pytest.raises(TypeError):
+        plan.detail["variant"] = "y"
+    import yaml
+
+    assert yaml.safe_load(yaml.safe_dump(f.model_dump())) == json.loads(f.to_json())
 
 
 def test_ids_are_content_addressed():

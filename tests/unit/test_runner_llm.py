@@ -97,16 +97,19 @@ def test_budget_stops_the_stage_cleanly_and_a_rerun_finishes(key, tmp_path):
     work = tmp_path / "w"
     with LoopbackLLMServer(responder=responder, latency_s=0.02) as srv:
         stage = Stage("echo", echo_stage, ChatMessage, prompts=("_selftest",), kind="io", concurrency=2)
+        # each call reserves ~$80 (its prompt bytes + overhead + max_tokens) and costs ~$5:
+        # a few calls fit in $100 before the next one's reservation no longer does
         llm = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, workdir=work,
-                      budget_usd=10.0, prices=dear)
+                      budget_usd=100.0, prices=dear, max_tokens=16)
         res = run_stage(stage, items(12), workdir=work, seed=1, resources={"llm": llm, "ledger": llm.ledger})
         assert res.budget_stopped and not res.failures
         done = len(res.outputs)
         assert 2 <= done < 12 and res.skipped == 12 - done
         assert "budget reached" in res.summary()
-        assert srv.request_count == done
+        assert srv.request_count == done and llm.budget_stopped
+        assert llm.ledger.spent_usd <= 100.0 and llm.ledger.reserved_usd == 0
         richer = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, workdir=work,
-                         budget_usd=1e6, prices=dear)
+                         budget_usd=1e6, prices=dear, max_tokens=16)
         srv.clear()
         rest = run_stage(stage, items(12), workdir=work, seed=1, resources={"llm": richer})
         assert srv.request_count == 12 - done

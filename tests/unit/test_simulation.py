@@ -46,8 +46,8 @@ def convs(run):
     return [r for r in run.results["conversations"].outputs]
 
 
-def plan_at(conv, index: int) -> dict:
-    return next(p for p in conv.plan if p["message_index"] == index)
+def plan_at(conv, index: int) -> RoundPlan:
+    return next(p for p in conv.plan if p.message_index == index)
 
 
 # ---- every interruption -------------------------------------------------------------------
@@ -61,11 +61,11 @@ def test_every_interruption_is_consistent_with_what_was_heard(convs):
             assert itr.cut_char_offset == len(itr.heard_text) < len(cut.text.rstrip())
             assert itr.interjection == inter.text and cut.heard_text == itr.heard_text
             plan = plan_at(conv, cut.index)
-            up = user_plan(RoundPlan.model_validate(plan))
-            rec = next(p["recovery"] for p in conv.plan
-                       if p["recovery"] and p["recovery"]["message_index"] == inter.index)
+            up = user_plan(plan)
+            rec = next(p.recovery for p in conv.plan
+                       if p.recovery and p.recovery.message_index == inter.index)
             context = tuple(m.spoken_text for m in conv.messages[: cut.index])
-            assert check_interjection(up, cut.text, rec["content_start"], itr.heard_text,
+            assert check_interjection(up, cut.text, rec.content_start, itr.heard_text,
                                       inter.text, context) == []
             assert is_backchannel(inter.text) == (itr.type == "filler")
     assert n > 80
@@ -78,7 +78,7 @@ def test_gold_recoveries_follow_the_type_semantics(convs):
             itr, gold = cut.interruption, conv.gold_recoveries[inter.index]
             assert gold == conv.messages[inter.index + 1].text
             rest = cut.text[itr.cut_char_offset:].strip()
-            d = plan_at(conv, cut.index)["detail"]
+            d = plan_at(conv, cut.index).detail
             seen.add(itr.type)
             if itr.type == "filler":          # continue exactly from the cut word
                 assert gold == rest
@@ -109,7 +109,7 @@ def test_rubrics_one_per_interruption_fixed_at_generation(convs):
             assert not any(P.has_placeholder(c) for c in (r.tf_criterion, *r.rq_criteria))
         corr = [r for r in conv.rubrics if r.type == "correction"]
         for r in corr:
-            d = plan_at(conv, r.message_index - 1)["detail"]
+            d = plan_at(conv, r.message_index - 1).detail
             assert any(d["new"] in c and d["old"] in c for c in r.rq_criteria)
 
 
@@ -120,7 +120,7 @@ def test_the_verifier_accepts_the_offline_conversations(run):
 
 # ---- eval items ---------------------------------------------------------------------------
 def test_eval_items_one_per_interruption_with_the_cut_turn_as_heard(run):
-    items = run.items
+    items = run.items + run.train_items          # the test pool and the training pool
     assert len(items) == sum(len(c.interruptions) for c in run.accepted)
     by_conv = {c.id: c for c in run.accepted}
     for item in items:

@@ -1,6 +1,9 @@
 """Inspector speed and memory.
 
-    python bench/inspect.py [--release release/demo]
+    python bench/inspect_site.py [--release release/demo]
+
+(Not ``bench/inspect.py``: a script of that name would shadow the standard library's
+``inspect`` for every benchmark in this folder.)
 
 1. ``demo_site_s``: index + 10 conversation pages of the demo release (goal ≤ 5 s), beside
    ``read_only_s``, the time to read and decode the same rows without writing a site, measured in
@@ -13,28 +16,20 @@
 
 from __future__ import annotations
 
-import os
+import argparse
+import io
+import json
+import resource
+import shutil
+import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 
-# This file shares its name with the standard library's ``inspect``: keep its own folder off the
-# import path so ``import inspect`` (numpy, pyarrow, ...) finds the standard module.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
-import argparse  # noqa: E402
-import io  # noqa: E402
-import json  # noqa: E402
-import resource  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import sys
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-import soundfile as sf  # noqa: E402
+import pyarrow as pa
+import pyarrow.parquet as pq
+import soundfile as sf
 
 
 def _read_only(release: Path, n: int) -> float:

@@ -1,0 +1,139 @@
+"""The quality checks (bargein.verify.quality), the quality report and the release gate.
+
+Each check is shown one hand-written defect (found, with its message index and evidence) and
+the hand-written clean example conversation (not flagged). The recall on a seeded corpus is
+measured by bench/verify_recall.py, not here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bargein.errors import ConfigError
+from bargein.records.conversation import Rubric
+from bargein.verify import run_checks, verify_conversation
+from bargein.verify.quality import grammar_issues, whole_phrase
+from bargein.verify.report import check_thresholds, dpo_separability, parse_thresholds
+from doubles.conversation_examples import (
+    EXAMPLE_TURNS, build_conversation, example_conversation, example_scenario,
+)
+
+SCN = example_scenario()
+
+
+def conv_with(changes: dict[int, tuple], **kw):
+    return build_conversation(SCN, [changes.get(i, t) for i, t in enumerate(EXAMPLE_TURNS)], **kw)
+
+
+def found(conv, check: str):
+    return [v for v in run_checks(conv) if v.check == check]
+
+
+def test_the_clean_example_passes_the_quality_checks():
+    assert run_checks(example_conversation()) == []
+
+
+def test_pushback_on_a_fragment_is_not_grounded():
+    bad = conv_with({15: ("user", "Wait, earliest? Nobody told me about earliest.")})
+    (v,) = found(bad, "interjection_grounded")
+    assert v.message_index == 15 and "earliest" in v.issue and not v.fixable
+
+
+def test_pushback_that_agrees_is_not_a_pushback():
+    bad = conv_with({15: ("user", "Lovely, go ahead with that then.")})
+    (v,) = found(bad, "interjection_grounded")
+    assert "does not object" in v.issue
+
+
+def test_impatient_cut_inside_a_question_has_nothing_to_skip():
+    turns = list(EXAMPLE_TURNS)
+    text = turns[10][1] + " Is your modem the grey one from us or your own model?"
+    bad = conv_with({10: ("assistant", text, {"stage": "troubleshooting", "cut": 38,
+                                                "type": "impatient"})})
+    (v,) = found(bad, "impatient_has_rest")
+    assert v.message_index == 11 and "inside a question" in v.issue
+
+
+@pytest.mark.parametrize("text,rule", [
+    ("Great. you're verified now.", "lower-case"),
+    ("I has the account number here.", "'I has'"),
+    ("You can use a online form.", "'an' before"),
+    ("We will send the the letter.", "doubled"),
+    ("Do you has the code?", "'you has'"),
+])
+def test_grammar_and_casing_errors_are_found_and_repaired(text, rule):
+    bad = conv_with({19: ("user", text)})
+    vs = found(bad, "grammar_casing")
+    assert vs and any(rule in v.issue for v in vs) and all(v.fixable for v in vs)
+    vc = verify_conversation(bad)
+    assert vc.accepted and vc.conversation.messages[19].text != text
+
+
+def test_grammar_leaves_near_misses_alone():
+    for ok in ("It takes an hour, e.g. on an iPhone.", "A user gets a one-time code at 9 a.m. "
+               "tomorrow.", "Does it have a unique ID?", "mm-hm"):
+        assert grammar_issues(ok) == [] or ok == "mm-hm"
+
+
+def test_you_said_about_something_never_said():
+    bad = conv_with({8: ("assistant", "You mentioned your neighbour had the same outage last "
+                                      "week. When did the outage start?", {"stage": "troubleshooting"})})
+    (v,) = found(bad, "attribution_grounded")
+    assert v.message_index == 8 and "neighbour" in v.issue
+    ok = conv_with({8: ("assistant", "You said it's the fiber line at your apartment. When did "
+                                     "the outage start?", {"stage": "troubleshooting"})})
+    assert found(ok, "attribution_grounded") == []
+
+
+def test_a_tf_criterion_asking_for_given_information():
+    rubrics = list(example_conversation().rubrics)
+    rubrics[0] = Rubric(message_index=3, type="filler", tf_criterion="The response asks the "
+                        "caller for their account number to continue.", rq_criteria=rubrics[0].rq_criteria)
+    bad = conv_with({}, rubrics=rubrics)
+    (v,) = found(bad, "tf_not_given")
+    assert v.message_index == 3 and "account number" in v.issue
+
+
+def test_an_rq_criterion_quoting_a_fragment():
+    rubrics = list(example_conversation().rubrics)
+    r = rubrics[4]
+    rubrics[4] = r.with_(rq_criteria=("Engages with the caller's concern (too long to be).",
+                                      *r.rq_criteria[1:]))
+    (v,) = found(conv_with({}, rubrics=rubrics), "rq_whole_phrase")
+    assert v.message_index == r.message_index
+    conv = example_conversation()
+    assert whole_phrase("the earliest technician visit", conv)
+    assert whole_phrase("Thursday? That's way too long to be without internet.", conv)
+    assert not whole_phrase("visit is Thursday between", conv)
+
+
+def test_resolved_without_the_final_stage():
+    conv = example_conversation()
+    wf = conv.scenario.kb.workflow
+    final = {t.source for t in wf.transitions if t.kind == "next" and t.target in wf.terminals}
+    short = conv.with_(messages=tuple(m for m in conv.messages if m.stage not in final),
+                       outcome="resolved")
+    if final and len(short.messages) < len(conv.messages):
+        (v,) = found(short, "resolved_goal_reached")
+        assert v.message_index is None and "never happens" in v.issue
+    assert found(conv.with_(outcome="resolved"), "resolved_goal_reached") == []
+
+
+def test_thresholds_name_known_figures_and_gate():
+    report = {"user_distinct2": 0.30, "dpo_first2_accuracy": 0.6, "train_test_overlap": 0}
+    with pytest.raises(ConfigError) as e:
+        parse_thresholds({"user_distinct": 0.4}, report)
+    assert "user_distinct2" in str(e.value) and "dpo_first2_accuracy" in str(e.value)
+    missed = check_thresholds(report, {"user_distinct2": {"min": 0.45},
+                                       "dpo_first2_accuracy": "<= 0.65"})
+    assert missed == ["user_distinct2 = 0.3 misses the threshold >= 0.45"]
+
+
+def test_dpo_separability_is_chance_for_indistinguishable_pairs_and_one_for_fixed_openers():
+    same = [{"conversation_id": f"c{i}", "chosen": [{"content": f"Sure thing {i} ok"}],
+             "rejected": [{"content": f"Sure thing {i} no"}]} for i in range(40)]
+    assert dpo_separability(same)["dpo_first2_accuracy"] == 0.5
+    fixed = [{"conversation_id": f"c{i}", "chosen": [{"content": f"Right {i} then"}],
+              "rejected": [{"content": f"Anyway so {i} then and more words"}]} for i in range(40)]
+    sep = dpo_separability(fixed)
+    assert sep["dpo_first_word_accuracy"] == 1.0 and sep["dpo_length_accuracy"] == 1.0
