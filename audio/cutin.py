@@ -13,6 +13,17 @@ those that start before the stop. The onset is drawn from the conversation's hea
 text and audio agree; when a given onset (e.g. one planned on an earlier synthesis) would
 hear other words, the onset is moved to the text's cut word (``onset_moved``); only when the
 text's cut cannot be realised in this audio is the heard text updated (``text_updated``).
+
+The stop is defined on the audio: given the samples, a stop that would fall in a pause (the
+assistant already silent) is re-planned by moving the onset later inside the same heard-word
+window, so the assistant is still sounding ``overlap_ms`` after the user starts::
+
+    audio    |==documents:==|.....pause.....|==a==|==photo==
+    planned          onset ^      stop ^                         stop in silence
+    re-planned                    onset ^  stop ^                same heard words, same overlap
+
+When no such onset exists (the message ends in the pause) the record follows the audio: the
+stop is where the sound ends, and the overlap is what is left of it (``stop - onset``).
 """
 
 from __future__ import annotations
@@ -81,14 +92,76 @@ def _realisable(words: Sequence[WordSpan], k: int) -> bool:
     return hi > lo and all(words[i].end <= lo for i in range(k))
 
 
+STOP_INTO_SOUND_MS = 40.0   # a re-planned stop lands this far into the resumed sound
+
+
+def _audible(samples: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
+    """Per 5 ms frame: is the clip audible there (-40 dB under its loudest frame)."""
+    from bargein.audio.wordtimes import SILENCE_DB, frame_energy
+
+    e, hop = frame_energy(samples, sample_rate)
+    return e > (e.max() if e.size else 0.0) * 10 ** (SILENCE_DB / 20.0), hop
+
+
+def stop_on_sound(samples: np.ndarray, sample_rate: int, words: Sequence[WordSpan], k: int,
+                  onset: int, stop: int, overlap: int) -> tuple[int, int]:
+    """``(onset, stop)`` so the assistant is audible up to the stop (see the module docstring)."""
+    loud, hop = _audible(samples, sample_rate)
+    n = len(samples)
+    if not loud.size:
+        return onset, stop
+    f = min(len(loud), stop // hop)
+    if f > 0 and loud[f - 1]:
+        return onset, stop                      # sounding right up to the stop
+    nxt = f
+    while nxt < len(loud) and not loud[nxt]:
+        nxt += 1
+    hi = words[k].end                           # the onset must stay before word k ends
+    if nxt < len(loud):
+        new_stop = min(n, nxt * hop + int(round(STOP_INTO_SOUND_MS * sample_rate / 1000.0)))
+        new_onset = onset + (new_stop - stop)
+        if new_onset < hi and new_stop - new_onset == stop - onset:
+            return new_onset, new_stop
+    g = f                                       # follow the audio: the sound ends before the stop
+    while g > 0 and not loud[g - 1]:
+        g -= 1
+    return onset, max(1, min(stop, g * hop))
+
+
+MIN_FRAGMENT_MS = 32.0      # a word the stop cuts into is either not started or this long
+
+
+def whole_fragment(samples: np.ndarray, sample_rate: int, words: Sequence[WordSpan], k: int,
+                   onset: int, stop: int) -> tuple[int, int]:
+    """Move ``(onset, stop)`` together (same heard words, same overlap) so the word the stop
+    cuts into has at least ``MIN_FRAGMENT_MS`` of audio: a 5 ms sliver is not a word."""
+    frag = int(round(MIN_FRAGMENT_MS * sample_rate / 1000.0))
+    cut = next((w for w in words if w.start < stop < w.start + frag and w.end > stop), None)
+    if cut is None:
+        return onset, stop
+    lo, hi = _window(words, k)
+    later = cut.start + frag - stop
+    if onset + later < hi and stop + later <= len(samples):
+        return onset + later, stop + later
+    earlier = stop - cut.start
+    if onset - earlier >= lo:
+        loud, hop = _audible(samples, sample_rate)
+        f = (stop - earlier) // hop
+        if 0 < f <= len(loud) and loud[f - 1]:
+            return onset - earlier, stop - earlier
+    return onset, stop
+
+
 def plan_cut(words: Sequence[WordSpan], n_samples: int, sample_rate: int, text: str,
              interruption: Interruption, *, rng: random.Random, jitter_ms: float = 40.0,
-             onset: int | None = None) -> CutIn:
+             onset: int | None = None, samples: np.ndarray | None = None) -> CutIn:
     """Where the user cuts in and where the assistant stops (see the module docstring).
 
     Without ``onset`` the onset is the end of the text's last heard word plus a seeded jitter
-    in ``[0, jitter_ms]`` (one-sided: an earlier onset would un-hear that word). With ``onset``
-    it is checked against the text and moved when it hears other words.
+    in ``[0, jitter_ms]`` (one-sided: an earlier onset would un-hear that word), never past the
+    start of the next word. With ``onset``
+    it is checked against the text and moved when it hears other words. With ``samples`` the
+    stop is made true to the audio (:func:`stop_on_sound`).
     """
     if len(words) < 2:
         raise AudioError(f"an interrupted message needs at least 2 timed words, got {len(words)} "
@@ -104,7 +177,10 @@ def plan_cut(words: Sequence[WordSpan], n_samples: int, sample_rate: int, text: 
         k = min(ok, key=lambda j: (abs(j - k), j))
         resolution = "text_updated"
     lo, hi = _window(words, k)
-    jitter = int(round(rng.uniform(0.0, max(0.0, jitter_ms)) * sample_rate / 1000.0))
+    # the jitter stays in the silence before word k: a cut inside word k would let the listener
+    # hear its first sounds, which the heard text (whole words) cannot say
+    room_ms = max(0.0, (words[k].start - lo) * 1000.0 / sample_rate)
+    jitter = int(round(rng.uniform(0.0, max(0.0, min(jitter_ms, room_ms))) * sample_rate / 1000.0))
     if onset is None:
         onset = lo + jitter
     if heard_count(words, onset) != k:
@@ -114,7 +190,17 @@ def plan_cut(words: Sequence[WordSpan], n_samples: int, sample_rate: int, text: 
     assert heard_count(words, onset) == k
     overlap = int(round(interruption.overlap_ms * sample_rate / 1000.0))
     stop = min(onset + overlap, n_samples)
+    if samples is not None:
+        x = np.asarray(samples)
+        onset, stop = stop_on_sound(x, sample_rate, words, k, int(onset), int(stop), overlap)
+        onset, stop = whole_fragment(x, sample_rate, words, k, onset, stop)
+        assert heard_count(words, onset) == k
     spoken = sum(1 for w in words if w.start < stop)
+    if samples is not None and spoken > k:      # a started word the stop left silent (a closure) was not spoken
+        loud, hop = _audible(np.asarray(samples), sample_rate)
+        w = words[spoken - 1]
+        if not loud[w.start // hop: max(w.start // hop + 1, min(stop, w.end) // hop)].any():
+            spoken -= 1
     heard_text = interruption.heard_text if resolution != "text_updated" else prefix_text(text, words, k)
     return CutIn(onset=int(onset), stop=int(stop), heard=k, spoken=spoken, heard_text=heard_text,
                  spoken_text=prefix_text(text, words, spoken), resolution=resolution,

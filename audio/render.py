@@ -38,7 +38,7 @@ from bargein.audio.timeline import (
     plan_backchannels, timeline_length,
 )
 from bargein.audio.voices import DEFAULT_ASSISTANT, DEFAULT_USER, assign_voices, get_tts, get_voice
-from bargein.audio.wordtimes import check_text
+from bargein.audio.wordtimes import SILENCE_DB, check_text, frame_energy
 from bargein.cache import ContentCache, cache_key
 from bargein.errors import AlignmentFailed, AudioError, BargeinError, ConfigError
 from bargein.records.audio import RenderedDialogue, Segment, WordTiming
@@ -192,33 +192,44 @@ def resolve_voices(conversation_id: str, seed: int, config: RenderConfig) -> dic
                          user=config.user_voice, pool=config.voice_pool or None)
 
 
-_VADS: dict[str, Any] = {}
-
-
 def _vad(name: str) -> Any:
-    if name not in _VADS:
-        from bargein.audio.vad import get_vad
+    from bargein.audio.vad import get_vad
 
-        _VADS[name] = get_vad(name)
-    return _VADS[name]
+    return get_vad(name)                # one instance per process (bargein.registry.get)
 
 
 def _context(e: BargeinError, where: str) -> BargeinError:
     return type(e)(f"{where}: {e}", evidence=e.evidence)
 
 
-def _ipus(seg: Segment) -> list[tuple[float, float, str]]:
-    """Speech units of a segment: its words merged across gaps < 180 ms (whole segment if untimed)."""
-    if not seg.words:
+def _ipus(seg: Segment, clean: np.ndarray | None = None, sr: int = 16000) -> list[tuple[float, float, str]]:
+    """Speech units of a segment, merged across gaps < 180 ms.
+
+    With the clean channel: where the segment's own audio sounds (5 ms frames, -40 dB under the
+    segment's loudest), so a pause inside a word ("two one six ... seven nine") splits a unit and
+    a unit ends where the sound ends. Without it: the word timings (whole segment if untimed).
+    """
+    runs: list[list[float]] = []
+    if clean is not None:
+        a, b = int(round(seg.start_s * sr)), int(round(seg.end_s * sr))
+        e, hop = frame_energy(clean[a:b, seg.channel], sr)
+        if e.size and e.max() > 0:
+            loud = e > e.max() * 10 ** (SILENCE_DB / 20.0)
+            d = np.diff(np.concatenate([[0], loud.astype(np.int8), [0]]))
+            for i, j in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
+                runs.append([(a + i * hop) / sr, (a + j * hop) / sr])
+    if not runs and seg.words:
+        runs = [[w.start_s, w.end_s] for w in seg.words]
+        runs[0][0], runs[-1][1] = min(runs[0][0], seg.start_s), max(runs[-1][1], seg.end_s)
+    if not runs:
         return [(seg.start_s, seg.end_s, seg.kind)]
     out: list[list[float]] = []
-    for w in seg.words:
-        if out and w.start_s - out[-1][1] < IPU_MERGE_S:
-            out[-1][1] = max(out[-1][1], w.end_s)
+    for r0, r1 in runs:
+        if out and r0 - out[-1][1] < IPU_MERGE_S:
+            out[-1][1] = max(out[-1][1], r1)
         else:
-            out.append([w.start_s, w.end_s])
-    out[0][0], out[-1][1] = min(out[0][0], seg.start_s), max(out[-1][1], seg.end_s)
-    return [(a, b, seg.kind) for a, b in out]
+            out.append([r0, r1])
+    return [(a_, b_, seg.kind) for a_, b_ in out]
 
 
 def message_clips(conv: Conversation, *, config: RenderConfig, voices: dict[str, str],
@@ -242,7 +253,7 @@ def message_clips(conv: Conversation, *, config: RenderConfig, voices: dict[str,
                 if not words:
                     raise AlignmentFailed("has no word timings, so the cut-in cannot be placed")
                 cut = plan_cut(words, len(samples), sr, m.text, m.interruption, rng=rng,
-                               jitter_ms=config.jitter_ms)
+                               jitter_ms=config.jitter_ms, samples=samples)
                 samples, words, onset = apply_cut(samples, cut, sr, config.fade_ms), cut_words(words, cut), cut.onset
                 cuts[i] = cut
         except BargeinError as e:
@@ -270,11 +281,12 @@ def _backchannel_maker(voices: dict[str, str], synth: Callable[[str, str], Speec
 
 
 def _write_labels(path: Path, segments: Sequence[Segment], duration: float, audio: np.ndarray,
-                  sr: int, label_vad: str, augmented: bool) -> None:
-    """Timeline (truth) labels, plus ``vad_*`` labels measured on the final audio."""
+                  sr: int, label_vad: str, augmented: bool, clean: np.ndarray | None = None) -> None:
+    """Timeline (truth) labels from each segment's clean audio, plus ``vad_*`` labels measured on
+    the final audio."""
     per_ch: list[list[tuple[float, float, str]]] = [[], []]
     for s in segments:
-        per_ch[s.channel].extend(_ipus(s))
+        per_ch[s.channel].extend(_ipus(s, clean, sr))
     lab = L.frame_labels(per_ch, duration)
     source = "timeline"
     if label_vad == "auto":     # energy is exact on clean synthetic audio; noise needs silero
@@ -322,7 +334,7 @@ def render_dialogue(conv: Conversation, *, config: RenderConfig, voices: dict[st
                          else None, sr, final if config.clips else None, out_dir, rel)
                 for p in sorted(placements, key=lambda p: (p.start, p.clip.channel))]
     labels_path = out_dir / "labels.npz"
-    _write_labels(labels_path, segments, n / sr, final, sr, config.label_vad, augmented)
+    _write_labels(labels_path, segments, n / sr, final, sr, config.label_vad, augmented, clean)
     return RenderedDialogue(
         conversation_id=conv.id, audio_path=rel(audio_path), sample_rate=sr, duration_s=n / sr,
         segments=tuple(segments), voices=dict(voices), augmentation=aug,
@@ -348,6 +360,32 @@ def _segment(p: Placement, msgs, cut, sr: int, audio: np.ndarray | None, out_dir
         cut_s=(p.start + cut.onset) / sr if cut else None,
         stop_s=(p.start + cut.stop) / sr if cut else None,
         cut_resolution=cut.resolution if cut else None)
+
+
+def as_rendered(conv: Conversation, rd: RenderedDialogue) -> Conversation:
+    """``conv`` as its audio says it: each interrupted message's heard text (and cut word) is the
+    render's, and ``overlap_ms`` is the realised ``stop_s - cut_s`` (0 if the assistant had
+    already fallen silent). Stages downstream of the render (eval items, rubrics, release rows)
+    should read this rather than the planned conversation::
+
+        planned   heard "...can you confirm the"  overlap_ms 300
+        audio     heard "...can you confirm the"  stop_s - cut_s = 0.284 s  ->  overlap_ms 284
+    """
+    by_index = {s.message_index: s for s in rd.segments if s.kind == "message" and s.cut_s is not None}
+    msgs = []
+    for m in conv.messages:
+        seg = by_index.get(m.index)
+        if m.interruption is None or seg is None or seg.heard_text is None:
+            msgs.append(m)
+            continue
+        heard = seg.heard_text
+        k = len(heard.split())
+        overlap = max(0, int(round((seg.stop_s - seg.cut_s) * 1000))) if seg.stop_s is not None else \
+            m.interruption.overlap_ms
+        itr = m.interruption.with_(heard_text=heard, cut_char_offset=max(1, len(heard)),
+                                   cut_word_index=max(1, k), overlap_ms=overlap)
+        msgs.append(m.with_(heard_text=heard, interruption=itr))
+    return conv.with_(messages=tuple(msgs))
 
 
 # ------------------------------------------------------------------ the stage
@@ -379,7 +417,7 @@ def backend_ids(config: RenderConfig) -> tuple[str, ...]:
 
 def render_stage(config: RenderConfig) -> Stage:
     return Stage(name=STAGE, fn=render_item, output=RenderedDialogue, config=config,
-                 version="1", backends=backend_ids(config), kind="cpu")
+                 version="2", backends=backend_ids(config), kind="cpu")
 
 
 def render_conversations(items: Sequence[Conversation | VerifiedConversation], *, workdir: str | Path,

@@ -23,7 +23,8 @@ import numpy as np
 
 from bargein.audio.base import Speech
 from bargein.audio.wordtimes import (
-    check_audio, check_text, check_timings, dist_version, fill_missing, timings_from_starts,
+    WORDTIMES_VERSION, check_audio, check_text, check_timings, dist_version, fill_missing,
+    timings_from_starts,
 )
 from bargein.errors import AudioError, BackendUnavailable, ConfigError, missing_extra
 from bargein.seeding import stable_int
@@ -187,7 +188,7 @@ class EspeakTTS:
             h.update((data / name).read_bytes())
         pv = dist_version("espeakng-loader")
         return (f"espeakng-loader-{pv}+libespeak-ng-{self._lib.lib_version}+data-{h.hexdigest()[:12]}"
-                f"+rate{self.rate}+fresh-v1")
+                f"+rate{self.rate}+fresh-v1+{WORDTIMES_VERSION}")
 
     def voices(self) -> list[str]:
         return [a for a in ACCENTS] + [f"{a}+{v}" for a in ACCENTS for v in VARIANTS]

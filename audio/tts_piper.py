@@ -10,12 +10,12 @@ The ONNX model is patched in memory twice:
 
 Word times: each text word is phonemised on its own; the sentence phonemes are aligned to the
 concatenated per-word phonemes (difflib on phoneme characters), so a word's start is the first
-sample of the first phoneme it owns, even when espeak merges or splits words.
+sample of the first phoneme it owns, even when espeak merges or splits words, and it ends with
+its last phoneme, settled on the energy boundary at pauses (``wordtimes.timings_from_starts``).
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import threading
@@ -25,14 +25,15 @@ from pathlib import Path
 import numpy as np
 
 from bargein.audio.base import Speech
+from bargein.audio.phonemap import word_phoneme_ends, word_phoneme_starts
 from bargein.audio.wordtimes import (
-    check_audio, check_text, check_timings, dist_version, fill_missing, timings_from_starts,
+    WORDTIMES_VERSION, check_audio, check_text, check_timings, dist_version, fill_missing,
+    timings_from_starts,
 )
 from bargein.errors import AudioError, BackendUnavailable, ConfigError, missing_extra
 from bargein.seeding import stable_int
 
 _M = 2147483647                         # 2^31 - 1
-_NOT_PHONEME = set(" !'(),-.:;?\"ˈˌ…—")
 
 
 def _find_joe() -> tuple[Path, Path]:
@@ -156,7 +157,7 @@ class PiperTTS:
         pv = dist_version("piper-tts")
         h = hashlib.sha256(self.model_path.read_bytes() + self.config_path.read_bytes()).hexdigest()[:12]
         ns, ls, nw = self.scales
-        return f"piper-tts-{pv}+{self.voice_name}-{h}+ns{ns}+ls{ls}+nw{nw}+seeded-noise-v1"
+        return f"piper-tts-{pv}+{self.voice_name}-{h}+ns{ns}+ls{ls}+nw{nw}+seeded-noise-v1+{WORDTIMES_VERSION}"
 
     def voices(self) -> list[str]:
         return [self.voice_name]
@@ -188,7 +189,7 @@ class PiperTTS:
         if not sentences:
             raise AudioError(f"piper: text {text!r} gave no phonemes. Fix: give the message words.")
         seed = stable_int("piper", self.version, text) % _M
-        chunks, phone_starts, phone_chars = [], [], []      # per phoneme character: start sample
+        chunks, phone_starts, phone_ends, phone_chars = [], [], [], []   # per phoneme character
         offset = 0
         for si, ph in enumerate(sentences):
             audio, id_samples, ids = self._run(ph, (seed + si) % _M)
@@ -197,17 +198,21 @@ class PiperTTS:
             starts = _phoneme_starts(self._voice.config.phoneme_id_map, ph, ids, id_samples)
             if starts is None:
                 raise AudioError(f"piper: phoneme alignment failed for {text[:60]!r}")
-            for p, s in zip(ph, starts):
-                phone_chars.append(p)
-                phone_starts.append(offset + min(s, len(audio)))
+            starts = [offset + min(s, len(audio)) for s in starts]
+            phone_chars += ph
+            phone_starts += starts
+            phone_ends += starts[1:] + [offset + len(audio)]
             chunks.append(audio)
             offset += len(audio)
         samples = np.concatenate(chunks).astype(np.float32)
         check_audio(samples, "piper", text)
-        ref = [self.phonemes(w) for w, _ in words]
-        starts = _word_starts(phone_chars, phone_starts, ref)
+        ref = [[c for s in self.phonemes(w) for c in s] for w, _ in words]
+        start_ci = word_phoneme_starts(phone_chars, ref)
+        end_ci = word_phoneme_ends(phone_chars, start_ci)
+        starts = [phone_starts[c] if c is not None else None for c in start_ci]
+        ends = [phone_ends[c] if c is not None else None for c in end_ci]
         full = fill_missing(starts, words, len(samples))
-        timings = timings_from_starts(words, full, samples, self.sample_rate)
+        timings = timings_from_starts(words, full, samples, self.sample_rate, ends)
         check_timings(timings, len(samples) / self.sample_rate)
         return Speech(samples=samples, sample_rate=self.sample_rate, words=timings, text=text,
                       voice_id=f"piper:{self.voice_name}", timing_source="synthesizer",
@@ -231,69 +236,3 @@ def _phoneme_starts(id_map: dict, phonemes: list[str], ids: list[int], id_sample
     if i + len(id_map.get(EOS, [])) != len(ids):
         return None
     return starts
-
-
-def _word_starts(phone_chars: list[str], phone_starts: list[int],
-                 ref: list[list[list[str]]]) -> list[int | None]:
-    """Map sentence phonemes to words by aligning them with each word phonemised alone.
-
-    A word starts at its first matched phoneme, moved back over the word's unmatched leading
-    phonemes (context changes them: "the" ðə/ði) but never into the previous word, then back
-    over a stress mark that belongs to it.
-    """
-    a_idx = [i for i, c in enumerate(phone_chars) if c not in _NOT_PHONEME and not c.isspace()]
-    a = [phone_chars[i] for i in a_idx]
-    b, owner, pos_in_word = [], [], []
-    for w, sents in enumerate(ref):
-        k = 0
-        for c in (c for s in sents for c in s):
-            if c not in _NOT_PHONEME and not c.isspace():
-                b.append(c)
-                owner.append(w)
-                pos_in_word.append(k)
-                k += 1
-    first: list[tuple[int, int] | None] = [None] * len(ref)   # (a index, leading unmatched)
-    last: list[int | None] = [None] * len(ref)
-    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for block in sm.get_matching_blocks():
-        for j in range(block.size):
-            w, ai = owner[block.b + j], block.a + j
-            if first[w] is None or ai < first[w][0]:
-                first[w] = (ai, pos_in_word[block.b + j])
-            last[w] = ai if last[w] is None else max(last[w], ai)
-    start_ci: list[int | None] = [None] * len(ref)        # index into phone_chars
-    last_ci: list[int | None] = [None] * len(ref)
-    prev_last = -1
-    for w in range(len(ref)):
-        if first[w] is None or first[w][0] <= prev_last:
-            continue                          # unmatched, or matched out of order
-        ai = max(prev_last + 1, first[w][0] - first[w][1])
-        ci = a_idx[ai]
-        while ci > 0 and phone_chars[ci - 1] in "ˈˌ":
-            ci -= 1
-        start_ci[w], last_ci[w] = ci, a_idx[last[w]]
-        prev_last = last[w]
-    _fill_from_groups(phone_chars, start_ci, last_ci)
-    return [phone_starts[ci] if ci is not None else None for ci in start_ci]
-
-
-def _fill_from_groups(phone_chars: list[str], start_ci: list[int | None], last_ci: list[int | None]) -> None:
-    """Give unmatched words the unclaimed space-separated phoneme groups between their neighbours
-    (a alone is "eI", in context "@": nothing matches, but its group sits between its neighbours)."""
-    groups = [i for i, c in enumerate(phone_chars)
-              if c not in _NOT_PHONEME and not c.isspace() and (i == 0 or phone_chars[i - 1].isspace())]
-    w = 0
-    while w < len(start_ci):
-        if start_ci[w] is not None:
-            w += 1
-            continue
-        run_end = w
-        while run_end < len(start_ci) and start_ci[run_end] is None:
-            run_end += 1
-        lo = next((last_ci[k] for k in range(w - 1, -1, -1) if last_ci[k] is not None), -1)
-        hi = start_ci[run_end] if run_end < len(start_ci) else len(phone_chars)
-        free = [g for g in groups if lo < g < hi]
-        if len(free) == run_end - w:          # exactly one group per unmatched word
-            for k, g in zip(range(w, run_end), free):
-                start_ci[k] = g
-        w = run_end

@@ -23,6 +23,7 @@ from bargein.records.audio import WordTiming
 _TOKEN = re.compile(r"\S+")
 SILENCE_DB = -40.0          # relative to the clip's peak frame energy
 FRAME_MS = 5.0
+WORDTIMES_VERSION = "words-v2"   # in every engine version: a change here re-keys the caches
 
 
 def split_words(text: str) -> list[tuple[str, int]]:
@@ -71,31 +72,67 @@ def check_audio(samples: np.ndarray, engine: str, text: str) -> None:
                          "Fix: check the text is pronounceable in this voice's language.")
 
 
-def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequence[int],
-                        samples: np.ndarray, sample_rate: int) -> tuple[WordTiming, ...]:
-    """Word timings from exact start samples.
+MIN_WORD_S = 0.032         # no word is shorter than this (30 ms, with room for resampling)
+MAX_TAIL_S = 0.3           # a word's sound may run this far past its last phoneme into a pause
+END_DB = -40.0             # word ends settle where the level falls this far under the peak
 
-    A word ends where the next one starts, pulled back over any silence before it (a pause at a
-    comma is not part of the word); the last word ends at the end of audible speech::
+
+def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequence[int],
+                        samples: np.ndarray, sample_rate: int,
+                        ends_samples: Sequence[int | None] | None = None) -> tuple[WordTiming, ...]:
+    """Word timings from exact start samples (and the engine's own ends, when it has them).
+
+    A word ends at its last phoneme (or, without ends, where the next one starts), then settles on
+    the energy boundary: pulled back over silence before a pause (a pause at a comma is not part
+    of the word), or carried forward to where its sound stops inside the pause (a tail the
+    synthesiser's durations leave out). The last word ends at the end of audible speech. A start
+    that lies inside a pause moves to the acoustic onset; no word is shorter than ``MIN_WORD_S``::
 
         |--Hello,--|....|--world--|...
         ^start0    ^end0^start1   ^end1 (trailing silence trimmed)
     """
     if len(words) != len(starts_samples):
         raise ValueError("one start per word")
+    if ends_samples is not None and len(ends_samples) != len(words):
+        raise ValueError("one end per word")
     e, hop = frame_energy(samples, sample_rate)
     thresh = (e.max() if e.size else 0.0) * 10 ** (SILENCE_DB / 20.0)
     _, speech_end = speech_bounds(samples, sample_rate)
     starts = [int(s) for s in starts_samples]
     for i in range(1, len(starts)):             # monotone, even if an engine reports otherwise
         starts[i] = max(starts[i], starts[i - 1])
-    out = []
-    for i, ((word, cs), s) in enumerate(zip(words, starts)):
+    end_thresh = (e.max() if e.size else 0.0) * 10 ** (END_DB / 20.0)
+    tail, min_len = int(MAX_TAIL_S * sample_rate), int(round(MIN_WORD_S * sample_rate))
+    spans: list[list[int]] = []
+    for i, s in enumerate(starts):
         nxt = starts[i + 1] if i + 1 < len(starts) else max(speech_end, s)
-        end = _trim_back(e, hop, thresh, s, nxt)
-        out.append(WordTiming(word=word, start_s=round(s / sample_rate, 6),
-                              end_s=round(end / sample_rate, 6), char_start=cs))
-    return tuple(out)
+        end = nxt
+        if ends_samples is not None and ends_samples[i] is not None:
+            end = min(max(int(ends_samples[i]), s), nxt)
+        if i + 1 == len(starts):
+            end = max(end, nxt)
+        s = _settle_start(e, hop, thresh, s, end)
+        end = _settle_end(e, hop, end_thresh, s, end, min(nxt, end + tail) if i + 1 < len(starts) else end)
+        spans.append([s, end])
+    for i in range(len(spans)):                 # sound just before a start that no word owns
+        lo = max(spans[i - 1][1] if i else 0, spans[i][0] - tail)
+        spans[i][0] = _extend_back(e, hop, end_thresh, spans[i][0], lo)
+    n = len(samples)
+    for i, (s, end) in enumerate(spans):        # no word shorter than min_len, none overlapping
+        if end - s < min_len:
+            hi = spans[i + 1][0] if i + 1 < len(spans) else n
+            end = min(max(end, s + min_len), max(hi, end))
+            if end - s < min_len:
+                lo = spans[i - 1][1] if i else 0
+                s = max(lo, min(s, end - min_len))
+            if end - s < min_len and i + 1 < len(spans) and spans[i + 1][1] - (s + min_len) >= min_len:
+                end = spans[i + 1][0] = s + min_len        # take the time from the next word
+            if end - s < min_len and i and spans[i - 1][1] - spans[i - 1][0] >= 2 * min_len:
+                s = spans[i - 1][1] = end - min_len        # or from the previous one
+            spans[i] = [s, end]
+    return tuple(WordTiming(word=word, start_s=round(s / sample_rate, 6), end_s=round(end / sample_rate, 6),
+                            char_start=cs)
+                 for (word, cs), (s, end) in zip(words, spans))
 
 
 def _trim_back(e: np.ndarray, hop: int, thresh: float, start: int, end: int) -> int:
@@ -106,6 +143,43 @@ def _trim_back(e: np.ndarray, hop: int, thresh: float, start: int, end: int) -> 
     while f > f_lo and e[f - 1] <= thresh:
         f -= 1
     return max(min(end, f * hop), min(end, start + hop))
+
+
+def _settle_end(e: np.ndarray, hop: int, thresh: float, start: int, end: int, limit: int) -> int:
+    """``end`` on the energy boundary: back over silence, or forward (up to ``limit``) to where
+    the sound stops when a pause follows the word."""
+    f = min(len(e), end // hop)
+    if f == 0 or f >= len(e) or e[f - 1] <= thresh or e[f] <= thresh:
+        return _trim_back(e, hop, thresh, start, end)
+    g, f_lim = f, min(len(e), limit // hop)
+    while g < f_lim and e[g] > thresh:
+        g += 1
+    if g < f_lim:                               # a silence before the limit: the word ends there
+        return g * hop
+    return end
+
+
+def _extend_back(e: np.ndarray, hop: int, thresh: float, start: int, lo: int) -> int:
+    """Move ``start`` back over audible frames to the acoustic onset, never before ``lo``, and
+    only when the sound before it is preceded by silence inside ``[lo, start)``."""
+    f, f_lo = start // hop, -(-lo // hop)
+    g = f
+    while g > f_lo and g - 1 < len(e) and e[g - 1] > thresh:
+        g -= 1
+    if g == f or g <= f_lo:                     # nothing to take, or sound runs on into lo
+        return start
+    return g * hop
+
+
+def _settle_start(e: np.ndarray, hop: int, thresh: float, start: int, end: int) -> int:
+    """A start inside a pause (silence that began before it) moves to the acoustic onset."""
+    f = start // hop
+    if f < 2 or f >= len(e) or e[f] > thresh or e[f - 1] > thresh or e[f - 2] > thresh:
+        return start
+    g, f_end = f, end // hop
+    while g < f_end and e[g] <= thresh:
+        g += 1
+    return g * hop if g < f_end else start
 
 
 def fill_missing(starts: list[int | None], words: Sequence[tuple[str, int]], total: int) -> list[int]:

@@ -26,6 +26,10 @@ PERTURBATION_TYPES = ("late_response", "early_entry", "hold_instead_of_shift",
                       "shift_instead_of_hold", "excessive_backchannel")
 
 
+# a release name: one path segment, safe as a folder name and as the NAME of ORG/NAME on the Hub
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -77,7 +81,7 @@ class ReleaseConfig(_Section):
 
 
 class BuildConfig(_Section):
-    name: str = Field("bargein-ihbench", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: str = Field("bargein-ihbench", pattern=NAME_PATTERN, max_length=96)
     version: str = Field("0.1.0", pattern=r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
     seed: int = 7
     llm: str = Field("offline", description="offline | openai:MODEL | anthropic:MODEL | llamacpp:PATH")
@@ -197,13 +201,9 @@ def load_config(path: str | Path) -> BuildConfig:
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist. Fix: pass an existing YAML "
                           "file, or use --preset demo")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"config {path} is not UTF-8 text (byte {e.start}). Fix: save it as "
-                          "UTF-8") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config {path} is not valid YAML: {e}") from None
+    from bargein.store import read_yaml
+
+    data = read_yaml(path, "config")
     if data is None:        # an empty file or only comments: never run the defaults by accident
         raise ConfigError(f"config {path} is empty. Fix: write the keys you want to change (`bargein "
                           "build --print-config demo` prints every key with its default), or use "

@@ -15,7 +15,8 @@ import re
 
 __all__ = [
     "BACKCHANNELS", "BACKCHANNEL_WORDS", "FILLERS", "INTERRUPTION_OPENERS", "MAX_BACKCHANNEL_WORDS",
-    "STOP_WORDS", "SWITCHBOARD_BACKCHANNELS", "is_backchannel", "is_filler", "normalize",
+    "CONTENT_STOP_WORDS", "GLUE_WORDS", "STOP_WORDS", "SWITCHBOARD_BACKCHANNELS", "is_backchannel",
+    "is_filler", "normalize",
     "starts_with_opener",
 ]
 
@@ -66,6 +67,19 @@ we'd we'll we're we've were weren't what what's when when's where where's which 
 whom why why's will with won't would wouldn't you you'd you'll you're you've your yours yourself
 yourselves
 """.split())
+
+
+# Conversational glue every turn shares ("okay", "need", "actually"): not function words, but no
+# more telling of what a turn is about. With STOP_WORDS they make CONTENT_STOP_WORDS, what the
+# generator and the verifier skip when they ask "which content words does this turn share?".
+GLUE_WORDS: frozenset[str] = frozenset("""
+yeah yes yep yup okay ok oh um uh hmm mm mhm ah well sure right alright actually really just like
+wait sorry please thanks thank hello hi hey so now then still even maybe kind sort know think want
+need get got go going gonna wanna let lets make say said tell told see look give thing things
+something anything everything one ones way lot bit much many will shall may might must us hold on
+hang work sound fine good great perfect nice help call also
+""".split())
+CONTENT_STOP_WORDS: frozenset[str] = STOP_WORDS | GLUE_WORDS
 
 
 def is_backchannel(text: str) -> bool:

@@ -95,6 +95,8 @@ class BuildState:
     counts: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
     order: tuple[str, ...] = ()
+    dag: list[dict[str, Any]] = field(default_factory=list)
+    backend: Mapping[str, Any] = field(default_factory=dict)    # the running stage's backend config
 
     def artifact(self, key: str) -> Path | None:
         return self.artifacts.get(key)
@@ -262,12 +264,15 @@ def _render(state: BuildState) -> StageOutcome:
 
 
 def _mask(state: BuildState) -> StageOutcome:
+    from bargein.masking.items import MaskConfig
     from bargein.masking.stage import mask_rendered
 
     r = state.config.repair
     res = mask_rendered(state.records[RenderedDialogue], state.records[VerifiedConversation],
-                        workdir=state.workdir, seed=state.seed, signals=tuple(r.signals),
-                        windows_ms=tuple(r.windows_ms), max_items=r.max_items,
+                        workdir=state.workdir, seed=state.seed,
+                        config=MaskConfig(aligner=state.backend["aligner"]),
+                        signals=tuple(r.signals), windows_ms=tuple(r.windows_ms),
+                        max_items=r.max_items, workers=state.config.audio.workers,
                         progress=state.progress)
     return StageOutcome({MaskedItem: list(res.outputs)}, {"repair": len(res.outputs)},
                         {"mask": len(res.failures)})
@@ -283,7 +288,8 @@ def _perturb(state: BuildState) -> StageOutcome:
                  for rd in state.records[RenderedDialogue]]
     summary = run_perturb(dialogues, types=list(c.timing.types), per_type=c.timing.per_type,
                           out_dir=workdir / "perturb", workdir=workdir, seed=state.seed,
-                          sample_rate=c.audio.sample_rate, workers=c.audio.workers or 1)
+                          vad=state.backend["vad"], sample_rate=c.audio.sample_rate,
+                          workers=c.audio.workers or 1)
     return StageOutcome({}, {"timing": int(summary["pairs"])}, {"perturb": int(summary["skipped"])})
 
 
@@ -300,7 +306,7 @@ def _release(state: BuildState) -> StageOutcome:
         "voices": {"assistant": c.audio.assistant_voice, "user": c.audio.user_voice},
         "prompt_sha256": _prompt_hashes(),
         "stage_failures": dict(state.failures),
-        "stages": list(state.order),
+        "stages": state.dag,
     }
     sources = ReleaseSources(
         conversations=a("verified"), rendered=a("rendered"), eval_items=a("baseline"),
@@ -309,7 +315,7 @@ def _release(state: BuildState) -> StageOutcome:
     manifest = build_release(state.out_dir, name=c.name, version=c.version, sources=sources,
                              provenance=provenance, changelog=c.release.changelog,
                              previous=state.previous, pretty_name=c.release.pretty_name,
-                             license=c.release.license)
+                             license=c.release.license, protect=(state.workdir,))
     _say(f"release {c.name} {c.version} -> {state.out_dir} "
          f"({', '.join(f'{k}={v}' for k, v in manifest.configs.items())})")
     return StageOutcome({ReleaseManifest: [manifest]})
@@ -321,7 +327,7 @@ def plan(config: BuildConfig) -> Plan:
     llm = {"llm": c.llm}
     specs = [
         StageSpec("scenarios", (), (Scenario,), _scenarios, {"scenarios": "scenarios.jsonl"},
-                  {**llm, "budget_usd": c.budget_usd}, needs=("llm",)),
+                  llm, needs=("llm",)),
         StageSpec("conversations", (Scenario,), (VerifiedConversation, EvalItem), _conversations,
                   {"verified": "verified.jsonl", "eval_items": "eval_items.jsonl",
                    "stats": "stats.json", **({"sft": "sft.jsonl"} if c.exports.sft else {}),
@@ -339,7 +345,7 @@ def plan(config: BuildConfig) -> Plan:
         if c.repair.enabled:
             specs.append(StageSpec(
                 "mask", (RenderedDialogue, VerifiedConversation), (MaskedItem,), _mask,
-                {"repair": "mask.jsonl"}, {"aligner": "synth"}))
+                {"repair": "mask.jsonl"}, {"aligner": "auto"}, needs=("aligner",)))
         if c.timing.enabled:
             specs.append(StageSpec(
                 "perturb", (RenderedDialogue,), (PerturbationPair,), _perturb,
@@ -357,13 +363,14 @@ def plan(config: BuildConfig) -> Plan:
 def run(p: Plan, state: BuildState) -> dict[str, float]:
     """Run the validated plan's stages in order; returns seconds per stage."""
     times: dict[str, float] = {}
-    state.order = p.names
+    state.order, state.dag = p.names, p.describe()
     for spec in p.stages:
         missing = [t.__name__ for t in spec.inputs if t not in state.records]
         if missing:     # validate() makes this unreachable unless a stage broke its declaration
             raise WiringError(f"stage {spec.name!r} found no {', '.join(missing)} records from "
                               "upstream; its producer did not return what it declares")
         _say(f"{spec.name} ...")
+        state.backend = dict(spec.backend)
         t0 = time.perf_counter()
         outcome = spec.fn(state)
         times[spec.name] = round(time.perf_counter() - t0, 3)
@@ -389,8 +396,11 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
 
     The wiring is validated before the first stage starts."""
     p = plan(config)
+    from bargein.outdir import check_replaceable, check_writable_dir
+
     workdir, out_dir = Path(workdir), Path(out_dir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    check_replaceable(out_dir, protect=(workdir,))        # before any work: never after it
+    check_writable_dir(workdir, option="--workdir")
     state = BuildState(config=config, workdir=workdir, out_dir=out_dir, seed=config.seed,
                        progress=progress, previous=Path(previous) if previous else None)
     from bargein.executors import using_executor

@@ -86,7 +86,7 @@ def clean_pushback(conv: Conversation, rng: random.Random):
         heard = msgs[i - 1].heard_text or ""
         money = re.findall(r"\$\d[\d,.]*\d|\$\d", heard)
         labels = [f.key.replace("_", " ") for f in conv.scenario.kb.user_facts
-                  if f.key.replace("_", " ") in heard.lower()]
+                  if re.search(rf"\b{re.escape(f.key.replace('_', ' '))}\b", heard.lower())]
         if money:
             text = rng.choice(["Excuse me, {x}? I'm not okay with that.", "{x}? That's way more "
                                "than I was quoted.", "Sorry, I won't pay {x} for this."]).format(

@@ -49,15 +49,24 @@ PERSONAL = {"full_name", "date_of_birth", "email", "phone_number", "home_address
 
 
 def disclosed_keys(conv) -> frozenset[str]:
-    """Fact keys the assistant disclosed before the caller ever said them (the injector's own,
-    simpler notion of a value the system holds)."""
+    """Fact keys only the system holds in this conversation, by the injector's own reading: the
+    scenario does not give them to the caller (not in what the intent provides or corrects, no
+    personal detail), nobody asked the caller for them, and the first sentence that says the
+    value is an assistant statement."""
     out = set()
+    user_side = set(conv.scenario.intent.provides) | {c.key for c in conv.scenario.intent.corrections}
     for f in conv.scenario.kb.user_facts:
-        if f.key in PERSONAL or f.kind in ("name", "email", "phone", "address"):
+        if f.key in PERSONAL or f.key in user_side or f.kind in ("name", "email", "phone", "address"):
             continue
         forms = [v for v in (f.value, f.spoken) if v and len(v) > 3]
-        said = [(m.role, sent) for m in conv.messages
-                for sent in re.split(r"(?<=[.?!])\s+", m.spoken_text) if any(v in sent for v in forms)]
+        name = f.key.replace("_", " ")
+        said = []
+        for m in conv.messages:
+            for sent in re.split(r"(?<=[.?!])\s+", m.spoken_text):
+                if m.role == "assistant" and sent.endswith("?") and name in sent.lower():
+                    said.append(("asked", sent))
+                if any(v in sent for v in forms):
+                    said.append((m.role, sent))
         if said and said[0][0] == "assistant" and not said[0][1].endswith("?"):
             out.add(f.key)
     return frozenset(out)

@@ -30,7 +30,8 @@ from bargein.generators.planner import EDGE_WORDS, MIN_CUT_WORDS, RoundPlan
 from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, normalise
 
-_GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching)|hello|hi there|welcome)\b", re.I)
+_GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching)|hello|hi there|welcome|"
+                       r"good (morning|afternoon|evening))\b", re.I)
 _LOWERABLE = frozenset("the your it this that we so before one if now right let there our for to "
                        "and once just you it's that's there's we'll we're let's a an my since "
                        "most please".split())
@@ -70,7 +71,7 @@ def lower_first(text: str) -> str:
 
 def _resume(rng: random.Random, content: str) -> tuple[str, str]:
     """A resume lead and the content fitted to it ('So, as I was saying, your ...')."""
-    leads = P.bank("assistant", "resume_fresh")
+    leads = P.bank("assistant", "resume_lead") + P.bank("assistant", "resume_lead_full")
     content = content[:1].upper() + content[1:]
     low = lower_first(content)
     options = [lead for lead in leads if lead.endswith(",") == (low != content)] or list(leads)
@@ -106,7 +107,7 @@ class RuleAssistant:
         else:
             ack.append(self._ack(plan.ack, rng))
             if plan.stage_lead and rng.random() < 0.5:
-                ack.append(P.pick(rng, "assistant", "stage_lead"))
+                ack.append(P.pick(rng, "assistant", "lead_on"))
         return AssistantTurn(acknowledgement=P.join(*ack), content=self.content(plan, rng))
 
     def _ack(self, info: dict[str, str], rng: random.Random) -> str:
@@ -126,7 +127,7 @@ class RuleAssistant:
         if kind == "accept":
             return P.pick(rng, "assistant", "ack_accept")
         if kind == "plain" and rng.random() < 0.6:
-            return P.pick(rng, "assistant", "ack_plain")
+            return P.compose(rng, "assistant", "turn_ack")
         return ""
 
     def content(self, plan: RoundPlan, rng: random.Random, lead: bool = True) -> str:
@@ -141,12 +142,14 @@ class RuleAssistant:
                 return q
             return P.join(P.pick(rng, "assistant", "ask_lead"), q, P.pick(rng, "assistant", "ask_reason"))
         if unit.kind == "close":
-            return P.pick(rng, "assistant", "closing_cap" if "cap" in unit.keys else "closing_offer")
+            if "cap" in unit.keys:
+                return P.pick(rng, "assistant", "closing_cap")
+            return P.compose(rng, "assistant", "wrap")
         if unit.kind == "outcome":
             bank = "outcome_escalated" if "fail" in unit.keys else "outcome_terminated"
             return P.pick(rng, "assistant", bank)
         if unit.kind == "farewell":
-            return P.pick(rng, "assistant", "closing_final")
+            return P.compose(rng, "assistant", "bye")
         return P.sentence(self.scenario.kb.workflow.stage(unit.stage).description) if unit.stage else ""
 
     # -- interruption-handling branch ---------------------------------------------------------
@@ -157,7 +160,7 @@ class RuleAssistant:
         if t == "filler":
             return AssistantTurn(acknowledgement="", content=rec.remainder)
         if t == "impatient":
-            return AssistantTurn(acknowledgement=P.pick(rng, "assistant", "recover_impatient"),
+            return AssistantTurn(acknowledgement=P.compose(rng, "assistant", "skip_ack"),
                                  content=self.content(plan, rng, lead=False))
         if t == "pushback":
             kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
@@ -181,7 +184,7 @@ class RuleAssistant:
                              old=d["old"], new=d["new"])
         else:  # topic_switch: address it, steer back (the steer-back is the resume lead)
             address = P.bank("pairs", "topic_switch")[int(d["pair"])]["assistant"]
-            return AssistantTurn(acknowledgement=P.join(address, P.pick(rng, "assistant", "recover_topic_back")),
+            return AssistantTurn(acknowledgement=P.join(address, P.pick(rng, "assistant", "back_to_task")),
                                  content=self.content(plan, rng))
         lead, content = _resume(rng, self.content(plan, rng))
         return AssistantTurn(acknowledgement=P.join(address, lead), content=content)

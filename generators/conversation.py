@@ -113,7 +113,8 @@ class RuleAgents:
         return turn
 
     async def user_reply(self, plan, heard, rng, sample) -> str:
-        return self.user.reply(user_plan(plan), rng)
+        last = next((m["text"] for m in reversed(heard) if m["role"] == "assistant"), "") if heard else ""
+        return self.user.reply(user_plan(plan), rng, last)
 
     async def user_interject(self, plan, message, content_start, context, heard, rng, sample) -> Interjected:
         return self.user.interject(user_plan(plan), message, content_start, context, rng)
@@ -228,7 +229,10 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
                     inter = await agents.user_interject(plan, text, turn.content_start, context,
                                                         _heard_view(messages), rng, replan)
                 elif plan.assistant_action != "farewell":
-                    reply = await agents.user_reply(plan, _heard_view(messages), rng, replan)
+                    heard = _heard_view(messages)
+                    if isinstance(agents, RuleAgents):      # the turn being answered, too
+                        heard = heard + [{"role": "assistant", "text": text}]
+                    reply = await agents.user_reply(plan, heard, rng, replan)
                 break
             except GenerationFailed as e:      # plan broken, or no schema-valid answer
                 if plan.type is not None:

@@ -30,6 +30,7 @@ _BACK = {"my": "your", "me": "you", "mine": "yours", "I": "you"}
 
 def as_user(phrase: str) -> str:
     """How the caller says the assistant's phrase ("your date of birth" -> "my date of birth")."""
+    phrase = re.sub(r"^(The|A|An|Your|This|That|Any)\b", lambda m: m.group(1).lower(), phrase)
     return re.sub(r"\b(your|you|yours)\b", lambda m: _SWAP[m.group(1).lower()], phrase)
 
 
@@ -39,13 +40,51 @@ def as_assistant(phrase: str) -> str:
 
 def objects_in(content: str, kinds: tuple[str, ...]) -> list[Obj]:
     """The objects of ``kinds`` in the content, the longest phrase per head, in order."""
-    found = [o for o in find_objects(content) if o.kind in kinds and 2 <= len(o.phrase.split()) <= 7
-             or o.kind in kinds and o.phrase[:1] in "$€£0123456789"]
+    found = [o for o in find_objects(content) if o.kind in kinds and _fits(o, content)
+             and (2 <= len(o.phrase.split()) <= 7 or o.phrase[:1] in "$€£0123456789")]
     best: dict[int, Obj] = {}
     for o in found:                       # keep the widest phrase ending at each position
         if o.end not in best or len(o.phrase) > len(best[o.end].phrase):
             best[o.end] = o
     return sorted(best.values(), key=lambda o: o.start)
+
+
+_REQUEST_CUE = re.compile(r"\?|\b(need|needs|required|require|must|bring|send|upload|provide|"
+                          r"show|sign|submit|verify|confirm)\b", re.I)
+_RULE_CUE = re.compile(r"\b(must|within|only|have to|has to|need to|deadline|no later|at least|up to|"
+                       r"policy|required|can't|cannot|won't|before|after|expires?|limit|minimum|"
+                       r"notice|by law|rules?)\b", re.I)
+_LEADS = {"a", "an", "the", "your", "my", "any", "some", "this", "two", "three", "four"}
+_IDENTITY = re.compile(r"\b(birth|digits|social|security|account|card|pin|password|passport|licen[cs]e|"
+                       r"member|patient|id|identification|photo|signature|ssn|verification|"
+                       r"proof|statement|document|documents|receipt|receipts|letter)\b", re.I)
+_CHARGE = {"fee", "fees", "charge", "charges", "penalty", "surcharge", "deposit", "interest",
+           "fine", "copay"}
+
+
+def _sentence_of(content: str, o: Obj) -> str:
+    start = max(content.rfind(". ", 0, o.start), content.rfind("? ", 0, o.start)) + 1
+    ends = [i for i in (content.find(". ", o.end), content.find("? ", o.end)) if i >= 0]
+    return content[start:min(ends) + 1 if ends else len(content)]
+
+
+def _fits(o: Obj, content: str) -> bool:
+    """Whether the object is something a caller can dispute or mishear *as that kind*: a fee is
+    an amount or a named charge, a requirement is asked for, a policy is stated as a rule."""
+    sent = _sentence_of(content, o)
+    head = o.phrase.split()[-1].lower().strip(".,?")
+    if o.kind == "fee":           # not a refund, waiver or credit: nobody disputes those
+        if re.search(r"refund|waiv|credit|free|no charge|no fee|discount|off the|saving", sent, re.I):
+            return False
+        return o.phrase[:1] in "$€£" or any(c.isdigit() for c in o.phrase) or head in _CHARGE
+    if o.kind == "requirement":   # an identity detail or document, asked for, named as such
+        first = o.phrase.split()[0].lower()
+        return (bool(_REQUEST_CUE.search(sent)) and first in _LEADS
+                and bool(_IDENTITY.search(o.phrase))
+                and not re.search(r"\berror\b|\bthat code\b", sent, re.I))
+    if o.kind == "policy":
+        return bool(_RULE_CUE.search(sent))
+    return True
 
 
 def end_word(message: str, content_start: int, obj: Obj) -> int:
@@ -81,10 +120,18 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str) -> str:
     """Empathy, the object explained by its kind, one alternative of that kind, a question."""
     obj = as_assistant(phrase)
     head = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj, flags=re.I)
-    parts = [P.pick(rng, "assistant", f"recover_pb_empathy_{kind}"),
-             P.pick(rng, "assistant", f"recover_pb_why_{kind}", obj=obj, head=head),
-             P.pick(rng, "assistant", "recover_pb_offer",
-                    alternative=rng.choice(P.bank("assistant", f"alternatives_{kind}")))]
+    last = head.split()[-1].lower() if head.split() else ""
+    counted = re.search(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|"
+                        r"twenty|thirty|forty|sixty|ninety)\b", head, re.I) and kind != "requirement"
+    be = "are" if last.endswith("s") and not last.endswith(("ss", "us")) and not counted else "is"
+    why = P.pick(rng, "assistant", f"recover_pb_why_{kind}", obj=obj, head=head)
+    why = re.sub(rf"^((?:The )?{re.escape(head if why.startswith('The ') else obj)}) is\b",
+                 rf"\1 {be}", why, flags=re.I)
+    parts = [P.tidy(P.join(rng.choice(P.bank("assistant", "pb_empathy_open")),
+                           rng.choice(P.bank("assistant", f"pb_empathy_{kind}")))),
+             why,
+             P.compose(rng, "assistant", "pb_offer",
+                       alternative=rng.choice(P.bank("assistant", f"alternatives_{kind}")))]
     return P.tidy(P.join(*parts))
 
 

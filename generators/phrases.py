@@ -22,29 +22,17 @@ from typing import Any
 
 import yaml
 
+from bargein import lexicon
+
 from bargein.errors import ConfigError
 
 BANK_FILES = ("user", "assistant", "pairs")
 _SLOT = re.compile(r"\{(\w+)\}")
 _WORD = re.compile(r"\S+")
 
-# Switchboard-style backchannels (REFERENCE.md) plus "mm-hm"; compared after normalisation.
-BACKCHANNELS = frozenset({
-    "yeah", "um-hum", "uh-huh", "right", "oh", "oh yeah", "yeah yeah", "right right", "oh really",
-    "mm", "mhm", "hmm", "okay", "sure", "yep", "exactly", "wow", "i see", "mm-hm", "uh huh",
-})
-
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further had
-has have having he her here hers him his how i if in into is it its itself just me more most my
-no nor not now of off on once only or other our ours out over own same she should so some such
-than that the their theirs them then there these they this those through to too under until up
-very was we were what when where which while who whom why will with would you your yours
-yeah okay oh sorry wait well please thanks thank sure right just like really actually hold hang
-going get got let lets one thing that's it's i'm i'd i've you're we'll we're don't can't there's
-what's that'll gonna want need know think tell said say go
-""".split())
+# the one lexicon (bargein.lexicon): backchannels and the words that carry no content
+BACKCHANNELS = lexicon.BACKCHANNELS
+STOPWORDS = lexicon.CONTENT_STOP_WORDS
 
 
 @lru_cache(maxsize=None)
@@ -56,7 +44,8 @@ def _load(name: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"phrase bank {path} must be a YAML mapping of lists")
     for key, items in data.items():
-        if not isinstance(items, list) or not items:
+        if not isinstance(items, list) or not items or (
+                not key.endswith(("_open", "_tail")) and not any(items)):
             raise ConfigError(f"phrase bank phrases_{name}.yaml: {key!r} must be a non-empty list")
     return data
 
@@ -85,6 +74,19 @@ def bank(file: str, key: str) -> tuple[Any, ...]:
 def pick(rng: random.Random, file: str, key: str, **slots: str) -> str:
     """Draw one alternative and fill its slots."""
     return fill(rng.choice(bank(file, key)), where=f"{file}.{key}", **slots)
+
+
+def compose(rng: random.Random, file: str, key: str, **slots: str) -> str:
+    """An opener, a core and a tail (entries ``key_open``, ``key``, ``key_tail``; any of the
+    outer two may be missing or hold ""), so a few dozen entries give hundreds of wordings."""
+    data = _load(file)
+    core = fill(rng.choice(bank(file, key)), where=f"{file}.{key}", **slots)
+    opener = rng.choice(data.get(f"{key}_open", [""]))
+    tail = fill(rng.choice(data[f"{key}_tail"]), where=f"{file}.{key}_tail", **slots) \
+        if data.get(f"{key}_tail") else ""
+    if opener and opener.rstrip().endswith((",", ":")) and not core.startswith(("I ", "I'")):
+        core = core[:1].lower() + core[1:]
+    return tidy(join(opener, core, tail))
 
 
 def pick_filled(rng: random.Random, file: str, key: str, **slots: str) -> str:
@@ -202,8 +204,7 @@ def unheard_words(utterance: str, heard: str, remainder: str, context: tuple[str
 
 
 def is_backchannel(text: str) -> bool:
-    t = " ".join(tokens(text.replace(",", " ")))
-    return t in BACKCHANNELS or t.replace(" ", "-") in BACKCHANNELS
+    return lexicon.is_backchannel(text)
 
 
 def has_placeholder(text: str) -> bool:

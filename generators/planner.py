@@ -22,6 +22,7 @@ import re
 from collections import deque
 
 from bargein.generators import phrases as P
+from bargein.verify.text import content_words
 from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the planner's vocabulary)
     CLOSING_TYPES, READBACK_KINDS, EDGE_WORDS, ELIGIBLE_SHARE, EXPLANATION_WORDS, MAX_MESSAGES,
     MIN_CUT_WORDS, MIN_MESSAGES, OVERLAP_MS, UNIT_OVERHEAD, ConversationState, Recovery, RoundPlan,
@@ -320,6 +321,8 @@ class RulePlanner:
         if rng.random() >= min(0.95, intent.interruption_rate / ELIGIBLE_SHARE):
             return None, {}
         feasible = [t for t in self._feasible(st, unit) if t not in exclude]
+        if unit.text[:1].islower():         # the rest of a cut sentence: only a backchannel fits
+            feasible = [t for t in feasible if t == "filler"]
         probs = intent.interruption_probs
         if unit.kind == "close":                # only a few types fit "anything else?": draw
             itype = _draw(rng, list(probs), probs)  # from the full profile, keep those that fit
@@ -383,8 +386,9 @@ class RulePlanner:
                     "object_kind": st.dispute_kind}
         if itype == "pushback":
             variants = ["suspicion", "resistance", "dispute", "disagreement"]
-            if unit.kind == "ask" and unit.keys:
-                key = unit.keys[0]
+            keys = [k for k in unit.keys if sensitive_key(st, k)] if unit.kind == "ask" else []
+            if keys:                        # identity details people hesitate to give by phone
+                key = keys[0]
                 return {"variant": rng.choice(variants + ["sensitive"] * 4), "key": key,
                         "label": P.label(key)}
             return {"variant": rng.choice(variants)}
@@ -457,10 +461,26 @@ def drop_unfounded(text: str, st: ConversationState) -> str:
     for sent in re.split(r"(?<=[.?!])\s+", text):
         if _ATTR.search(sent):
             said = [k for k, f in facts.items() if f.value in sent or (f.spoken and f.spoken in sent)]
-            if not said or any(k not in st.uttered for k in said):
+            rest = sent
+            for k in said:
+                rest = rest.replace(facts[k].value, " ").replace(facts[k].spoken or "\0", " ")
+            extra = content_words(_ATTR.sub(" ", rest))   # words beyond the values themselves
+            if not said or any(k not in st.uttered for k in said) or len(extra) > 1:
                 continue
         out.append(sent)
     return " ".join(out).strip()
+
+
+_SENSITIVE_KINDS = {"date_of_birth", "code", "account", "pin", "phone", "email", "address", "name",
+                    "card", "ssn", "work_email"}
+_SENSITIVE_WORDS = ("birth", "ssn", "social", "card", "account", "pin", "password", "phone",
+                    "email", "address", "name", "member", "policy_number", "passport", "licen")
+
+
+def sensitive_key(st: ConversationState, key: str) -> bool:
+    """An identity or account detail a careful caller may not want to give on a call."""
+    f = st.facts.get(key)
+    return bool(f) and (f.kind in _SENSITIVE_KINDS or any(w in key for w in _SENSITIVE_WORDS))
 
 
 def _question(text: str) -> str:
@@ -489,10 +509,13 @@ def resume_text(text: str, rec: Recovery) -> str:
     local = max(0, len(rec.heard_text) - rec.content_start)
     start = 0
     for i in range(min(local, len(text)) - 1, 0, -1):
-        if text[i] == " " and text[i - 1] in ".!?":
+        if text[i] == " " and text[i - 1] in ".!?" and not _ABBREV_END.search(text[:i]):
             start = i + 1
             break
     return text[start:].strip() or text
+
+
+_ABBREV_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|St|No|Ave|Blvd|Apt|Inc|Ltd|Co|Jr|Sr|vs|etc|[A-Z])\.$")
 
 
 def _rationale(plan: dict) -> str:

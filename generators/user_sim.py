@@ -149,12 +149,12 @@ def _slots(up: UserPlan) -> dict[str, str]:
 class RuleUser:
     """The offline user: phrase banks, the plan's facts, the heard words."""
 
-    def reply(self, up: UserPlan, rng: random.Random) -> str:
+    def reply(self, up: UserPlan, rng: random.Random, last: str = "") -> str:
+        """``last``: the assistant turn as heard (a plain reply may pick up one of its objects)."""
         style = up.style
         if up.action in ("answer", "confirm") and up.facts:
             if up.action == "confirm":
-                return rng.choice(["Yes, that's correct.", "Yes, that's right.", "Yep, that's still right.",
-                                   "That's correct, yes.", "Yes, nothing's changed."])
+                return P.compose(rng, "user", "reply_confirm")
             parts = []
             for n, (key, value) in enumerate(up.facts.items()):
                 bank = {"terse": "answer_fact_terse", "polite": "answer_fact_polite"}.get(style, "answer_fact")
@@ -181,12 +181,17 @@ class RuleUser:
             return P.join(P.pick(rng, "user", "ack_info"),
                           P.pick(rng, "user", "volunteer", label=P.label(key), value=value))
         if up.action == "accept":
-            return P.pick(rng, "user", "accept_alternative")
+            return P.compose(rng, "user", "reply_accept")
         if up.action == "close":
-            return P.pick(rng, "user", "closing_user")
+            return P.compose(rng, "user", "reply_close")
+        objs = G.objects_in(last, ("fee", "policy", "value")) if last else []
+        if objs and rng.random() < 0.4:
+            return P.compose(rng, "user", "reply_grounded", obj=G.as_user(rng.choice(objs[-2:]).phrase))
         bank = {"terse": "ack_info_terse", "polite": "ack_info_polite",
-                "skeptical": "ack_info_skeptical"}.get(style, "ack_info")
-        return P.pick(rng, "user", bank if rng.random() < 0.5 else "ack_info")
+                "skeptical": "ack_info_skeptical"}.get(style)
+        if bank and rng.random() < 0.4:
+            return P.pick(rng, "user", bank)
+        return P.compose(rng, "user", "reply_ack")
 
     def interject(self, up: UserPlan, message: str, content_start: int, context: tuple[str, ...],
                   rng: random.Random, attempts: int = 8) -> Interjected:
@@ -242,7 +247,7 @@ class RuleUser:
                 text = self._say(up, variant, heard[content_start:], detail, rng)
             errs = check_interjection(up, message, content_start, heard, text, context)
             if not errs:
-                if variant:
+                if variant and "variant" not in detail:
                     detail["variant"] = variant
                 return Interjected(heard=heard, cut_word_index=k, interjection=text,
                                    overlap_ms=up.overlap_ms or 300, detail=detail)
@@ -257,11 +262,11 @@ class RuleUser:
         if t == "filler":
             return rng.choice(P.bank("user", "filler"))
         if t == "impatient":
-            return P.pick(rng, "user", "impatient")
+            return P.compose(rng, "user", "impatient_core")
         if t == "correction":
             return P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"])
         if t == "topic_switch":
-            return P.bank("pairs", "topic_switch")[int(d["pair"])]["user"]
+            return reopen(P.bank("pairs", "topic_switch")[int(d["pair"])]["user"], rng)
         if t == "normal" and variant == "hidden":
             return P.pick(rng, "user", "normal_hidden", value=d["value"])
         if t == "normal" and variant == "volunteer":
@@ -269,19 +274,37 @@ class RuleUser:
                 return P.pick(rng, "user", "normal_hidden", value=P.clause(d["value"]))
             return P.pick(rng, "user", "normal_volunteer", label=d["label"], value=d["value"])
         if t == "normal" and variant == "constraint":
-            return P.bank("pairs", "normal_constraint")[int(d["pair"])]["user"]
+            return reopen(P.bank("pairs", "normal_constraint")[int(d["pair"])]["user"], rng)
         if t == "pushback" and variant == "sensitive":
             return P.pick(rng, "user", "pushback_sensitive", label=d["label"])
         if t == "pushback" and variant == "persist":
-            return P.pick(rng, "user", "pushback_persist", anchor=d["anchor"])
+            return P.compose(rng, "user", "persist_core", anchor=d["anchor"])
+        if t == "normal":      # nothing to clarify: an unsolicited detail instead, never a fragment
+            i = rng.randrange(len(P.bank("pairs", "normal_constraint")))
+            detail["variant"], detail["pair"] = "constraint", str(i)
+            return reopen(P.bank("pairs", "normal_constraint")[i]["user"], rng)
         anchor = pick_anchor(anchors(heard_content), rng)
-        label = d.get("label", "")
-        if t == "normal" and label and contains_phrase(heard_content, label):
-            anchor = f"my {label}"
         detail["anchor"] = anchor
-        if t == "normal":
-            return P.pick(rng, "user", "normal_clarify", anchor=anchor)
         return P.pick(rng, "user", f"pushback_{variant or 'suspicion'}", anchor=anchor)
+
+
+_OPENING = re.compile(r"^(?:(?:oh|sorry|wait|hmm|quick thing|random question|random thing|by the way|"
+                      r"just so you know|unrelated|off topic|totally different question|"
+                      r"while i have you|before i forget|i should (?:say|mention)|one more thing|"
+                      r"and|actually|off the top of my head|while i think of it|"
+                      r"different subject|totally separate question|can i ask|quick one|"
+                      r"while i'm on|but),?\s+)+", re.I)
+
+
+def reopen(line: str, rng: random.Random) -> str:
+    """A paired line with its opening swapped for another way of cutting in."""
+    body = _OPENING.sub("", line)
+    if body == line or len(body.split()) < 4:
+        return line
+    opener = rng.choice(P.bank("user", "cut_in_open_question" if body.rstrip().endswith("?")
+                               else "cut_in_open"))
+    return P.tidy(P.join(opener, body[:1].lower() + body[1:] if not body.startswith(("I ", "I'"))
+                         else body))
 
 
 def impatient_cuts(message: str, content_start: int) -> list[int]:

@@ -11,6 +11,12 @@ mask signal and window.
 Sources come from rendered conversations (:func:`conversation_sources`: a user turn that speaks a
 user fact no earlier message mentioned; the eval item asks for the next assistant turn, whose
 right behaviour is a slot-aware repair) or from a spoken QA dataset (:mod:`bargein.masking.qa`).
+
+A masked value must not reach the model any other way (:func:`bargein.masking.spans.value_leak`:
+any spelling, spoken form, date form or run of its digits): the system prompt given with the
+item has it withheld (``[withheld]``; the records on file would otherwise answer it), a value an
+earlier turn said is not masked, a value said twice in the clip is rejected, and the answerable
+mask hides as much audio as the unanswerable one (``MASK_LEN_RATIO``) so length says nothing.
 """
 
 from __future__ import annotations
@@ -29,8 +35,8 @@ from bargein.masking.signals import (
     DEFAULT_FADE_MS, SIGNALS, apply_mask, check_fade_ms, expand_region, rms_db,
 )
 from bargein.masking.spans import (
-    SpanNotFound, critical_spans, find_fact, function_word_candidates, group_runs,
-    select_function_words,
+    SpanNotFound, critical_spans, find_fact, group_runs, maskable_candidates, redact_value,
+    select_matched, value_leak,
 )
 from bargein.records import (
     Conversation, MaskedItem, MaskSpan, RenderedDialogue, VerifiedConversation, WordTiming,
@@ -51,7 +57,7 @@ class MaskConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     signals: tuple[MaskSignal, ...] = SIGNALS                       # type: ignore[assignment]
     windows_ms: tuple[int, ...] = (0, 50, 100)
-    snr_db: float | None = None             # None: RMS-matched to the replaced speech
+    snr_db: float | None = Field(None, ge=-40, le=100, allow_inf_nan=False)  # None: RMS-matched
     fade_ms: float = DEFAULT_FADE_MS
     guard_ms: float = Field(20.0, ge=0, le=500)
     aligner: Literal["auto", "synth", "whisper", "mfa"] = "auto"
@@ -170,11 +176,21 @@ def _dialogue_sources(rd: RenderedDialogue, conv: Conversation, config: MaskConf
                 if any(find_fact(prev.split(), c.fact) for prev in said_before):
                     skipped.append(f"{c.fact.key} (said before message {m.index})")
                     continue
+                values = [v for v in (c.fact.value, c.fact.spoken) if v]
+                where = next((f"message {o.index}" for o in conv.messages[:pos]
+                              if value_leak(o.spoken_text, values)), None)
+                if where is None:
+                    rest = words[:c.word_start], words[c.word_end:]
+                    where = next((f"message {m.index} again" for part in rest if value_leak(part, values)), None)
+                if where is not None:
+                    skipped.append(f"{c.fact.key} (also in {where}: a mask would not hide it)")
+                    continue
                 if seg is None or not seg.words:
                     skipped.append(f"{c.fact.key} (message {m.index} has no rendered word timings)")
                     continue
                 found.append((0 if c.fact.key in required else 1, pos,
-                              _source(rd, conv, pos, seg, c.word_start, c.word_end, c.fact, audio_root)))
+                              _source(rd, conv, pos, seg, c.word_start, c.word_end, c.fact, audio_root,
+                                      redact_value(conv.scenario.system_prompt, values)[0])))
         said_before.append(" ".join(m.spoken_text.split()))
     found.sort(key=lambda t: (t[0], t[1]))
     out = [s for _, _, s in found][: config.max_per_dialogue]
@@ -184,7 +200,9 @@ def _dialogue_sources(rd: RenderedDialogue, conv: Conversation, config: MaskConf
 
 
 def _source(rd: RenderedDialogue, conv: Conversation, pos: int, seg, w0: int, w1: int, fact,
-            audio_root: str) -> MaskSource:
+            audio_root: str, system_prompt: str) -> MaskSource:
+    """The source of one spoken fact. ``system_prompt`` is the scenario's with the value withheld
+    (the records on file would answer an unanswerable item)."""
     t0 = seg.start_s
     dur = seg.end_s - seg.start_s
     words = tuple(WordTiming(word=w.word, start_s=round(min(max(w.start_s - t0, 0.0), dur), 6),
@@ -192,7 +210,7 @@ def _source(rd: RenderedDialogue, conv: Conversation, pos: int, seg, w0: int, w1
                   for w in seg.words)
     # keys in sorted order: the runner's cache stores JSON with sorted keys, so outputs read back
     # from the cache or a worker process must equal the ones computed in this process
-    context = ({"content": conv.scenario.system_prompt, "role": "system"},) + tuple(
+    context = ({"content": system_prompt, "role": "system"},) + tuple(
         {"content": m.spoken_text, "role": m.role} for m in conv.messages[:pos])
     common = dict(kind="conversation", source_id=rd.id, audio_root=audio_root, transcript=seg.text,
                   words=words, critical=(w0, w1), answer=fact.value, slot=fact.key,
@@ -235,23 +253,70 @@ def masked_transcript(transcript: str, words: Sequence[WordTiming], spans: Seque
     return out
 
 
+MASK_LEN_RATIO = (0.8, 1.25)     # answerable / unanswerable masked time, per pair
+
+
 def _answerable_regions(words: Sequence[WordTiming], critical: tuple[int, int], window_ms: int,
-                        duration_s: float, config: MaskConfig, seed: int) -> list[tuple[float, float, int, int]]:
-    cand = function_word_candidates(words, critical, window_s=window_ms / 1000.0,
-                                    guard_s=config.guard_ms / 1000.0, duration_s=duration_s)
+                        duration_s: float, config: MaskConfig, seed: int, *, target_s: float,
+                        content: bool = True) -> list[tuple[float, float, int, int]]:
+    """Regions of words that do not carry the value (function words first, then fillers, then
+    other words when ``content``) hiding ``target_s`` of audio within ``MASK_LEN_RATIO``."""
+    cand = maskable_candidates(words, critical, window_s=window_ms / 1000.0, guard_s=config.guard_ms / 1000.0,
+                               duration_s=duration_s, content=content)
     if not cand:
         raise SpanNotFound(
-            f"no function word can be masked for the answerable variant with a ±{window_ms} ms "
+            f"no word can be masked for the answerable variant with a ±{window_ms} ms "
             f"window (each must stay {config.guard_ms:g} ms clear of the critical span and not be "
             "next to it)", evidence={"words": [w.word for w in words], "critical": list(critical)})
-    c0, c1 = critical
-    target = words[c1 - 1].end_s - words[c0].start_s
-    chosen = select_function_words(words, cand, target, random.Random(stable_int("mask.fw", seed, window_ms)))
-    out = []
-    for a, b in group_runs(chosen):
-        s, e = expand_region(words[a].start_s, words[b - 1].end_s, window_ms, duration_s)
-        out.append((s, e, a, b))
+    def regions(chosen: list[int]) -> list[tuple[float, float, int, int]]:
+        out = []
+        for a, b in group_runs(chosen):
+            s, e = expand_region(words[a].start_s, words[b - 1].end_s, window_ms, duration_s)
+            out.append((s, e, a, b))
+        return out
+
+    chosen = select_matched(cand, target_s, random.Random(stable_int("mask.fw", seed, window_ms)),
+                            lambda ch: _merged_s(regions(ch)))
+    out = regions(chosen)
+    got = _merged_s(out)
+    lo, hi = MASK_LEN_RATIO
+    if not lo * target_s <= got <= hi * target_s:
+        raise SpanNotFound(
+            f"the answerable variant can hide only {got:.2f} s of words that do not carry the value, "
+            f"against {target_s:.2f} s for the value: mask length would give the label away "
+            f"(need {lo}..{hi} x)", evidence={"words": [w.word for w in words], "critical": list(critical),
+                                             "chosen": chosen, "masked_s": round(got, 3),
+                                             "target_s": round(target_s, 3)})
     return out
+
+
+def _merged_s(regions: Sequence[tuple[float, float, int, int]]) -> float:
+    total, end = 0.0, -1.0
+    for s, e, _a, _b in sorted(regions):
+        if s >= end:
+            total += e - s
+        elif e > end:
+            total += e - end
+        end = max(end, e)
+    return total
+
+
+def mention_leaks(words: Sequence[WordTiming], critical: tuple[int, int], context: Sequence,
+                  values: Sequence[str]) -> str | None:
+    """Where else the model would get the value: another mention in the clip, or anything in
+    ``context`` (system prompt, other turns). None when the mask really hides it."""
+    c0, c1 = critical
+    for part, where in ((words[:c0], "earlier in the same utterance"), (words[c1:], "later in the same utterance")):
+        hit = value_leak([w.word for w in part], values)
+        if hit:
+            return f"the value is said again {where} ({hit!r}); its mask would not hide it"
+    for c in context:
+        content = c.get("content", "") if isinstance(c, dict) else getattr(c, "content", "")
+        role = c.get("role", "?") if isinstance(c, dict) else getattr(c, "role", "?")
+        hit = value_leak(str(content), values)
+        if hit:
+            return f"the model also receives the value in the {role} context ({hit!r})"
+    return None
 
 
 def _spans_from(regions: list[tuple[float, float, int, int]], words: Sequence[WordTiming],
@@ -296,6 +361,10 @@ def build_items(source: MaskSource, samples: np.ndarray, sample_rate: int, words
     if t1 - t0 <= 0:
         raise AlignmentFailed(f"source {source.id}: the critical span "
                               f"{' '.join(w.word for w in words[c0:c1])!r} has no duration")
+    values = [v for v in (source.answer, " ".join(w.word for w in words[c0:c1])) if v]
+    leak = mention_leaks(words, critical, source.context, values)
+    if leak:
+        raise SpanNotFound(f"source {source.id}: {leak}", evidence={"answer": source.answer})
     tag = stable_hash("mask-files", source, config, seed)[:10]
     out_dir = workdir / "artifacts" / STAGE / f"{source.id}-{tag}"
     rel = lambda p: p.relative_to(workdir).as_posix()  # noqa: E731
@@ -305,7 +374,8 @@ def build_items(source: MaskSource, samples: np.ndarray, sample_rate: int, words
     for window in config.windows_ms:
         s, e = expand_region(t0, t1, window, duration)
         variants = {"unanswerable": [(s, e, c0, c1)],
-                    "answerable": _answerable_regions(words, critical, window, duration, config, seed)}
+                    "answerable": _answerable_regions(words, critical, window, duration, config, seed,
+                                                      target_s=e - s, content=source.kind == "conversation")}
         for cond in ("answerable", "unanswerable"):
             regions, spans = _spans_from(variants[cond], words, sample_rate)
             for signal in config.signals:

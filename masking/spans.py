@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from bargein.errors import BargeinError
@@ -340,6 +340,65 @@ def function_word_candidates(words: Sequence[WordTiming], critical: tuple[int, i
     return out
 
 
+def maskable_candidates(words: Sequence[WordTiming], critical: tuple[int, int], *, window_s: float = 0.0,
+                        guard_s: float = 0.02, duration_s: float | None = None,
+                        content: bool = True) -> list[tuple[int, int]]:
+    """``(tier, index)`` of words an answerable variant may mask without touching the value:
+    tier 0 function words, tier 1 fillers and backchannel words (the lexicon), tier 2 (when
+    ``content``) any other word but a negation. Same clearance rules as
+    :func:`function_word_candidates`."""
+    from bargein.lexicon import BACKCHANNEL_WORDS, FILLERS
+
+    c0, c1 = critical
+    if not (0 <= c0 < c1 <= len(words)):
+        raise ValueError(f"critical span {critical} outside 0..{len(words)}")
+    t0, t1 = words[c0].start_s, words[c1 - 1].end_s
+    out = []
+    for i, w in enumerate(words):
+        if c0 - 1 <= i <= c1 or w.end_s <= w.start_s:
+            continue
+        k = word_key(w.word)
+        if not k or k in NEGATIONS:
+            continue
+        a, b = w.start_s - window_s, w.end_s + window_s
+        if duration_s is not None:
+            a, b = max(0.0, a), min(duration_s, b)
+        if b > t0 - guard_s and a < t1 + guard_s:
+            continue
+        if is_function_word(w.word):
+            out.append((0, i))
+        elif k in FILLERS or k in BACKCHANNEL_WORDS:
+            out.append((1, i))
+        elif content:
+            out.append((2, i))
+    return out
+
+
+def select_matched(candidates: Sequence[tuple[int, int]], target_s: float, rng: random.Random,
+                   measure: Callable[[list[int]], float], *, high: float = 1.1) -> list[int]:
+    """Words (lowest tier first, seeded order inside a tier) whose masked time ``measure(chosen)``
+    reaches ``target_s`` without passing ``high * target_s``: the answerable mask hides as much
+    audio as the unanswerable one, so its length says nothing about the label."""
+    tiers: dict[int, list[int]] = {}
+    for tier, i in candidates:
+        tiers.setdefault(tier, []).append(i)
+    order: list[int] = []
+    for tier in sorted(tiers):
+        group = list(tiers[tier])
+        rng.shuffle(group)
+        order += group
+    chosen: list[int] = []
+    total = 0.0
+    for i in order:
+        if total >= target_s:
+            break
+        trial = sorted(chosen + [i])
+        t = measure(trial)
+        if t <= high * target_s:
+            chosen, total = trial, t
+    return chosen
+
+
 def select_function_words(words: Sequence[WordTiming], candidates: Sequence[int], target_s: float,
                           rng: random.Random) -> list[int]:
     """Function words in a seeded random order until their duration reaches ``target_s`` (the
@@ -364,3 +423,128 @@ def group_runs(indices: Sequence[int]) -> list[tuple[int, int]]:
         else:
             runs.append([i, i + 1])
     return [(a, b) for a, b in runs]
+
+
+# ---------------------------------------------------------------- leaks: the value said elsewhere
+_MONTH_NAMES = tuple("""january february march april may june july august september october november
+december""".split())
+_MONTH_NUM = {m: i for i, m in enumerate(_MONTH_NAMES, 1)}
+_MONTH_NUM.update({m[:3]: i for m, i in list(_MONTH_NUM.items())})
+_MONTH_NUM["sept"] = 9
+_DATE_WORDS = re.compile(r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s+)?([a-z]+)\.?\s+(\d{1,2})"
+                         r"(?:st|nd|rd|th)?,?\s+(\d{4}|\d{2}\s+\d{2})\b")     # "2025" or spoken "20 25"
+_DATE_ISO = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
+_DATE_US = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})")
+MIN_PARTIAL_DIGITS = 4          # a run of this many of the value's digits, said elsewhere, leaks it
+
+
+def _date_parts(value: str) -> tuple[int, int, int] | None:
+    """(year, month, day) of a written or spoken date ("June twelfth, twenty twenty-five")."""
+    return _date_parts_text(value) or _date_parts_text(" ".join(p.text for p in canonical_pieces(value.split())))
+
+
+def _date_parts_text(value: str) -> tuple[int, int, int] | None:
+    v = _fold(value).lower().strip()
+    if m := _DATE_WORDS.search(v):
+        month = _MONTH_NUM.get(m.group(1))
+        return (int(m.group(3).replace(" ", "")), month, int(m.group(2))) if month else None
+    if m := _DATE_ISO.search(v):
+        return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    if m := _DATE_US.search(v):
+        return int(m.group(3)), int(m.group(1)), int(m.group(2))
+    return None
+
+
+def leak_forms(values: Iterable[str]) -> list[str]:
+    """Canonical strings that give a value away: every answer form, and for a date every way of
+    writing or saying it (month name or number, day first or last, with or without the year)."""
+    out: list[str] = []
+    for value in values:
+        if not value:
+            continue
+        out += answer_forms(value)
+        parts = _date_parts(value)
+        if parts:
+            y, mo, d = parts
+            name = _MONTH_NAMES[mo - 1] if 1 <= mo <= 12 else ""
+            out += [f"{name}{d}{y}", f"{d}{name}{y}", f"{d}of{name}{y}", f"{name}{d}", f"{d}{name}",
+                    f"{d}of{name}", f"{y}{mo:02d}{d:02d}",
+                    f"{mo}{d}{y}", f"{mo:02d}{d:02d}{y}", f"{d}{mo}{y}"]
+    seen: list[str] = []
+    for f in out:
+        if f and f not in seen:
+            seen.append(f)
+    return sorted(seen, key=len, reverse=True)
+
+
+def _leak_range(words: Sequence[str], values: Sequence[str]) -> tuple[int, int, str] | None:
+    """``(w0, w1, what)``: the words of ``words`` that give a value away (see :func:`value_leak`)."""
+    if not words:
+        return None
+    forms = leak_forms(values)
+    pieces = canonical_pieces(words)
+    s, at = "", []                       # at[k] = piece of character k of s
+    for k, p in enumerate(pieces):
+        s += p.text
+        at += [k] * len(p.text)
+    for f in forms:
+        if len(f) < 3:
+            hit = find_span(words, [f])
+            if hit is not None:
+                return hit[0], hit[1], f
+            continue
+        pos = s.find(f)
+        if pos >= 0:
+            a, b = at[pos], at[pos + len(f) - 1]
+            return pieces[a].w0, pieces[b].w1, f
+    # partial digit runs: codes and numbers only (a date's year alone does not give it away)
+    values = list(values)
+    digits = ["".join(c for c in f if c.isdigit()) for f in leak_forms(v for v in values if not _date_parts(v))]
+    digits = [d for d in digits if len(d) >= MIN_PARTIAL_DIGITS]
+    run, first = "", None
+    for k, p in enumerate(pieces + [Piece("", 0, 0)]):
+        if p.text.isdigit():
+            run, first = run + p.text, k if first is None else first
+            continue
+        if len(run) >= MIN_PARTIAL_DIGITS and any(run in d or d in run for d in digits):
+            return pieces[first].w0, pieces[k - 1].w1, run
+        run, first = "", None
+    return None
+
+
+def value_leak(text: str | Sequence[str], values: Iterable[str]) -> str | None:
+    """What in ``text`` gives one of ``values`` away, or None.
+
+    Stricter than :func:`find_span` on purpose: any canonical form of the value anywhere in the
+    text (digits, number words, spelled letters, dates in any form), and any run of at least
+    ``MIN_PARTIAL_DIGITS`` of the value's digits ("ending in 0785")::
+
+        value "33-115-0785"   text "I have parcel 33-115-0785"    -> "331150785"
+        value "RF-031507"     text "R F zero three one five ..."  -> "rf031507"
+    """
+    words = text.split() if isinstance(text, str) else list(text)
+    hit = _leak_range(words, list(values))
+    return hit[2] if hit else None
+
+
+WITHHELD = "[withheld]"
+
+
+def redact_value(text: str, values: Sequence[str], placeholder: str = WITHHELD) -> tuple[str, int]:
+    """``text`` with every mention of the values (any form :func:`value_leak` finds) replaced by
+    ``placeholder`` (the last word's trailing punctuation kept), and how many were replaced::
+
+        "- Order number: HH-1389-4005"  ->  "- Order number: [withheld]"
+    """
+    n = 0
+    for _ in range(64):
+        toks = list(re.finditer(r"\S+", text))
+        hit = _leak_range([t.group() for t in toks], values)
+        if hit is None:
+            return text, n
+        w0, w1, _ = hit
+        last = toks[w1 - 1].group()
+        tail = last[len(last.rstrip(".,;:!?\"')")):]
+        text = text[: toks[w0].start()] + placeholder + tail + text[toks[w1 - 1].end():]
+        n += 1
+    raise SpanNotFound(f"cannot redact the value from {text[:80]!r}")

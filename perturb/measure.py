@@ -79,7 +79,8 @@ def measure(kind: str, nat: Sequence[Sequence[Span]], pert: Sequence[Sequence[Sp
             ok = _inside(nxt - off, *HOLD_GAP_S, tol) and _inside(turn, *SPEC[kind], tol)
     elif kind == "excessive_backchannel":
         new = [(s, e) for s, e in pert[B] if not any(s < ne and e > ns for ns, ne in nat[B])]
-        gaps = [b[0] - a[1] for a, b in zip(new, new[1:])]
+        # turnnat-ref spaces onsets; bargein spaces the silence between backchannels
+        gaps = [b[0] - (a[0] if params.get("onset_spacing") else a[1]) for a, b in zip(new, new[1:])]
         m.update(count=float(len(new)), min_spacing_s=min(gaps) if gaps else 0.0)
         ok = SPEC[kind][0] <= len(new) <= SPEC[kind][1] and all(g >= BC_SPACING_S - tol for g in gaps)
     m["in_spec"] = 1.0 if ok else 0.0

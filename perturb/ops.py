@@ -48,6 +48,7 @@ BC_PLACE_MARGIN_S = 0.1     # VAD pads speech by 40 ms a side: place 0.9 s apart
 BC_CLEAR_S = 0.3            # inserted backchannels stay this far from the listener's speech
 BC_WINDOW_S = (3.0, 12.0)
 BC_MAX_S = 1.0              # a backchannel is short: at most this much sound
+REF_BC_COUNT = 2            # turnnat-ref: backchannels inserted per pair
 EE_GUARD_S = 0.05           # early entry: cuts stay this far from speech (the reference's guard)
 
 
@@ -273,6 +274,59 @@ def backchannel_pool(c: dict, source: np.ndarray, sr: int, bcs: Sequence[Backcha
         distinct[b.text or (b.start_s, b.end_s)] = b
     return [(b.text, source[int(round(b.start_s * sr)): int(round(b.end_s * sr)), c["b"]], b.start_s)
             for b in distinct.values()]
+
+
+def excessive_backchannel_ref(clip: Clip, c: dict, rng: Random,
+                              pool: Sequence[tuple[str | None, np.ndarray, float | None]]
+                              ) -> tuple[np.ndarray, list[Edit], dict]:
+    """``turnnat-ref``: exactly 2 distinct backchannels of the listener, each starting where the
+    speaker talks and the listener stays silent for the clip's length, onsets at least
+    max(0.8 s, longest clip) apart, *added* to the listener channel without fades (TurnNat
+    build_perturbations.py ``make_excessive_backchannel``: bc_insert_count 2,
+    bc_insert_min_gap_ms 800, ``pick_spaced_frames``, ``paste_add``)::
+
+        A  ============================      speaker active at both onsets
+        B       |bc|          |bc|           onset to onset >= 0.8 s, listener silent under each
+    """
+    pool = list(pool)
+    if len(pool) < REF_BC_COUNT:
+        raise GenerationFailed(f"listener channel {c['b']} has {len(pool)} distinct backchannel(s); "
+                               f"need {REF_BC_COUNT}")
+    rng.shuffle(pool)
+    chosen = pool[:REF_BC_COUNT]
+    longest = max(len(a) for _, a, _ in chosen) / clip.sr
+    gap = max(BC_SPACING_S, longest)
+    step = 0.01
+    starts = []
+    for a0, a1 in clip.segs[c["a"]]:
+        lo, hi = max(a0, c["w0"]), min(a1, c["w1"]) - longest
+        for t in np.arange(lo, hi, step):
+            t = round(float(t), 4)
+            if not _active(clip.segs[c["b"]], t, t + longest):
+                starts.append(t)
+    rng.shuffle(starts)
+    picked: list[float] = []
+    for t in starts:
+        if all(abs(t - u) >= gap - 1e-9 for u in picked):
+            picked.append(t)
+            if len(picked) == REF_BC_COUNT:
+                break
+    if len(picked) < REF_BC_COUNT:
+        raise GenerationFailed(f"no {REF_BC_COUNT} onsets >= {gap:.2f} s apart inside the speaker's turn "
+                               f"with the listener silent in [{c['w0']:.2f}, {c['w1']:.2f}] s")
+    yb = clip.audio[:, c["b"]].astype(np.float32).copy()
+    edits = []
+    for t, (text, audio, src) in zip(sorted(picked), chosen):
+        p = clip.n(t)
+        n = min(len(audio), len(yb) - p)
+        yb[p:p + n] += audio[:n]
+        np.clip(yb, -1.0, 1.0, out=yb)
+        edits.append(_edit(op="insert", channel=c["b"], at_s=p / clip.sr, duration_s=n / clip.sr,
+                           source_start_s=src,
+                           note=f"backchannel {text or ''}".strip() + ("" if src is not None else " (synthesised)")))
+    return (_stack(clip.audio[:, c["a"]].copy(), yb, c["a"]), edits,
+            {"count": float(len(edits)), "texts": [b[0] for b in chosen],
+             "synthesised": sum(b[2] is None for b in chosen), "onset_spacing": 1.0})
 
 
 def excessive_backchannel(clip: Clip, c: dict, rng: Random,

@@ -234,7 +234,9 @@ def make_pair(job: PerturbJob, ctx: StageContext) -> PerturbationPair:
         if len(pool) < 2:
             pool += synth_backchannels(job, c["b"], nat[:, c["b"]], segs[c["b"]], sr, rng,
                                        have={t for t, _, _ in pool}, n=3 - len(pool))
-        pert, edits, params = ops.excessive_backchannel(clip, c, rng, pool)
+        insert = ops.excessive_backchannel_ref if cfg.get("protocol") == "turnnat-ref" else \
+            ops.excessive_backchannel
+        pert, edits, params = insert(clip, c, rng, pool)
     else:
         pert, edits, params = getattr(ops, job.type)(clip, c, rng)
     nat, pert = _normalise_pair(nat, pert, sr, segs)
@@ -265,7 +267,7 @@ def make_pair(job: PerturbJob, ctx: StageContext) -> PerturbationPair:
                "candidate": _round({k: v for k, v in c.items() if k != "need"}),
                "natural_path": nat_rel, "perturbed_path": pert_rel,
                "vad": f"{vad.id}@{vad.version} (no pad, no merge) + energy boundaries",
-               "tolerance_s": TOLERANCE_S, "times": "seconds from the start of the perturbed clip"}
+               "tolerance_s": TOLERANCE_S, "protocol": cfg.get("protocol", "turnnat-bargein"), "times": "seconds from the start of the perturbed clip"}
     atomic_write_text(out / "sidecars" / f"{job.id}.json", json.dumps(sidecar, indent=2, sort_keys=True) + "\n")
     return pair
 
@@ -296,8 +298,13 @@ def _resources(vad: str) -> dict[str, Any]:
 
 def run_perturb(dialogues: list[RenderedDialogue], *, types: list[str], per_type: int, out_dir: Path,
                 workdir: Path, seed: int, vad: str = "silero", sample_rate: int = 16000,
-                workers: int = 1, max_rounds: int = 50, strict: bool = True) -> dict[str, Any]:
-    """Scan, plan and build pairs; writes out/pairs.jsonl and out/skipped.jsonl. Returns a summary."""
+                workers: int = 1, max_rounds: int = 50, strict: bool = True,
+                protocol: str = "turnnat-bargein") -> dict[str, Any]:
+    """Scan, plan and build pairs; writes out/pairs.jsonl and out/skipped.jsonl. Returns a summary.
+
+    ``protocol``: ``turnnat-bargein`` (2-3 crossfaded backchannels, offset-to-onset spacing) or
+    ``turnnat-ref`` (the reference's 2 added backchannels, onset-to-onset spacing). Early
+    entry cuts silence from both channels in both."""
     bad = [t for t in types if t not in PERTURBATION_TYPES]
     if bad:
         raise ConfigError(f"--types: unknown {bad}; valid: {', '.join(PERTURBATION_TYPES)}")
@@ -311,7 +318,10 @@ def run_perturb(dialogues: list[RenderedDialogue], *, types: list[str], per_type
                     workers=workers)
     scans = res.outputs
     skipped: list[Failure] = list(res.failures)
-    cfg = dict(base, out_dir=str(Path(out_dir).resolve()), strict=strict)
+    from bargein.scorers.protocols import get_protocol
+
+    get_protocol(protocol, "turnnat")
+    cfg = dict(base, out_dir=str(Path(out_dir).resolve()), strict=strict, protocol=protocol)
     pair_stage = Stage("perturb", make_pair, PerturbationPair, config=cfg, version="3", kind="cpu",
                        backends=(vad,))
     pairs: dict[str, list[PerturbationPair]] = {t: [] for t in types}
@@ -336,7 +346,7 @@ def run_perturb(dialogues: list[RenderedDialogue], *, types: list[str], per_type
     summary = {"dialogues": len(dialogues), "scanned": len(scans), "pairs": len(all_pairs),
                "per_type": {t: len(pairs[t]) for t in types},
                "candidates": {t: sum(len(s.candidates.get(t, ())) for s in scans) for t in types},
-               "skipped": len(skipped), "out": str(out_dir)}
+               "skipped": len(skipped), "out": str(out_dir), "protocol": protocol}
     atomic_write_text(out_dir / "summary.json", canonical_json(summary) + "\n")
     return summary
 

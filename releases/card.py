@@ -157,6 +157,7 @@ def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
     ]
     for caption, path in plots.items():
         lines += [f"![{caption}]({path})", ""]
+    lines += fidelity_section(stats.get("fidelity"))
     lines += [
         "## How it was generated", "",
         "1. Scenarios: (domain, goal, user intent) with a knowledge base whose workflow is a "
@@ -219,6 +220,53 @@ def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
     lines += [CHANGELOG_END, "", "## License", "",
               f"{license}. Synthetic data: every name, number and address is fictional.", ""]
     return "\n".join(lines)
+
+
+def _fmt(v: Any, suffix: str = "") -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:.3f}".rstrip("0").rstrip(".") + suffix if abs(v) < 1 else f"{v:.1f}{suffix}"
+    return f"{v}{suffix}"
+
+
+def fidelity_section(fid: dict[str, Any] | None) -> list[str]:
+    """The card's "Audio fidelity" section: the labels measured again on the released audio
+    (``bargein.audio.fidelity_report``). Empty when the build measured nothing."""
+    if not fid:
+        return []
+    voices = fid.get("voices", {})
+    rows = [(f"`{v}`", _fmt(x.get("word_end_within_30ms")), x.get("pauses", 0),
+             _fmt(x.get("word_end_error_ms_p95"), " ms"), x.get("words_under_30ms", 0),
+             x.get("words_in_silence", 0)) for v, x in sorted(voices.items())]
+    cuts, rep, frames = fid.get("cuts", {}), fid.get("repair", {}), fid.get("frames", {})
+    side = fid.get("sidecars", {}).get("sidecar_error_ms_p95", "n/a")
+    out = ["## Audio fidelity", "",
+           "Every label is a claim about the audio; these figures measure it again on the released "
+           "audio with instruments that did not make the labels (an energy detector, Whisper tiny.en, "
+           "VAP classes recomputed from measured activity).", ""]
+    if rows:
+        out += ["Word boundaries per voice (word ends before pauses >= 150 ms against the end of sound):",
+                "", _table(rows, ("voice", "within 30 ms", "pauses", "error p95", "words < 30 ms",
+                                  "words in silence")), ""]
+    out += _table([
+        ("cuts whose heard text agrees with ASR on the prefix",
+         f"{_fmt(cuts.get('heard_text_asr_agreement'))} (of {cuts.get('asr_checked', 0)})"),
+        ("stop error p95 (last sound vs `stop_s`)", _fmt(cuts.get("stop_error_ms_p95"), " ms")),
+        ("cut onset error p95 / overlap error p95",
+         f"{_fmt(cuts.get('cut_error_ms_p95'), ' ms')} / {_fmt(cuts.get('overlap_error_ms_p95'), ' ms')}"),
+        ("VAP frame-label agreement with measured activity", _fmt(frames.get("frame_label_agreement"))),
+        ("unanswerable repair items whose value ASR still recovers",
+         f"{_fmt(rep.get('unanswerable_asr_recovery'))} (of {rep.get('unanswerable_items', 0)})"),
+        ("answerable repair items whose value ASR hears",
+         f"{_fmt(rep.get('answerable_asr_recovery'))} (of {rep.get('answerable_items', 0)}; "
+         f"{_fmt(rep.get('answerable_asr_kept_given_original'))} of the "
+         f"{rep.get('answerable_heard_in_original', 0)} whose original it hears)"),
+        ("masked time, answerable / unanswerable (ratio of medians)",
+         _fmt((rep.get("mask_len") or {}).get("ratio_of_medians"))),
+        ("perturbation sidecar error p95", _fmt(side, " ms") if isinstance(side, (int, float)) else str(side)),
+    ], ("measurement", "value")).splitlines() + [""]
+    return out
 
 
 # ---- quality report (owned with bargein.verify.report) -------------------------------------

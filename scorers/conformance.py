@@ -259,6 +259,37 @@ def _early_entry():
             "b_onsets": onsets(y[:, 1]), "a_onsets": onsets(y[:, 0])}
 
 
+def _bc_ref():
+    """turnnat-ref excessive backchannel on hand-placed bursts, measured on the output samples."""
+    from random import Random
+
+    from bargein.perturb import ops
+
+    sr = 16000
+    rng = np.random.default_rng(1)
+    x = np.zeros((sr * 20, 2), dtype=np.float32)
+    x[2 * sr:12 * sr, 0] = 0.2 * rng.standard_normal(10 * sr)          # A talks 2-12 s
+    x[6 * sr:int(6.5 * sr), 1] = 0.2 * rng.standard_normal(sr // 2)     # B's own speech 6.0-6.5 s
+    segs = [[(2.0, 12.0)], [(6.0, 6.5)]]
+    clip = ops.Clip(x, sr, segs, int(0.011 * sr))
+    bc1 = np.full(int(0.3 * sr), 0.1, dtype=np.float32)
+    bc2 = np.full(int(0.4 * sr), -0.1, dtype=np.float32)
+    c = dict(a=0, b=1, w0=2.0, w1=12.0)
+    y, edits, _ = ops.excessive_backchannel_ref(clip, c, Random(3), [("yeah", bc1, 20.0), ("right", bc2, 21.0)])
+    added = y[:, 1] - x[:, 1]
+    ons = sorted(e.at_s for e in edits)
+    inside = all(2.0 <= e.at_s and e.at_s + e.duration_s <= 12.0 for e in edits)
+    clear = all(e.at_s + e.duration_s <= 6.0 or e.at_s >= 6.5 for e in edits)
+    exact = all(np.allclose(added[int(round(e.at_s * sr)):int(round(e.at_s * sr)) + int(round(e.duration_s * sr))],
+                            bc1[0] if "yeah" in e.note else bc2[0]) for e in edits)
+    rest = added.copy()
+    for e in edits:
+        rest[int(round(e.at_s * sr)):int(round((e.at_s + e.duration_s) * sr))] = 0.0
+    return {"count": len(edits), "onset_gap_ok": ons[1] - ons[0] >= 0.8 - 1e-9, "inside_speaker_turn": inside,
+            "listener_silent": clear, "added_without_fades": exact,
+            "untouched_elsewhere": not np.any(rest)}
+
+
 TURNNAT_CASES = [
     # onset window 2 (1024); window 10 (0.4) neither starts nor ends; silence from window 11
     # (5632) lasts >= 800 samples at window 13 -> [1024, 5632]; the second span (1024 samples)
@@ -303,6 +334,14 @@ TURNNAT_CASES = [
     Case("turnnat", "early-entry-moves-both-channels", "TedZhangHao/turn-taking-naturalness "
          "turnnat/scripts/build_perturbations.py L3082-3312, L1843-1853", _early_entry,
          {"length_unchanged": True, "advance_s": 1.5, "b_onsets": [5.0, 13.5], "a_onsets": [2.0, 10.5]}),
+    # two clips (0.3 s, 0.4 s): exactly 2 inserted, onsets >= max(0.8, 0.4) s apart, each inside
+    # A's turn with B silent under it, the clip added sample for sample (no fade), nothing else
+    # changed
+    Case("turnnat", "excessive-backchannel-ref", "TedZhangHao/turn-taking-naturalness "
+         "turnnat/scripts/build_perturbations.py L3492-3600 (bc_insert_count 2, bc_insert_min_gap_ms 800), "
+         "pick_spaced_frames L2304-2320, paste_add L774-784", _bc_ref,
+         {"count": 2, "onset_gap_ok": True, "inside_speaker_turn": True, "listener_silent": True,
+          "added_without_fades": True, "untouched_elsewhere": True}),
 ]
 
 CASES: dict[str, list[Case]] = {"fdbench": FDBENCH_CASES, "fdb": FDB_CASES, "turnnat": TURNNAT_CASES}

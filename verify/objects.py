@@ -47,6 +47,7 @@ _DAY = re.compile(r"\b(?:(?:this|next|on)\s+)?(?:Monday|Tuesday|Wednesday|Thursd
                   r"Sunday|tomorrow|tonight|next week|next month|end of the month)\b")
 _NP_LEAD = {"a", "an", "the", "your", "my", "our", "this", "that", "any", "each", "every", "one",
             "two", "three", "four"}
+_PRONOUNS = frozenset("i me we us you he she they them it".split())
 _ADJ_STOP = frozenset("""and or but to of in on at for with from by is are was were be been it this
 that which who you your i we they can will would should could may might must have has had do
 does did not no so if than then also just only please""".split())
@@ -77,7 +78,8 @@ def _np_around(text: str, start: int, end: int) -> tuple[int, int]:
         if w == "of" and taken == 0 and not m.group(0).endswith((",", ".")):
             s = m.start()               # "date of birth", "proof of address"
             continue
-        if m.group(0).endswith((",", ".")) or w in _ADJ_STOP and w not in _NP_LEAD:
+        if m.group(0).endswith((",", ".")) or w in _ADJ_STOP and w not in _NP_LEAD \
+                or w in _PRONOUNS or ("'" in w and not w.endswith("'s")):
             break
         s = m.start()
         taken += 1
@@ -127,12 +129,17 @@ def find_objects(text: str, scenario: Scenario | None = None) -> list[Obj]:
                 if i >= 0 and _on_boundary(low, i, len(form)):
                     out.append(Obj("fact" if form != label else "requirement",
                                    text[i:i + len(form)], i, i + len(form)))
-    for m in re.finditer(r"[^.?!]*\?", text):
+    for m in _QUESTION.finditer(text):
         q = m.group(0).strip()
         if len(q.split()) >= 3:
             s = m.start() + (len(m.group(0)) - len(m.group(0).lstrip()))
             out.append(Obj("question", q, s, m.end()))
     return sorted(out, key=lambda o: (o.start, o.end))
+
+
+# a question runs from the start or the last . ? ! to a '?': anchored there, each character is
+# scanned once (an unanchored [^.?!]*\? rescans a long run from every start: quadratic)
+_QUESTION = re.compile(r"(?:^|(?<=[.?!]))[^.?!]*\?")
 
 
 def _on_boundary(low: str, i: int, n: int) -> bool:

@@ -52,20 +52,25 @@ def grounding(conv: Conversation, m: Message, text: str) -> tuple[set[str], set[
     return shared, on_obj
 
 
+_REACTION = frozenset("wait why what really seriously sorry pardon excuse me huh hang on hold um uh "
+                      "oh hmm whoa no".split())
+_DEICTIC = frozenset({"that", "this", "it", "those", "these", "the", "a", "an", "is", "was"})
+
+
 def echoed_fragment(text: str, heard: str, conv: Conversation) -> str:
     """A span the caller echoes as a question ("Wait, arrive?") that is in the heard words but
     does not end on the head of an object there ('' when there is none)."""
     objs = [o for o in find_objects(heard, conv.scenario) if o.kind in _PUSHBACK_KINDS]
     heads = {tokens(o.phrase)[-1] for o in objs if tokens(o.phrase)}
-    for mm in re.finditer(r"([A-Za-z$][\w$.,'-]*(?:\s+[\w$.,'-]+){0,3})\?", text):
-        words = tokens(mm.group(1))
-        for n in range(min(4, len(words)), 0, -1):
+    for clause in re.findall(r"[^,.;:!?]+\?", text):     # a short echo question: "arrive?"
+        words = [w for w in tokens(clause) if w not in _REACTION]
+        if not words or len(words) > 3:
+            continue
+        for n in range(len(words), 0, -1):
             span = " ".join(words[-n:])
-            if span and f" {span} " in f" {normalise(heard)} " and span not in STOPWORDS | {"that", "this"}:
+            if f" {span} " in f" {normalise(heard)} " and span not in _DEICTIC:
                 if words[-1] in heads or any(c.isdigit() for c in span):
                     return ""
-                if n == 1 and len(words) > 2:
-                    continue                   # the last word of a longer question
                 return span
     return ""
 
@@ -312,6 +317,8 @@ def hidden_fact_addressed(conv: Conversation) -> list[Verdict]:
 # ---- user_states_system_value ---------------------------------------------------------------
 _STATE = (r"(?:(?:my|the|our)\s+{label}\s+(?:is|was|should be|'s|it's|shows|said)\b|"
           r"\b(?:is|was)\s+(?:my|the|our)\s+{label}\b)")
+_VALUEISH = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten)\b|"
+                       r"(?<!^)(?<![.?!] )\b[A-Z][a-z]+")
 _CORRECTS = re.compile(r"\b(actually|not|wrong|correct|change|should be|instead|mistake|misspoke|"
                        r"something else)\b")
 
@@ -364,11 +371,13 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
             lab = label(k).lower()
             f = conv.scenario.kb.fact(k)
             forms = [v for v in (f.value, f.spoken) if v] if f else []
-            stated = re.search(_STATE.format(label=re.escape(lab)), low)
+            st = re.search(_STATE.format(label=re.escape(lab)), low)
+            stated = st and _VALUEISH.search(m.text[st.end():])
             new_value = k in scenario_held and any(
                 normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
                 and not said_before(conv, m.index, v, role="assistant") for v in forms)
-            corrects = lab in low and _CORRECTS.search(low)
+            corrects = lab in low and _CORRECTS.search(low) and (
+                _VALUEISH.search(m.text) or re.search(r"should be|not what you have|wrong", low))
             if stated or new_value or corrects:
                 why = ("states the value before the system gave it" if new_value else
                        "corrects it" if corrects else "states it")
@@ -404,8 +413,9 @@ def resolved_goal_reached(conv: Conversation) -> list[Verdict]:
 
 
 # ---- tf_not_given ---------------------------------------------------------------------------
-_REQUEST = re.compile(r"\b(ask\w*|request\w*|collect\w*|obtain\w*|provide|give|confirm\w*|"
-                      r"share|tell|get)\b", re.I)
+_REQUEST = re.compile(r"\b(?:asks?|asking|requests?|requesting|collects?|collecting|obtains?)\s+"
+                      r"(?:the caller\s+|them\s+)?(?:for\s+|to\s+\w+\s+)?(?:their|the|your|a|an|"
+                      r"caller's)\b|\bto (?:provide|give|confirm|share|tell|state)\b", re.I)
 
 
 @check("tf_not_given")
@@ -440,6 +450,7 @@ _POSITIONAL = re.compile(r"(?:after|starting with|with the words|ending with|no)
 _FUNCTION = frozenset("""a an the to of and or but with for from by at in on into as is are was
 were be been it its that this these those which who than then so if my your our their his her
 me you we they i not can will would could should has have had do does did""".split())
+_DEMONSTRATIVE = frozenset({"that", "this"})
 _SUBJECT = frozenset("i i'm i've i'd we we're my you you're it's there's".split())
 _DET = frozenset("a an the my your our their his her this these those some any each every one two "
                  "three four five six seven eight nine ten eleven twelve fifteen twenty thirty "
@@ -476,10 +487,11 @@ def whole_phrase(span: str, conv: Conversation) -> bool:
     first, last = toks[0], toks[-1]
     if last in _FUNCTION or last in STOPWORDS or last.endswith("ly"):
         return False
-    head_ok = first in _DET or first[0].isdigit() or span.lstrip().startswith(("$", "€", "£"))
+    head_ok = first in _DET or first in _DEMONSTRATIVE and len(toks) == 2 or first[0].isdigit() or span.lstrip().startswith(("$", "€", "£"))
     if not head_ok and (first in _FUNCTION or first in STOPWORDS):
         return False
-    if len(toks) >= 2 and first in _DET and (last.endswith("ed") or toks[1] in _FUNCTION):
+    if len(toks) >= 2 and (first in _DET or first in _DEMONSTRATIVE) and (
+            last.endswith("ed") or toks[1] in _FUNCTION):
         return False
     if not head_ok:   # a bare word run: only a single noun-like word, or object words
         nouns = FEE_NOUNS | REQUIREMENT_NOUNS | POLICY_NOUNS

@@ -13,39 +13,17 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from bargein import lexicon
+
 _WORD = re.compile(r"\S+")
 _TOKEN = re.compile(r"[a-z0-9]+(?:['\u2019-][a-z0-9]+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
-# Function words plus the conversational glue every turn shares ("need", "okay", "actually").
-STOPWORDS: frozenset[str] = frozenset("""
-a about above after again against all also am an and any are aren't as at be because been
-before being below between both but by can can't cannot could couldn't did didn't do does
-doesn't doing don't down during each few for from further had hadn't has hasn't have haven't
-having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll
-i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor
-not of off on once only or other ought our ours ourselves out over own same shan't she she'd
-she'll she's should shouldn't so some such than that that's the their theirs them themselves
-then there there's these they they'd they'll they're they've this those through to too under
-until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where
-where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're
-you've your yours yourself yourselves
-yeah yes yep yup okay ok oh um uh hmm mm mhm ah well sure right alright actually really just
-like wait sorry please thanks thank hello hi hey so now then still even maybe kind sort
-know think want need get got go going gonna wanna let make say said tell told see look give
-thing things something anything everything one ones way lot bit much many will shall may might
-must us hold on work sound fine good great perfect nice help call
-""".split())
-
-# Backchannels (REFERENCE.md: Switchboard-derived list plus common variants).
-BACKCHANNELS: frozenset[str] = frozenset({
-    "yeah", "um-hum", "uh-huh", "right", "oh", "oh yeah", "yeah yeah", "right right", "oh really",
-    "mm", "mhm", "mm-hm", "mm-hmm", "mmhm", "hmm", "okay", "ok", "sure", "yep", "yup", "yes",
-    "exactly", "wow", "i see", "uh huh", "um hum", "mm hm", "got it", "alright", "ah", "uh",
-    "um", "huh", "gotcha", "sure sure", "okay okay",
-})
-BACKCHANNEL_WORDS: frozenset[str] = frozenset(w for p in BACKCHANNELS for w in p.split())
-MAX_BACKCHANNEL_WORDS = 3
+# Function words plus conversational glue, and backchannels: the one lexicon (bargein.lexicon).
+STOPWORDS: frozenset[str] = lexicon.CONTENT_STOP_WORDS
+BACKCHANNELS: frozenset[str] = lexicon.BACKCHANNELS
+BACKCHANNEL_WORDS: frozenset[str] = lexicon.BACKCHANNEL_WORDS
+MAX_BACKCHANNEL_WORDS = lexicon.MAX_BACKCHANNEL_WORDS
 
 
 def words(text: str) -> list[str]:
@@ -116,13 +94,8 @@ def sentences(text: str) -> list[tuple[int, int]]:
 
 
 def is_backchannel(text: str) -> bool:
-    """A short reflexive backchannel: <= 3 words, every word from the backchannel list."""
-    toks = tokens(text)
-    if not toks or len(toks) > MAX_BACKCHANNEL_WORDS:
-        return False
-    if " ".join(toks) in BACKCHANNELS:
-        return True
-    return all(t in BACKCHANNEL_WORDS for t in toks)
+    """A short reflexive backchannel (:func:`bargein.lexicon.is_backchannel`)."""
+    return lexicon.is_backchannel(text)
 
 
 # ---- values (for corrections) ------------------------------------------------------------

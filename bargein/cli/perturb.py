@@ -26,11 +26,14 @@ from bargein.records.derived import PERTURBATION_TYPES
 @click.option("--split", default=None, help="HF dataset split (default: the only one).")
 @click.option("--workers", type=click.IntRange(1, None), default=1, show_default=True,
               help="Worker processes.")
+@click.option("--protocol", type=click.Choice(["turnnat-bargein", "turnnat-ref"]), default="turnnat-bargein",
+              show_default=True, help="turnnat-ref: the reference's excessive backchannel (2 added, "
+              "onsets >= 0.8 s apart); early entry cuts both channels in both (docs/protocols.md).")
 @click.option("--strict/--no-strict", default=True, show_default=True,
               help="Drop pairs whose re-measured edit falls outside the specified range.")
 def perturb(input_path: Path, types: str, per_type: int, out: Path | None, vad: str,
             sample_rate: int, audio_column: str | None, split: str | None, workers: int,
-            strict: bool) -> None:
+            protocol: str, strict: bool) -> None:
     """Build TurnNat timing perturbation pairs (five types, 20-25 s crops, sidecars)."""
     from bargein.perturb.sources import load_sources
     from bargein.perturb.stage import run_perturb
@@ -41,8 +44,10 @@ def perturb(input_path: Path, types: str, per_type: int, out: Path | None, vad: 
     out = out or g.workdir / "perturb"
     dialogues = load_sources(input_path, g.workdir, audio_column=audio_column, split=split)
     s = run_perturb(dialogues, types=kinds, per_type=per_type, out_dir=out, workdir=g.workdir,
-                    seed=g.seed, vad=vad, sample_rate=sample_rate, workers=workers, strict=strict)
-    click.echo(f"{s['pairs']} pairs from {s['scanned']}/{s['dialogues']} dialogues -> {out}/pairs.jsonl")
+                    seed=g.seed, vad=vad, sample_rate=sample_rate, workers=workers, strict=strict,
+                    protocol=protocol)
+    click.echo(f"{s['pairs']} pairs ({protocol}) from {s['scanned']}/{s['dialogues']} dialogues -> "
+               f"{out}/pairs.jsonl")
     for t in kinds:
         short = "" if s["per_type"][t] >= per_type else "  (quota not met: too few candidates)"
         click.echo(f"  {t:24s} {s['per_type'][t]:4d} / {per_type}   candidates {s['candidates'][t]}{short}")

@@ -16,6 +16,17 @@ def release() -> None:
     """Build, push, pull, diff and verify versioned Hugging Face releases."""
 
 
+def _release_name(value: str) -> str:
+    import re
+
+    from bargein.config import NAME_PATTERN
+
+    if not re.match(NAME_PATTERN, value) or len(value) > 96:
+        raise click.BadParameter(f"{value!r} is not a release name: use letters, digits, '.', '_' "
+                                 "and '-', starting with a letter or digit (e.g. bargein-ihbench)")
+    return value
+
+
 def _path_opt(value: str | None, what: str) -> Path | None:
     return require_file(value, what, f"pass the {what} a stage wrote") if value else None
 
@@ -44,7 +55,8 @@ def _thresholds(path: str | None) -> dict | None:
 
 @release.command("build")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Release folder.")
-@click.option("--name", required=True, help="Dataset name, e.g. bargein-ihbench.")
+@click.option("--name", required=True, callback=lambda ctx, param, v: _release_name(v),
+              help="Dataset name, e.g. bargein-ihbench (letters, digits, '.', '_', '-').")
 @click.option("--version", "version", required=True, help="SemVer, e.g. 1.0.0.")
 @click.option("--conversations", help="VerifiedConversation / Conversation JSONL.")
 @click.option("--rendered", help="RenderedDialogue JSONL (audio for conversations/ihbench).")
@@ -86,9 +98,22 @@ def build_cmd(out, name, version, conversations, rendered, eval_items, repair, t
     if not any((conversations, eval_items, repair, timing, sft, dpo)):
         raise ConfigError("nothing to release. Fix: pass at least one of --conversations, "
                           "--eval-items, --repair, --timing, --sft, --dpo")
-    prov = {"seed": g.seed}
+    prov: dict = {}
     if provenance:
-        prov.update(json.loads(require_file(provenance, "--provenance", "a JSON file").read_text()))
+        path = require_file(provenance, "--provenance", "pass a JSON file")
+        try:
+            prov = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise ConfigError(f"--provenance {path}: not a UTF-8 JSON file "
+                              f"({str(e).splitlines()[0][:160] if str(e) else e.__class__.__name__})."
+                              ' Fix: pass a JSON object such as {"llm": "offline", "seed": 7}') from None
+        if not isinstance(prov, dict):
+            raise ConfigError(f"--provenance {path}: expected a JSON object, got "
+                              f"{type(prov).__name__}. Fix: pass a JSON object such as "
+                              '{"llm": "offline", "seed": 7}')
+    # the seed rule: an explicit global --seed > the provenance file's seed > the default
+    file_seed = prov.get("seed") if isinstance(prov.get("seed"), int) else None
+    prov["seed"] = g.resolve_seed(None, file_seed)
     sources = ReleaseSources(
         conversations=_path_opt(conversations, "--conversations"),
         rendered=_path_opt(rendered, "--rendered"),

@@ -23,17 +23,20 @@ from bargein.cli.util import fail_if_nothing, get_globals, require_file
               help="Output JSONL [default: WORKDIR/verified.jsonl].")
 def verify(conversations: Path, llm_spec: str, max_rounds: int, out: Path | None) -> None:
     """Verify and repair conversations; accepted and discarded are both written (flagged)."""
-    from bargein.records.conversation import Conversation
     from bargein.runner import run_stage
-    from bargein.store import read_jsonl, write_jsonl
+    from bargein.store import write_jsonl
+    from bargein.verify.inputs import read_conversations
     from bargein.verify.loop import summarize, verify_stage
 
     g = get_globals()
     require_file(conversations, "--conversations", "pass the JSONL written by "
                  "'bargein generate conversations'")
-    convs = read_jsonl(conversations, Conversation)
+    convs, bad = read_conversations(conversations)     # a bad line fails alone, with evidence
+    for f in bad:
+        click.echo(f.reason, err=True)
     stage = verify_stage(llm_spec, max_rounds=max_rounds)
     res = run_stage(stage, convs, workdir=g.workdir, seed=g.seed, write_outputs=False)
+    res.failures[:0] = bad
     out = out or g.workdir / "verified.jsonl"
     write_jsonl(out, res.outputs)
     write_jsonl(g.workdir / f"{stage.name}.failures.jsonl", res.failures)

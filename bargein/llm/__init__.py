@@ -55,6 +55,8 @@ SPEC_FORMS = ("openai:MODEL (e.g. openai:gpt-4o-mini; any OpenAI-compatible serv
               "anthropic:MODEL (e.g. anthropic:claude-3-5-haiku-latest), "
               "llamacpp:/path/to/model.gguf, or 'offline' for the rule-based agents")
 DEFAULT_CONCURRENCY = {"openai": 16, "anthropic": 8, "llamacpp": 1}
+SETTING_DEFAULTS: dict[str, Any] = {"timeout_s": 120.0, "max_retries": 4, "structured": "auto",
+                                    "max_tokens": 1024, "http": "auto"}
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -84,17 +86,18 @@ def get_llm(
     concurrency: int | None = None,
     rpm: float | None = None,
     tpm: float | None = None,
-    timeout_s: float = 120.0,
-    max_retries: int = 4,
-    structured: str = "auto",
+    timeout_s: float | None = None,
+    max_retries: int | None = None,
+    structured: str | None = None,
     prices: dict[str, Any] | None = None,
     api_key_env: str | None = None,
     cache: bool = True,
-    max_tokens: int = 1024,
+    max_tokens: int | None = None,
     context_tokens: int | str | None = None,
     client: Any = None,
     max_tokens_field: str | None = None,
-    http: str = "auto",
+    http: str | None = None,
+    frequency_penalty: float | None = None,
 ) -> LLMClient:
     """An :class:`LLMClient` for ``spec``.
 
@@ -114,12 +117,35 @@ def get_llm(
     (``max_tokens`` | ``max_completion_tokens``; by default chosen from the model name);
     ``client`` the user's own SDK client or a factory of one; ``http`` which of the SDK's HTTP
     clients bargein builds (``auto``: the SDK's aiohttp client where installed, else its httpx
-    default; see :func:`bargein.llm.sdkclients.http_client`).
+    default; see :func:`bargein.llm.sdkclients.http_client`); ``frequency_penalty`` (-2…2) a
+    guard against repetition loops, for OpenAI-compatible servers and ``llamacpp`` (Anthropic's
+    API has none).
+
+    A setting not given here comes from the provider's registry options, which a config or a
+    program sets once for every stage and worker process
+    (``registry.set_options("llm", "openai", context_tokens=8192, timeout_s=300)``), else from
+    :data:`SETTING_DEFAULTS`.
     """
     if is_offline(spec):
         raise ConfigError(f"{spec!r} is not an LLM provider: check is_offline(spec) and use the "
                           f"rule-based agent. LLM specs: {SPEC_FORMS}")
     name, model = parse_spec(spec)
+    given = {"base_url": base_url, "concurrency": concurrency, "rpm": rpm, "tpm": tpm,
+             "timeout_s": timeout_s, "max_retries": max_retries, "structured": structured,
+             "api_key_env": api_key_env, "max_tokens": max_tokens, "context_tokens": context_tokens,
+             "max_tokens_field": max_tokens_field, "http": http, "budget_usd": budget_usd,
+             "frequency_penalty": frequency_penalty}
+    configured = registry.options("llm", name)
+    unknown = sorted(set(configured) - set(given))
+    if unknown:
+        raise ConfigError(f"LLM settings for {name}: {', '.join(unknown)} not known; valid: "
+                          f"{', '.join(sorted(given))}")
+    s_ = {k: v if v is not None else configured.get(k, SETTING_DEFAULTS.get(k)) for k, v in given.items()}
+    base_url, concurrency, rpm, tpm = s_["base_url"], s_["concurrency"], s_["rpm"], s_["tpm"]
+    timeout_s, max_retries, structured = s_["timeout_s"], s_["max_retries"], s_["structured"]
+    api_key_env, max_tokens, context_tokens = s_["api_key_env"], s_["max_tokens"], s_["context_tokens"]
+    max_tokens_field, http, budget_usd = s_["max_tokens_field"], s_["http"], s_["budget_usd"]
+    frequency_penalty = s_["frequency_penalty"]
     _check("budget_usd", budget_usd, budget_usd is None or budget_usd >= 0, "a number >= 0 (USD)")
     _check("concurrency", concurrency, concurrency is None or (isinstance(concurrency, int) and concurrency >= 1),
            "an integer >= 1")
@@ -131,6 +157,8 @@ def get_llm(
     _check("context_tokens", context_tokens, context_tokens is None or context_tokens == "server"
            or (isinstance(context_tokens, int) and context_tokens >= 256), "an integer >= 256 or 'server'")
     _check("http", http, http in HTTP_CLIENTS, f"one of {', '.join(HTTP_CLIENTS)}")
+    _check("frequency_penalty", frequency_penalty, frequency_penalty is None
+           or (isinstance(frequency_penalty, (int, float)) and -2 <= frequency_penalty <= 2), "a number in -2..2")
     concurrency = concurrency or DEFAULT_CONCURRENCY.get(name, 8)
     options: dict[str, Any] = {"base_url": base_url, "timeout_s": timeout_s, "max_retries": max_retries,
                                "structured": structured, "api_key_env": api_key_env,
@@ -140,6 +168,8 @@ def get_llm(
         options["client"] = client
     if max_tokens_field is not None:
         options["max_tokens_field"] = max_tokens_field
+    if frequency_penalty is not None:
+        options["frequency_penalty"] = float(frequency_penalty)
     provider = registry.create("llm", name, model=model, **options)
     model_id = getattr(provider, "model_id", provider.model)
     table = PriceTable.load().with_overrides(prices, name)

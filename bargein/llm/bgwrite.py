@@ -1,4 +1,4 @@
-"""Small atomic file writes (cache entries, ledger snapshots) that never stall the event loop.
+"""Small atomic file writes (ledger snapshots) that never stall the event loop.
 
 A write is done in place (temp file + rename, ~0.1 ms on a normal disk: cheaper than handing it
 to a thread). If writes turn slow (a busy or network disk: average above ``SLOW_S``), later

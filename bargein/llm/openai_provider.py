@@ -76,7 +76,7 @@ class OpenAIProvider:
                  max_retries: int = 4, structured: str = "auto", api_key_env: str | None = None,
                  client: Any = None, max_connections: int = 8, http: str = "auto",
                  max_tokens_field: str | None = None, context_tokens: int | str | None = None,
-                 **_ignored: Any):
+                 frequency_penalty: float | None = None, **_ignored: Any):
         import openai
 
         spec = f"openai:{model}"
@@ -85,6 +85,8 @@ class OpenAIProvider:
         self.structured_modes = structured_modes(structured, STRUCTURED, spec)
         self.capabilities = frozenset({SEED})
         self.context_tokens = context_tokens
+        # sampling settings every request carries (and the cache key with them)
+        self.sampling = {} if frequency_penalty is None else {"frequency_penalty": frequency_penalty}
         self._field = token_limit_field(model, max_tokens_field)
         self._sdk = openai
         if client is not None:
@@ -103,10 +105,18 @@ class OpenAIProvider:
                                           max_retries=max_retries,
                                           http_client=http_client(openai, max_connections, timeout_s, http))
         self.server_key = (self.name, self.base_url or "")
+        self._strict: dict[int, tuple[dict[str, Any], dict[str, Any] | None]] = {}
         self._clients = LoopClients(make, sdk=openai, user=client, what=spec)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _strict_variant(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """:func:`strict_variant`, once per schema object (the client passes the same dict)."""
+        hit = self._strict.get(id(schema))
+        if hit is None or hit[0] is not schema:
+            hit = self._strict[id(schema)] = (schema, strict_variant(schema))
+        return hit[1]
 
     def request(self, messages: list[dict[str, str]], *, temperature: float | None, max_tokens: int,
                 json_schema: dict[str, Any] | None, seed: int | None, mode: str | None) -> dict[str, Any]:
@@ -116,10 +126,11 @@ class OpenAIProvider:
             kw["temperature"] = temperature
         if seed is not None:
             kw["seed"] = seed
+        kw.update(self.sampling)
         if json_schema is not None:
             mode = mode or self.structured_modes[0]
             if mode == MODE_SCHEMA:
-                strict = strict_variant(json_schema)
+                strict = self._strict_variant(json_schema)
                 kw["response_format"] = {"type": "json_schema", "json_schema": {
                     "name": schema_name(json_schema), "schema": strict if strict is not None else json_schema,
                     "strict": strict is not None}}

@@ -4,9 +4,10 @@ An SDK client (and the HTTP connections it keeps) belongs to the event loop it w
 on; the runner starts one loop per stage, so each loop gets its own client. Clients bargein made
 are closed when their loop's ``asyncio.run`` ends (a sentinel task closes them on cancellation).
 
-The HTTP client is the SDK's default (``DefaultAsyncHttpxClient``: its transport, proxies from
-the environment, TLS); only its connection limits are raised when more calls may be in flight
-than the SDK keeps connections alive for.
+The HTTP client is one of the SDK's own (:func:`http_client`: its aiohttp client where
+installed, else its httpx default; proxies from the environment and TLS as the SDK sets them);
+only its connection limits are raised when more calls may be in flight than the SDK keeps
+connections alive for. No HTTP is written here.
 
 A client the user passes (``get_llm(..., client=AsyncAzureOpenAI(...))``) is used as is on the
 first loop that uses it; on any later loop a ``copy()`` of it with the SDK's default HTTP client

@@ -41,11 +41,14 @@ def scenario(seed: int = 1) -> Scenario:
 def conversation(seed: int = 1) -> Conversation:
     texts = [
         ("assistant", "Thanks for calling. Can I have your account number, please?"),
-        ("user", "Sure, my account number is four four seven one, zero nine three two."),
+        ("user", "Sure, just a moment while I find the letter. Okay, so my account number is four four "
+                 "seven one, zero nine three two, and that is the one printed on my last bill."),
         ("assistant", "Thank you. When are you moving, and where to?"),
-        ("user", "We are moving on June twelfth, twenty twenty-five, to twenty-two ten Maple Street, Denver."),
+        ("user", "Well, we are moving on June twelfth, twenty twenty-five, and the new place is at "
+                 "twenty-two ten Maple Street, Denver, which is just across town from here."),
         ("assistant", "Got it. What monthly budget do you have in mind for the new plan?"),
-        ("user", "I would like to keep it under eighty-five dollars a month if I can."),
+        ("user", "I would like to keep it under eighty-five dollars a month if I can, because the old "
+                 "plan was a bit too much for us."),
         ("assistant", "I can do that. Let me find the right plan for you."),
     ]
     msgs = tuple(Message(index=i, role=r, text=t) for i, (r, t) in enumerate(texts))

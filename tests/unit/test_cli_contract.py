@@ -179,3 +179,36 @@ def test_non_finite_config_values_refused():
     for data in ({"audio": {"snr_db": float("nan")}}, {"budget_usd": float("inf")}):
         with pytest.raises(ConfigError, match="finite"):
             parse_config(data, "x.yaml")
+
+
+@pytest.mark.parametrize("text, fragment", [("{bad", "not a UTF-8 JSON file"),
+                                            ("[1, 2]", "expected a JSON object"),
+                                            (b"\xff\xfe{}", "not a UTF-8 JSON file")])
+def test_release_build_malformed_provenance_is_one_line(capsys, tmp_path, text, fragment):
+    prov = tmp_path / "p.json"
+    prov.write_bytes(text if isinstance(text, bytes) else text.encode())
+    code, _, err = _main(capsys, "release", "build", "--out", str(tmp_path / "r"), "--name", "x",
+                         "--version", "1.0.0", "--sft", "sft.jsonl", "--provenance", str(prov))
+    assert code == 2 and fragment in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("name", ["../x y", "a/b", ".hidden", "x" * 97, ""])
+def test_release_build_refuses_a_name_that_is_not_one_path_segment(capsys, tmp_path, name):
+    code, _, err = _main(capsys, "release", "build", "--out", str(tmp_path / "r"), "--name", name,
+                         "--version", "1.0.0", "--sft", "sft.jsonl")
+    assert code == 2 and "is not a release name" in err
+    assert not (tmp_path / "r").exists()
+    with pytest.raises(Exception, match="name"):
+        parse_config({"name": name})
+
+
+def test_build_dry_run_prints_the_validated_dag_and_runs_nothing(capsys, tmp_path):
+    work = tmp_path / "work"
+    code, out, _ = _main(capsys, "--workdir", str(work), "build", "--preset", "demo", "--dry-run",
+                         "--out", str(tmp_path / "rel"))
+    assert code == 0
+    lines = [ln.split()[1] for ln in out.splitlines() if ln[:1].isdigit()]
+    assert lines == ["scenarios", "conversations", "baseline", "render", "mask", "perturb", "release"]
+    assert "render.jsonl" in out and "user_voice=piper:joe" in out
+    assert not work.exists() and not (tmp_path / "rel").exists()

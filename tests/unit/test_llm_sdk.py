@@ -288,3 +288,103 @@ def test_an_unknown_http_client_is_a_config_error(keys):
 
     with pytest.raises(ConfigError, match="http='curl'.*auto, aiohttp, httpx"):
         get_llm("openai:gpt-4o-mini", http="curl")
+
+
+def test_strict_schemas_close_every_object_and_keep_length_limits_as_words(keys):
+    """OpenAI strict mode: every object closed with all properties required, no ``default``; a
+    schema strict mode cannot express (an open map) is sent non-strict instead."""
+    from pydantic import Field
+
+    from bargein.llm.schemas import strict_variant
+
+    class Stage(BaseModel):
+        name: str = Field(min_length=2, max_length=40, description="short")
+        optional: int | None = None
+
+    class Plan(BaseModel):
+        stages: list[Stage] = Field(min_length=1, max_length=6)
+        tone: str = "calm"
+
+    class Loose(BaseModel):
+        extra: dict[str, int]
+
+    strict = strict_variant(Plan.model_json_schema())
+    stage = strict["$defs"]["Stage"]
+    assert strict["required"] == ["stages", "tone"] and strict["additionalProperties"] is False
+    assert stage["required"] == ["name", "optional"] and stage["additionalProperties"] is False
+    assert "default" not in json.dumps(strict) and "minLength" not in json.dumps(strict)
+    assert set(stage["properties"]["name"]["description"].split("; ")) == {
+        "short", "at least 2 characters", "at most 40 characters"}
+    assert strict["properties"]["stages"]["minItems"] == 1 and strict["properties"]["stages"]["maxItems"] == 6
+    assert strict_variant(Loose.model_json_schema()) is None
+    with LoopbackLLMServer() as srv:                 # sent with strict: false, the schema unchanged
+        asyncio.run(get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, cache=False).complete(
+            [{"role": "user", "content": "x"}], agent="a", json_schema=Loose.model_json_schema()))
+        fmt = srv.requests[0].json["response_format"]["json_schema"]
+    assert fmt["strict"] is False and fmt["schema"] == Loose.model_json_schema()
+
+
+def test_provider_settings_from_the_registry_reach_every_client(keys, tmp_path):
+    """Settings a config sets once (registry options, passed on to worker processes) apply to
+    every get_llm of that provider; an explicit argument wins; an unknown key is refused."""
+    from bargein.errors import ConfigError
+
+    registry.set_options("llm", "openai", structured="json", max_tokens=77, timeout_s=9.0)
+    try:
+        with LoopbackLLMServer(answers=[ANSWER, ANSWER]) as srv:
+            configured = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, workdir=tmp_path)
+            assert ask(configured) == Echo(text="ok", n=1)
+            explicit = get_llm("openai:gpt-4o-mini", base_url=srv.openai_base_url, workdir=tmp_path,
+                               structured="schema", max_tokens=55)
+            ask(explicit, "other")
+            first, second = (r.json for r in srv.requests)
+        assert first["response_format"] == {"type": "json_object"} and first["max_tokens"] == 77
+        assert second["response_format"]["type"] == "json_schema" and second["max_tokens"] == 55
+        async def sdk_timeout(llm):
+            return llm.provider._clients.get().timeout
+
+        assert asyncio.run(sdk_timeout(configured)) == 9.0 and configured.default_max_tokens == 77
+        registry.set_options("llm", "openai", context_size=4096)
+        with pytest.raises(ConfigError, match="context_size not known; valid: .*context_tokens"):
+            get_llm("openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
+    finally:
+        registry.set_options("llm", "openai")
+
+
+def test_a_frequency_penalty_is_sent_and_keys_the_cache(keys, tmp_path):
+    with LoopbackLLMServer(answers=[ANSWER, ANSWER]) as srv:
+        plain = get_llm("openai:qwen", base_url=srv.openai_base_url, workdir=tmp_path)
+        guarded = get_llm("openai:qwen", base_url=srv.openai_base_url, workdir=tmp_path, frequency_penalty=0.4)
+        ask(plain)
+        ask(guarded)                                   # same prompt, other sampling: not a cache hit
+        first, second = (r.json for r in srv.requests)
+    assert "frequency_penalty" not in first and second["frequency_penalty"] == 0.4
+
+
+def test_sixteen_concurrent_first_calls_probe_the_server_once(keys, tmp_path):
+    """Calls in flight together to a new server wait for one probe, not each their own."""
+    with LoopbackLLMServer(reject_modes=("json_schema",), latency_s=0.05,
+                           responder=lambda req: ANSWER) as srv:
+        llm = get_llm("openai:qwen", base_url=srv.openai_base_url, workdir=tmp_path, concurrency=16)
+
+        async def sixteen():
+            return await asyncio.gather(*(llm.structured([{"role": "user", "content": f"q{i}"}], Echo,
+                                                         agent="t") for i in range(16)))
+
+        assert asyncio.run(sixteen()) == [Echo(text="ok", n=1)] * 16
+        refused = [r for r in srv.requests if r.fault == "refused"]
+    assert len(refused) == 2 and srv.request_count == 18
+
+
+def test_re_asks_keep_to_the_context_window(keys, tmp_path):
+    """With a small window, a second re-ask carries the request and the latest attempt only."""
+    short_bad = ['{"text": "' + "a" * 480 + '"}', '{"text": "' + "b" * 480 + '"}']    # no n: invalid
+    with LoopbackLLMServer(context_tokens=1200, answers=[*short_bad, ANSWER]) as srv:
+        llm = get_llm("openai:small", base_url=srv.openai_base_url, workdir=tmp_path, max_tokens=256,
+                      context_tokens=1200)
+        assert asyncio.run(llm.structured([{"role": "user", "content": "q " * 1600}], Echo, agent="t",
+                                          max_reasks=2)) == Echo(text="ok", n=1)
+        second, third = (json.dumps(r.json["messages"]) for r in srv.requests[1:])
+    assert "a" * 480 in second                                         # room: the attempt is shown
+    assert "b" * 480 in third and "a" * 480 not in third               # no room: the latest only
+    assert srv.request_count == 3 and all(r.fault is None for r in srv.requests)

@@ -20,7 +20,8 @@ from bargein.errors import AudioError, ConfigError  # noqa: E402
 from bargein.masking.items import MaskConfig, MaskSource, masked_transcript  # noqa: E402
 from bargein.masking.signals import apply_mask, expand_region, make_signal  # noqa: E402
 from bargein.masking.spans import (  # noqa: E402
-    canonical, critical_spans, find_span, function_word_candidates, is_function_word,
+    NEGATIONS, canonical, critical_spans, find_span, function_word_candidates, is_function_word,
+    value_leak, word_key,
 )
 from bargein.masking.stage import mask_rendered, mask_sources  # noqa: E402
 from bargein.records import MaskedItem, WordTiming  # noqa: E402
@@ -268,10 +269,13 @@ def test_audio_outside_masks_identical_and_answer_span_untouched(masked, rendere
         if it.condition == "answerable":
             una = by[(it.slot, "unanswerable", it.signal, it.window_ms)]
             t0, t1 = _critical_times(it, una)
-            for sp in it.spans:                       # function words never touch the answer
+            for sp in it.spans:                       # answerable masks never touch the answer
                 assert sp.end_s <= t0 or sp.start_s >= t1
                 assert sp.word_end <= una.spans[0].word_start - 1 or sp.word_start > una.spans[0].word_end
-                assert all(is_function_word(w.word) for w in it.words[sp.word_start:sp.word_end]) or it.window_ms
+                masked_words = [word_key(w.word) for w in it.words[sp.word_start:sp.word_end]]
+                assert not set(masked_words) & NEGATIONS, masked_words
+            ratio = it.measured["masked_s"] / una.measured["masked_s"]
+            assert 0.8 <= ratio <= 1.25, (it.id, ratio)          # length says nothing of the label
             a, b = int(t0 * SR), int(np.ceil(t1 * SR))
             assert np.array_equal(out[a:b], orig[a:b])
 
@@ -335,7 +339,7 @@ def test_region_longer_than_utterance_fails_that_source_only(masked, tmp_path):
 
     wd, res = masked
     good = next(i for i in res.outputs if i.slot == "account_number")
-    sp = synthesize("The plan is at eighty-five dollars.", "espeak:en-us")
+    sp = synthesize("Well, you know, the plan that we have now is at eighty-five dollars.", "espeak:en-us")
     path = write_audio(tmp_path / "short.wav", sp.samples, sp.sample_rate)
     crit = find_span([w.word for w in sp.words], "eighty-five dollars")
     short = MaskSource(id="short", kind="conversation", source_id="short", audio_path=str(path),
@@ -347,7 +351,7 @@ def test_region_longer_than_utterance_fails_that_source_only(masked, tmp_path):
     # a window too wide for the short utterance, but not for the long one
     span_s = sp.words[crit[1] - 1].end_s - sp.words[crit[0]].start_s
     window = int(((sp.duration_s - span_s) / 2 + 0.03) * 1000)
-    gap = good.words[g_crit[0]].start_s - good.words[1].end_s       # "my" .. the number
+    gap = good.words[g_crit[0]].start_s - good.words[1].end_s       # "just" .. the number
     assert window / 1000 + 0.02 < gap and span_s + 2 * window / 1000 > sp.duration_s
     cfg = MaskConfig(windows_ms=(0, window), signals=("white_noise",))
     out = mask_sources([short, src_good], workdir=tmp_path / "w", seed=1, config=cfg, workers=1,
@@ -449,3 +453,64 @@ def test_build_pipeline_overrides_and_item_cap(rendered, tmp_path):
     src = [MaskSource(id=f"{d}{k}", kind="qa", source_id=d, audio_path="x") for d in "ab" for k in range(3)]
     assert [s.id for s in cap_sources(src, 18, 6)] == ["a0", "a1", "b0"]
     assert [s.id for s in cap_sources(src, 1, 6)] == ["a0"]
+
+
+@pytest.mark.parametrize("text,value,hit", [
+    ("I have parcel 33-115-0785 on file.", "33-115-0785", "331150785"),
+    ("Yes, R F, zero three one five zero seven.", "RF-031507", "rf031507"),
+    ("It is the one ending in 0785.", "33-115-0785", "0785"),
+    ("Your visit on the eighth of May is booked.", "Thursday, May 8, 2025", "8ofmay"),
+    ("Booked for 2025-05-08.", "Thursday, May 8, 2025", "20250508"),
+    ("Booked for 5/8/2025.", "2025-05-08", "582025"),
+    ("Call us on 555 1234 any time.", "33-115-0785", None),
+    ("We have twelve cats.", "2", None),
+    ("Moving on 6/12/2025, I think.", "June twelfth, twenty twenty-five", "6122025"),
+    ("Today is Monday, December 1, 2025.", "June twelfth, twenty twenty-five", None),   # a year alone
+])
+def test_value_leak_finds_every_spelling(text, value, hit):
+    """Issue 14 §3: digits, number words, spelled letters, partial digit runs and date forms."""
+    assert value_leak(text, [value]) == hit
+
+
+def _with_texts(conv, **changes):
+    msgs = list(conv.messages)
+    for i, t in changes.items():
+        k = int(i[1:])
+        msgs[k] = msgs[k].with_(text=t)
+    return conv.with_(messages=tuple(msgs))
+
+
+def test_values_the_model_gets_elsewhere_are_withheld_or_not_masked(rendered, tmp_path):
+    """The records on file in the system prompt are withheld from the item's context; a value an
+    earlier turn said in any spelling is not masked."""
+    rwd, rds = rendered
+    conv = MC.conversation(1)
+    cfg = MaskConfig(windows_ms=(0,), signals=("silence",), slots=("account_number",))
+    prompt = conv.with_(scenario=conv.scenario.model_copy(
+        update={"system_prompt": "You are a telecom agent.\n- Account number: 4471-0932\nBe brief."}))
+    same = [rd.with_(conversation_id=prompt.id) for rd in rds]       # the id follows the scenario
+    res = mask_rendered(same, [prompt], workdir=tmp_path / "p", seed=1, config=cfg, audio_root=rwd,
+                        workers=1, progress=False)
+    assert res.outputs and not res.failures, [f.reason for f in res.failures]
+    for it in res.outputs:
+        assert it.context[0].content == "You are a telecom agent.\n- Account number: [withheld]\nBe brief."
+        assert not any(value_leak(c.content, [it.answer]) for c in it.context)
+    earlier = _with_texts(conv, m0="Thanks for calling. Is it still account four four seven one, zero nine "
+                                   "three two?")
+    res = mask_rendered([rd.with_(conversation_id=earlier.id) for rd in rds], [earlier], workdir=tmp_path / "e",
+                        seed=1, config=cfg, audio_root=rwd, workers=1, progress=False)
+    assert not res.outputs and "said before message 1" in res.failures[0].reason, res.failures
+
+
+def test_a_value_said_twice_in_the_clip_is_rejected(tmp_path):
+    from bargein.audio.tts import synthesize
+
+    text = "My code is four four seven one, yes, four four seven one, and that is all."
+    sp = synthesize(text, "espeak:en-us")
+    path = write_audio(tmp_path / "twice.wav", sp.samples, sp.sample_rate)
+    crit = find_span([w.word for w in sp.words], "4471")
+    src = MaskSource(id="twice", kind="conversation", source_id="twice", audio_path=str(path),
+                     transcript=text, words=sp.words, critical=crit, answer="4471", slot="code")
+    out = mask_sources([src], workdir=tmp_path / "w", seed=1,
+                       config=MaskConfig(windows_ms=(0,), signals=("silence",)), workers=1, progress=False)
+    assert not out.outputs and "said again later in the same utterance" in out.failures[0].reason

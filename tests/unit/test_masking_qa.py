@@ -19,7 +19,8 @@ pytest.importorskip("espeakng_loader", reason="espeak (extra 'espeak') voices th
 QA_ROWS = [  # (id, spoken text, transcript column, question, answer)
     ("q0", "The meeting is at the library on Main Street.", "The meeting is at the library on Main Street.",
      "Where is the meeting?", {"text": ["the library"], "answer_start": [18]}),
-    ("q1", "My flight leaves at seven thirty in the morning.", None, "When does the flight leave?", "7:30"),
+    ("q1", "My flight leaves at seven thirty in the morning, so I will be at the airport by six.", None,
+     "When does the flight leave?", "7:30"),
     ("q2", "The package goes to Berlin by truck.", "The package goes to Berlin by truck.",
      "Where does the package go?", "Paris"),
     ("q3", "Please send the forms to the front desk before noon.",

@@ -289,3 +289,28 @@ def test_removed_turn_leaves_nothing_in_the_closed_gap(perturbed):
         floor = float(np.percentile(db, 10))
         assert db[int(off / 0.005): int(nxt / 0.005)].max() <= floor + 10.0
         assert p.measured["residue_over_floor_db"] <= 10.0
+
+
+def test_turnnat_ref_protocol_pairs_record_it_and_meet_the_reference_spacing(tmp_path):
+    """``perturb --protocol turnnat-ref``: excessive backchannel inserts exactly 2, onsets
+    >= 0.8 s apart (build_perturbations.py make_excessive_backchannel L3492-3600), re-measured by
+    the test's energy detector; the protocol is recorded in the sidecar and the summary."""
+    _write_dialogues(tmp_path / "in", seeds=(1, 2))
+    d = load_sources(tmp_path / "in", tmp_path / "work")
+    s = run_perturb(d, types=["excessive_backchannel", "early_entry"], per_type=1, out_dir=tmp_path / "out",
+                    workdir=tmp_path / "work", seed=7, vad="energy", protocol="turnnat-ref")
+    assert s["protocol"] == "turnnat-ref" and s["per_type"]["excessive_backchannel"] == 1, s
+    for p in read_jsonl(tmp_path / "out" / "pairs.jsonl", PerturbationPair):
+        side = json.loads((tmp_path / "out" / "sidecars" / f"{p.id}.json").read_text())
+        assert side["protocol"] == "turnnat-ref"
+        if p.type != "excessive_backchannel":
+            continue
+        nat, _, _ = _vad(tmp_path / "out" / p.natural_path)
+        pert, _, _ = _vad(tmp_path / "out" / p.perturbed_path)
+        b = p.edits[0].channel
+        new = [(x, y) for x, y in pert[b] if not any(x < v and y > u for u, v in nat[b])]
+        assert len(p.edits) == 2 and len(new) == 2
+        assert new[1][0] - new[0][0] >= 0.8 - TOL
+    with pytest.raises(Exception, match="turnnat-ref"):
+        run_perturb(d, types=["early_entry"], per_type=1, out_dir=tmp_path / "o2", workdir=tmp_path / "work",
+                    seed=7, vad="energy", protocol="fdbench-v1")

@@ -137,3 +137,33 @@ def test_dpo_separability_is_chance_for_indistinguishable_pairs_and_one_for_fixe
               "rejected": [{"content": f"Anyway so {i} then and more words"}]} for i in range(40)]
     sep = dpo_separability(fixed)
     assert sep["dpo_first_word_accuracy"] == 1.0 and sep["dpo_length_accuracy"] == 1.0
+
+
+def test_an_old_or_incomplete_conversation_file_fails_per_line_with_evidence(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from bargein.cli import cli
+    from bargein.verify.inputs import read_conversations
+
+    good = example_conversation()
+    old = json.loads(good.model_dump_json())
+    old["gold"] = old.pop("gold_recoveries")              # a field renamed since
+    del old["messages"][3]["role"]
+    no_scenario = json.loads(good.model_dump_json())
+    del no_scenario["scenario"]
+    path = tmp_path / "convs.jsonl"
+    path.write_text("\n".join([json.dumps(old), json.dumps(no_scenario), good.model_dump_json(),
+                               "{oops"]) + "\n")
+    convs, fails = read_conversations(path)
+    assert [c.id for c in convs] == [good.id]
+    assert [f.evidence["line"] for f in fails] == [1, 2, 4]
+    assert list(fails[0].evidence["unknown"]) == ["gold"] and "messages.3.role" in fails[0].evidence["missing"]
+    assert "older or hand-edited" in fails[0].reason and "Fix:" in fails[0].reason
+    assert list(fails[1].evidence["missing"]) == ["scenario"] and "not JSON" in fails[2].reason
+    res = CliRunner().invoke(cli, ["--workdir", str(tmp_path / "w"), "verify", "--conversations",
+                                   str(path)])
+    assert res.exit_code == 0 and "1 accepted" in res.output and "3 failed" in res.output
+    lines = (tmp_path / "w" / "verify.failures.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and json.loads(lines[0])["error_type"] == "InvalidInput"

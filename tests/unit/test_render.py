@@ -64,6 +64,42 @@ def test_cut_hears_exactly_the_text_words(k):
     assert abs(out[-1]) < 0.05 * max(1e-3, abs(samples[cut.stop - 1]) + 1e-3)  # faded to ~0 at the stop
 
 
+def _last_sound_s(x: np.ndarray, sr: int) -> float:
+    """End of the last 2 ms window above -45 dB of the loudest one (measured here, not by cutin)."""
+    w = int(0.002 * sr)
+    n = len(x) // w
+    rms = np.sqrt(np.mean(x[: n * w].reshape(n, w).astype(np.float64) ** 2, axis=1))
+    loud = np.flatnonzero(rms > rms.max() * 10 ** (-45 / 20))
+    return (loud[-1] + 1) * w / sr
+
+
+@pytest.mark.parametrize("k,overlap_ms", [(5, 60), (5, 120), (10, 80), (10, 150)])
+def test_stop_planned_in_a_pause_is_replanned_on_the_audio(k, overlap_ms):
+    """Issue 14 §2: a stop that would land in a pause (after "that." or "documents:") is moved so
+    the assistant is still sounding at the stop; the heard words and the overlap stay as planned."""
+    samples, words = _speech()
+    itr = _intr(TEXT, k, overlap_ms=overlap_ms)
+    naive = plan_cut(words, len(samples), SR, TEXT, itr, rng=random.Random(0), jitter_ms=0)
+    cut = plan_cut(words, len(samples), SR, TEXT, itr, rng=random.Random(0), jitter_ms=0, samples=samples)
+    assert cut.heard == k == heard_count(words, cut.onset)
+    assert cut.stop - cut.onset == cut.overlap == int(round(overlap_ms * SR / 1000))
+    out = apply_cut(samples, cut, SR, fade_ms=10)
+    assert abs(_last_sound_s(out, SR) - cut.stop / SR) <= 0.010
+    naive_out = apply_cut(samples, naive, SR, fade_ms=10)
+    assert naive.stop / SR - _last_sound_s(naive_out, SR) > 0.030      # the naive stop was in the pause
+    assert cut.onset > naive.onset
+
+
+def test_stop_at_the_end_of_the_message_follows_the_audio():
+    """When the message ends before the stop, the record says where the sound ends."""
+    samples, words = _speech("Sure, one moment.")
+    itr = _intr("Sure, one moment.", 2, overlap_ms=1500)
+    cut = plan_cut(words, len(samples), SR, "Sure, one moment.", itr, rng=random.Random(0), samples=samples)
+    out = apply_cut(samples, cut, SR, fade_ms=10)
+    assert abs(_last_sound_s(out, SR) - cut.stop / SR) <= 0.010
+    assert cut.overlap == cut.stop - cut.onset < int(1.5 * SR)
+
+
 def test_onset_from_another_synthesis_is_moved_to_the_text_cut():
     _, w_fast = _speech(voice="espeak:en-gb-x-rp")
     samples, words = _speech()
@@ -160,6 +196,24 @@ def test_render_cut_ins_are_exact(rendered):
         for c in (0, 1):
             assert np.max(np.abs(x[:, c])) <= 10 ** (-1 / 20) + 1e-4
             assert abs(20 * np.log10(active_rms(x[:, c], sr)) + 20) < 0.5
+
+
+def test_conversation_as_rendered_carries_what_the_audio_did(rendered):
+    """Downstream stages read the heard text and the realised overlap (stop_s - cut_s)."""
+    from bargein.audio.render import as_rendered
+
+    _, res, _ = rendered
+    convs = {c.id: c for c in (RC.verified(1).conversation, RC.verified(2, variant=2).conversation)}
+    for rd in res.outputs:
+        conv = as_rendered(convs[rd.conversation_id], rd)
+        cut_segs = {s.message_index: s for s in rd.segments if s.cut_s is not None}
+        assert cut_segs
+        for m in conv.messages:
+            if m.interruption is None:
+                continue
+            seg = cut_segs[m.index]
+            assert m.heard_text == m.interruption.heard_text == seg.heard_text
+            assert m.interruption.overlap_ms == max(0, round((seg.stop_s - seg.cut_s) * 1000))
 
 
 def test_render_writes_clips_and_labels(rendered):
@@ -294,3 +348,15 @@ def test_config_from_build_and_bad_values():
         RenderConfig(sample_rate=12345)
     with pytest.raises(ValidationError, match="fade_ms"):
         RenderConfig(fade_ms=40)
+
+
+@pytest.mark.parametrize("k,overlap_ms", [(3, 100), (7, 150), (12, 250), (15, 300)])
+def test_a_stop_never_leaves_a_sliver_of_a_word(k, overlap_ms):
+    """The word the stop cuts into is not started, or has at least 30 ms of audio."""
+    samples, words = _speech()
+    for ms in range(0, 40, 3):                         # onsets across the jitter range
+        itr = _intr(TEXT, k, overlap_ms=overlap_ms + ms)
+        cut = plan_cut(words, len(samples), SR, TEXT, itr, rng=random.Random(ms), samples=samples)
+        assert cut.heard == k == heard_count(words, cut.onset)
+        part = [w for w in words if w.start < cut.stop < w.end]
+        assert all(cut.stop - w.start >= int(0.030 * SR) for w in part), (ms, part, cut.stop)
