@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from bargein import registry
-from bargein.errors import GenerationFailed
+from bargein.errors import ConfigError, GenerationFailed
 from bargein.llm import get_llm
 from bargein.llm.base import Completion, Usage
 from bargein.records import ChatMessage
@@ -402,3 +402,30 @@ def test_a_probe_that_times_out_is_not_sent_back_to_a_refused_mode(keys, tmp_pat
             ask(llm)
         sent = [m for m, _ in modes(srv)]
     assert sent[:2] == ["json_schema", "json_schema"] and set(sent[2:]) == {"json_object"}, sent
+
+
+def test_an_agent_routed_to_its_own_model_is_answered_by_that_server(keys, tmp_path, monkeypatch):
+    """Per-agent models: the verifier on one server and model, everything else on another; the
+    ledger records each call under its agent's provider and model."""
+    with LoopbackLLMServer(responder=lambda req: ANSWER) as sims, \
+            LoopbackLLMServer(responder=lambda req: ANSWER) as strong:
+        monkeypatch.setenv("OPENAI_BASE_URL", sims.openai_base_url)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", strong.anthropic_base_url)
+        monkeypatch.setenv("BARGEIN_LLM_AGENTS", "verifier=anthropic:claude-3-5-haiku-latest")
+        llm = get_llm("openai:qwen", workdir=tmp_path)
+
+        async def both():
+            return (await llm.structured([{"role": "user", "content": "a"}], Echo, agent="round_planner"),
+                    await llm.structured([{"role": "user", "content": "b"}], Echo, agent="verifier"))
+
+        assert asyncio.run(both()) == (Echo(text="ok", n=1), Echo(text="ok", n=1))
+        assert sims.request_count == 1 and strong.request_count == 1
+        assert strong.requests[0].json["model"] == "claude-3-5-haiku-latest"
+        assert llm.agent_specs == {"verifier": "anthropic:claude-3-5-haiku-latest"}
+    llm.ledger.flush()
+    ledger = json.loads((tmp_path / "llm_ledger.json").read_text())
+    text = json.dumps(ledger)
+    assert "claude-3-5-haiku-latest" in text and "qwen" in text and "verifier" in text
+    monkeypatch.setenv("BARGEIN_LLM_AGENTS", "verifier")
+    with pytest.raises(ConfigError, match="AGENT=PROVIDER:MODEL"):
+        get_llm("openai:qwen", workdir=tmp_path)
