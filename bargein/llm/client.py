@@ -330,7 +330,7 @@ class LLMClient:
         js = self._schemas.get(schema)
         if js is None:
             js = self._schemas[schema] = S.schema_of(schema)
-        msgs = normalize_messages(messages)
+        msgs = original = normalize_messages(messages)
         attempts: list[dict[str, Any]] = []
         total = Usage()
 
@@ -354,10 +354,22 @@ class LLMClient:
                 # no "cached" flag here: a re-run from the cache must fail with the same evidence
                 attempts.append({"raw": comp.text, "errors": e.errors, "finish_reason": comp.finish_reason,
                                  "usage": _usage_dict(comp.usage)})
-                msgs = msgs + S.reask_messages(comp, e.errors, quote_tokens=REASK_QUOTE_TOKENS)
+                turns = S.reask_messages(comp, e.errors, quote_tokens=REASK_QUOTE_TOKENS)
+                msgs = await self._reask_history(original, msgs, turns, max_tokens)
         raise GenerationFailed(
             f"{agent}: no valid {schema.__name__} from {self.spec} after {len(attempts)} attempts; "
             f"last errors: {'; '.join(attempts[-1]['errors'])[:300]}", evidence=evidence())
+
+    async def _reask_history(self, original, history, turns, max_tokens) -> list[dict[str, str]]:
+        """The next attempt's messages: every earlier attempt and its errors, unless that leaves
+        less than half the context window for the answer; then the request and the latest
+        attempt's turns only."""
+        full = history + turns
+        ctx = await self.context_tokens()
+        if ctx is None:
+            return full
+        need = estimate_tokens("".join(m["content"] for m in full)) + (max_tokens or self.default_max_tokens) // 2
+        return full if need <= ctx else original + turns
 
     # ---- lifecycle ------------------------------------------------------------------------
     def flush(self) -> None:

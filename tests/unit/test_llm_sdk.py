@@ -374,3 +374,17 @@ def test_sixteen_concurrent_first_calls_probe_the_server_once(keys, tmp_path):
         assert asyncio.run(sixteen()) == [Echo(text="ok", n=1)] * 16
         refused = [r for r in srv.requests if r.fault == "refused"]
     assert len(refused) == 2 and srv.request_count == 18
+
+
+def test_re_asks_keep_to_the_context_window(keys, tmp_path):
+    """With a small window, a second re-ask carries the request and the latest attempt only."""
+    short_bad = ['{"text": "' + "a" * 480 + '"}', '{"text": "' + "b" * 480 + '"}']    # no n: invalid
+    with LoopbackLLMServer(context_tokens=1200, answers=[*short_bad, ANSWER]) as srv:
+        llm = get_llm("openai:small", base_url=srv.openai_base_url, workdir=tmp_path, max_tokens=256,
+                      context_tokens=1200)
+        assert asyncio.run(llm.structured([{"role": "user", "content": "q " * 1600}], Echo, agent="t",
+                                          max_reasks=2)) == Echo(text="ok", n=1)
+        second, third = (json.dumps(r.json["messages"]) for r in srv.requests[1:])
+    assert "a" * 480 in second                                         # room: the attempt is shown
+    assert "b" * 480 in third and "a" * 480 not in third               # no room: the latest only
+    assert srv.request_count == 3 and all(r.fault is None for r in srv.requests)
