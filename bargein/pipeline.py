@@ -95,6 +95,7 @@ class BuildState:
     counts: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
     order: tuple[str, ...] = ()
+    dag: list[dict[str, Any]] = field(default_factory=list)
     backend: Mapping[str, Any] = field(default_factory=dict)    # the running stage's backend config
 
     def artifact(self, key: str) -> Path | None:
@@ -305,7 +306,7 @@ def _release(state: BuildState) -> StageOutcome:
         "voices": {"assistant": c.audio.assistant_voice, "user": c.audio.user_voice},
         "prompt_sha256": _prompt_hashes(),
         "stage_failures": dict(state.failures),
-        "stages": list(state.order),
+        "stages": state.dag,
     }
     sources = ReleaseSources(
         conversations=a("verified"), rendered=a("rendered"), eval_items=a("baseline"),
@@ -326,7 +327,7 @@ def plan(config: BuildConfig) -> Plan:
     llm = {"llm": c.llm}
     specs = [
         StageSpec("scenarios", (), (Scenario,), _scenarios, {"scenarios": "scenarios.jsonl"},
-                  {**llm, "budget_usd": c.budget_usd}, needs=("llm",)),
+                  llm, needs=("llm",)),
         StageSpec("conversations", (Scenario,), (VerifiedConversation, EvalItem), _conversations,
                   {"verified": "verified.jsonl", "eval_items": "eval_items.jsonl",
                    "stats": "stats.json", **({"sft": "sft.jsonl"} if c.exports.sft else {}),
@@ -362,7 +363,7 @@ def plan(config: BuildConfig) -> Plan:
 def run(p: Plan, state: BuildState) -> dict[str, float]:
     """Run the validated plan's stages in order; returns seconds per stage."""
     times: dict[str, float] = {}
-    state.order = p.names
+    state.order, state.dag = p.names, p.describe()
     for spec in p.stages:
         missing = [t.__name__ for t in spec.inputs if t not in state.records]
         if missing:     # validate() makes this unreachable unless a stage broke its declaration

@@ -456,6 +456,10 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
             stats["fidelity"] = fidelity_report(sources.rendered, sources.repair, audio_root=roots,
                                                 timing=sources.timing, max_asr=FIDELITY_MAX_ASR)
         prov = {**default_provenance(), **dict(provenance or {})}
+        summary = Path(sources.timing).parent / "summary.json" if sources.timing else None
+        if summary is not None and summary.is_file():      # which TurnNat protocol made the pairs
+            prov.setdefault("perturbation_protocol",
+                            json.loads(summary.read_text(encoding="utf-8")).get("protocol", "turnnat-bargein"))
         if sources.profile == "ihbench-public":
             prov["profile"] = ("ihbench-public: configs, column names, 1-based turns and struct "
                                "columns of the public IHBench card; the structs' inner fields are "

@@ -73,8 +73,10 @@ class LLMRepairJudge:
         from bargein.prompts import load
 
         self.spec = spec
+        from bargein.scorers.ihbench_judges import judge_temperature
+
         self.id = f"{spec} (judge_repair v{load('judge_repair').version})"
-        self.temperature = temperature
+        self.temperature = judge_temperature(spec, temperature)
         self.max_tokens = max_tokens
         if llm is None:
             from bargein.llm import get_llm
