@@ -97,6 +97,7 @@ def get_llm(
     client: Any = None,
     max_tokens_field: str | None = None,
     http: str | None = None,
+    frequency_penalty: float | None = None,
 ) -> LLMClient:
     """An :class:`LLMClient` for ``spec``.
 
@@ -116,7 +117,9 @@ def get_llm(
     (``max_tokens`` | ``max_completion_tokens``; by default chosen from the model name);
     ``client`` the user's own SDK client or a factory of one; ``http`` which of the SDK's HTTP
     clients bargein builds (``auto``: the SDK's aiohttp client where installed, else its httpx
-    default; see :func:`bargein.llm.sdkclients.http_client`).
+    default; see :func:`bargein.llm.sdkclients.http_client`); ``frequency_penalty`` (-2…2) a
+    guard against repetition loops, for OpenAI-compatible servers and ``llamacpp`` (Anthropic's
+    API has none).
 
     A setting not given here comes from the provider's registry options, which a config or a
     program sets once for every stage and worker process
@@ -130,7 +133,8 @@ def get_llm(
     given = {"base_url": base_url, "concurrency": concurrency, "rpm": rpm, "tpm": tpm,
              "timeout_s": timeout_s, "max_retries": max_retries, "structured": structured,
              "api_key_env": api_key_env, "max_tokens": max_tokens, "context_tokens": context_tokens,
-             "max_tokens_field": max_tokens_field, "http": http, "budget_usd": budget_usd}
+             "max_tokens_field": max_tokens_field, "http": http, "budget_usd": budget_usd,
+             "frequency_penalty": frequency_penalty}
     configured = registry.options("llm", name)
     unknown = sorted(set(configured) - set(given))
     if unknown:
@@ -141,6 +145,7 @@ def get_llm(
     timeout_s, max_retries, structured = s_["timeout_s"], s_["max_retries"], s_["structured"]
     api_key_env, max_tokens, context_tokens = s_["api_key_env"], s_["max_tokens"], s_["context_tokens"]
     max_tokens_field, http, budget_usd = s_["max_tokens_field"], s_["http"], s_["budget_usd"]
+    frequency_penalty = s_["frequency_penalty"]
     _check("budget_usd", budget_usd, budget_usd is None or budget_usd >= 0, "a number >= 0 (USD)")
     _check("concurrency", concurrency, concurrency is None or (isinstance(concurrency, int) and concurrency >= 1),
            "an integer >= 1")
@@ -152,6 +157,8 @@ def get_llm(
     _check("context_tokens", context_tokens, context_tokens is None or context_tokens == "server"
            or (isinstance(context_tokens, int) and context_tokens >= 256), "an integer >= 256 or 'server'")
     _check("http", http, http in HTTP_CLIENTS, f"one of {', '.join(HTTP_CLIENTS)}")
+    _check("frequency_penalty", frequency_penalty, frequency_penalty is None
+           or (isinstance(frequency_penalty, (int, float)) and -2 <= frequency_penalty <= 2), "a number in -2..2")
     concurrency = concurrency or DEFAULT_CONCURRENCY.get(name, 8)
     options: dict[str, Any] = {"base_url": base_url, "timeout_s": timeout_s, "max_retries": max_retries,
                                "structured": structured, "api_key_env": api_key_env,
@@ -161,6 +168,8 @@ def get_llm(
         options["client"] = client
     if max_tokens_field is not None:
         options["max_tokens_field"] = max_tokens_field
+    if frequency_penalty is not None:
+        options["frequency_penalty"] = float(frequency_penalty)
     provider = registry.create("llm", name, model=model, **options)
     model_id = getattr(provider, "model_id", provider.model)
     table = PriceTable.load().with_overrides(prices, name)

@@ -247,7 +247,8 @@ class LLMClient:
         max_tokens = await self._fit(req, max_tokens, agent)
         seed = sample + reask * RESEED if SEED in self.provider.capabilities else None
         params = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed,
-                  "mode": mode if json_schema is not None else None}
+                  "mode": mode if json_schema is not None else None,
+                  **getattr(self.provider, "sampling", {})}
         key = cache_key(provider=self.provider.name, model=self.model_id, messages=req,
                         params=params, json_schema=json_schema if mode in NATIVE_MODES else None,
                         sample=sample)

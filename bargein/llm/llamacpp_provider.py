@@ -23,7 +23,7 @@ class LlamaCppProvider:
     name = "llamacpp"
 
     def __init__(self, model: str, *, context_tokens: int | str | None = None, n_threads: int | None = None,
-                 structured: str = "auto", **_ignored: Any):
+                 structured: str = "auto", frequency_penalty: float | None = None, **_ignored: Any):
         try:
             import llama_cpp  # noqa: F401
         except ImportError:
@@ -43,6 +43,7 @@ class LlamaCppProvider:
         # a JSON-schema grammar constrains decoding; "prompt" leaves the model free
         self.structured_modes = (MODE_PROMPT,) if structured == "prompt" else (MODE_SCHEMA,)
         self.server_key = (self.name, self.model)
+        self.sampling = {} if frequency_penalty is None else {"frequency_penalty": frequency_penalty}
         self._llm: Any = None
         self._lock = threading.Lock()
 
@@ -67,7 +68,7 @@ class LlamaCppProvider:
     async def complete(self, messages: list[dict[str, str]], *, temperature: float | None,
                        max_tokens: int, json_schema: dict[str, Any] | None = None,
                        seed: int | None = None, mode: str | None = None, probe: bool = False) -> Completion:
-        kwargs: dict[str, Any] = {"max_tokens": max_tokens}
+        kwargs: dict[str, Any] = {"max_tokens": max_tokens, **self.sampling}
         if temperature is not None:
             kwargs["temperature"] = temperature
         if seed is not None:

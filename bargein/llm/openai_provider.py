@@ -76,7 +76,7 @@ class OpenAIProvider:
                  max_retries: int = 4, structured: str = "auto", api_key_env: str | None = None,
                  client: Any = None, max_connections: int = 8, http: str = "auto",
                  max_tokens_field: str | None = None, context_tokens: int | str | None = None,
-                 **_ignored: Any):
+                 frequency_penalty: float | None = None, **_ignored: Any):
         import openai
 
         spec = f"openai:{model}"
@@ -85,6 +85,8 @@ class OpenAIProvider:
         self.structured_modes = structured_modes(structured, STRUCTURED, spec)
         self.capabilities = frozenset({SEED})
         self.context_tokens = context_tokens
+        # sampling settings every request carries (and the cache key with them)
+        self.sampling = {} if frequency_penalty is None else {"frequency_penalty": frequency_penalty}
         self._field = token_limit_field(model, max_tokens_field)
         self._sdk = openai
         if client is not None:
@@ -124,6 +126,7 @@ class OpenAIProvider:
             kw["temperature"] = temperature
         if seed is not None:
             kw["seed"] = seed
+        kw.update(self.sampling)
         if json_schema is not None:
             mode = mode or self.structured_modes[0]
             if mode == MODE_SCHEMA:

@@ -349,3 +349,13 @@ def test_provider_settings_from_the_registry_reach_every_client(keys, tmp_path):
             get_llm("openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1")
     finally:
         registry.set_options("llm", "openai")
+
+
+def test_a_frequency_penalty_is_sent_and_keys_the_cache(keys, tmp_path):
+    with LoopbackLLMServer(answers=[ANSWER, ANSWER]) as srv:
+        plain = get_llm("openai:qwen", base_url=srv.openai_base_url, workdir=tmp_path)
+        guarded = get_llm("openai:qwen", base_url=srv.openai_base_url, workdir=tmp_path, frequency_penalty=0.4)
+        ask(plain)
+        ask(guarded)                                   # same prompt, other sampling: not a cache hit
+        first, second = (r.json for r in srv.requests)
+    assert "frequency_penalty" not in first and second["frequency_penalty"] == 0.4
