@@ -140,15 +140,15 @@ def whole_fragment(samples: np.ndarray, sample_rate: int, words: Sequence[WordSp
     if cut is None:
         return onset, stop
     lo, hi = _window(words, k)
-    later = cut.start + frag - stop
-    if onset + later < hi and stop + later <= len(samples):
-        return onset + later, stop + later
-    earlier = stop - cut.start
-    if onset - earlier >= lo:
+    earlier = stop - cut.start                  # first choice: the word is not started at all
+    if onset - earlier >= lo:                   # (and the onset stays clear of word k)
         loud, hop = _audible(samples, sample_rate)
         f = (stop - earlier) // hop
         if 0 < f <= len(loud) and loud[f - 1]:
             return onset - earlier, stop - earlier
+    later = cut.start + frag - stop
+    if onset + later < hi and stop + later <= len(samples):
+        return onset + later, stop + later
     return onset, stop
 
 
@@ -196,6 +196,11 @@ def plan_cut(words: Sequence[WordSpan], n_samples: int, sample_rate: int, text: 
         onset, stop = whole_fragment(x, sample_rate, words, k, onset, stop)
         assert heard_count(words, onset) == k
     spoken = sum(1 for w in words if w.start < stop)
+    if samples is not None and spoken > k:      # a started word the stop left silent (a closure) was not spoken
+        loud, hop = _audible(np.asarray(samples), sample_rate)
+        w = words[spoken - 1]
+        if not loud[w.start // hop: max(w.start // hop + 1, min(stop, w.end) // hop)].any():
+            spoken -= 1
     heard_text = interruption.heard_text if resolution != "text_updated" else prefix_text(text, words, k)
     return CutIn(onset=int(onset), stop=int(stop), heard=k, spoken=spoken, heard_text=heard_text,
                  spoken_text=prefix_text(text, words, spoken), resolution=resolution,

@@ -129,7 +129,8 @@ def vap_bits(activity: np.ndarray, frame_hz: float = FRAME_HZ, bin_ms: Sequence[
 
 def vap_index(bits: np.ndarray) -> np.ndarray:
     """bits (..., 2, 4) -> class index; speaker 0 bin 0 is the least significant bit."""
-    b = np.asarray(bits, dtype=np.int64).reshape(*np.shape(bits)[:-2], -1)
+    b = np.asarray(bits, dtype=np.int64)
+    b = b.reshape(*b.shape[:-2], b.shape[-2] * b.shape[-1])     # explicit: 0 frames is fine
     return (b << np.arange(b.shape[-1])).sum(axis=-1)
 
 

@@ -201,13 +201,9 @@ def load_config(path: str | Path) -> BuildConfig:
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist. Fix: pass an existing YAML "
                           "file, or use --preset demo")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"config {path} is not UTF-8 text (byte {e.start}). Fix: save it as "
-                          "UTF-8") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config {path} is not valid YAML: {e}") from None
+    from bargein.store import read_yaml
+
+    data = read_yaml(path, "config")
     if data is None:        # an empty file or only comments: never run the defaults by accident
         raise ConfigError(f"config {path} is empty. Fix: write the keys you want to change (`bargein "
                           "build --print-config demo` prints every key with its default), or use "

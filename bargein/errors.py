@@ -17,6 +17,11 @@ class ConfigError(BargeinError):
     """A config file, preset or CLI value is wrong. The message names the key, the value and the fix."""
 
 
+class InputError(ConfigError):
+    """An input file cannot be used as given (missing, not UTF-8, not JSON/YAML, a folder that
+    must not be replaced). The message names the file, where in it, and the fix."""
+
+
 class BackendUnavailable(BargeinError):
     """An optional backend is not installed or cannot run here. The message names the extra."""
 

@@ -95,6 +95,7 @@ class BuildState:
     counts: dict[str, int] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
     order: tuple[str, ...] = ()
+    dag: list[dict[str, Any]] = field(default_factory=list)
     backend: Mapping[str, Any] = field(default_factory=dict)    # the running stage's backend config
 
     def artifact(self, key: str) -> Path | None:
@@ -293,19 +294,23 @@ def _perturb(state: BuildState) -> StageOutcome:
 
 
 def _release(state: BuildState) -> StageOutcome:
+    from bargein.llm import agent_models
     from bargein.releases.build import ReleaseSources, build_release
 
     c, a = state.config, state.artifact
+    routes = {} if c.llm == "offline" else agent_models()     # $BARGEIN_LLM_AGENTS
     provenance: dict[str, Any] = {
         "bargein_version": __version__,
         "config": c.provenance(),
         "seed": state.seed,
-        "agents": "offline rule-based" if c.llm == "offline" else f"LLM: {c.llm}",
+        "agents": "offline rule-based" if c.llm == "offline" else f"LLM: {c.llm}" + "".join(
+            f"; {a}: {m}" for a, m in sorted(routes.items())),
         "llm": c.llm,
+        "llm_agents": routes,
         "voices": {"assistant": c.audio.assistant_voice, "user": c.audio.user_voice},
         "prompt_sha256": _prompt_hashes(),
         "stage_failures": dict(state.failures),
-        "stages": list(state.order),
+        "stages": state.dag,
     }
     sources = ReleaseSources(
         conversations=a("verified"), rendered=a("rendered"), eval_items=a("baseline"),
@@ -314,7 +319,7 @@ def _release(state: BuildState) -> StageOutcome:
     manifest = build_release(state.out_dir, name=c.name, version=c.version, sources=sources,
                              provenance=provenance, changelog=c.release.changelog,
                              previous=state.previous, pretty_name=c.release.pretty_name,
-                             license=c.release.license)
+                             license=c.release.license, protect=(state.workdir,))
     _say(f"release {c.name} {c.version} -> {state.out_dir} "
          f"({', '.join(f'{k}={v}' for k, v in manifest.configs.items())})")
     return StageOutcome({ReleaseManifest: [manifest]})
@@ -326,7 +331,7 @@ def plan(config: BuildConfig) -> Plan:
     llm = {"llm": c.llm}
     specs = [
         StageSpec("scenarios", (), (Scenario,), _scenarios, {"scenarios": "scenarios.jsonl"},
-                  {**llm, "budget_usd": c.budget_usd}, needs=("llm",)),
+                  llm, needs=("llm",)),
         StageSpec("conversations", (Scenario,), (VerifiedConversation, EvalItem), _conversations,
                   {"verified": "verified.jsonl", "eval_items": "eval_items.jsonl",
                    "stats": "stats.json", **({"sft": "sft.jsonl"} if c.exports.sft else {}),
@@ -362,7 +367,7 @@ def plan(config: BuildConfig) -> Plan:
 def run(p: Plan, state: BuildState) -> dict[str, float]:
     """Run the validated plan's stages in order; returns seconds per stage."""
     times: dict[str, float] = {}
-    state.order = p.names
+    state.order, state.dag = p.names, p.describe()
     for spec in p.stages:
         missing = [t.__name__ for t in spec.inputs if t not in state.records]
         if missing:     # validate() makes this unreachable unless a stage broke its declaration
@@ -395,8 +400,11 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
 
     The wiring is validated before the first stage starts."""
     p = plan(config)
+    from bargein.outdir import check_replaceable, check_writable_dir
+
     workdir, out_dir = Path(workdir), Path(out_dir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    check_replaceable(out_dir, protect=(workdir,))        # before any work: never after it
+    check_writable_dir(workdir, option="--workdir")
     state = BuildState(config=config, workdir=workdir, out_dir=out_dir, seed=config.seed,
                        progress=progress, previous=Path(previous) if previous else None)
     from bargein.executors import using_executor

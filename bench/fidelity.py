@@ -82,11 +82,46 @@ def show(rep: dict, prefix: str = "") -> None:
     print(f"{prefix}sidecar_error_ms_p95={rep.get('sidecars', {}).get('sidecar_error_ms_p95', 'n/a')}")
 
 
+def other_voices(work: Path, voices: list[str], n: int) -> None:
+    """Voices the build did not use, on the build's own texts: each message synthesised alone and
+    measured like a rendered one (pauses >= 150 ms inside the clip, and its natural end)."""
+    import numpy as np
+
+    from bargein.audio import fidelity as F
+    from bargein.audio.tts import synthesize
+    from bargein.records import RenderedDialogue
+
+    texts: list[str] = []
+    with open(work / "render.jsonl", encoding="utf-8") as f:
+        for line in f:
+            texts += [s.text for s in RenderedDialogue.model_validate_json(line).segments if s.kind == "message"]
+    texts = sorted(set(texts), key=lambda t: (len(t) % 97, t))[:n]
+    for voice in voices:
+        acc = F.VoiceWords()
+        for t in texts:
+            sp = synthesize(t, voice)
+            x = np.stack([np.zeros_like(sp.samples), sp.samples], axis=1)
+            from bargein.records import Segment
+
+            seg = Segment(message_index=0, channel=1, start_s=0.0, end_s=sp.duration_s, text=t,
+                          words=sp.words, voice_id=voice)
+            rd = RenderedDialogue(conversation_id="c", audio_path="-", sample_rate=sp.sample_rate,
+                                  duration_s=sp.duration_s, segments=(seg,))
+            F.word_boundaries([(rd, x)], {voice: acc})
+        v = acc.summary()
+        print(f"word_end_within_30ms[{voice}]={v['word_end_within_30ms']} (unrendered clips of {len(texts)} "
+              f"build texts, pauses={v['pauses']}, p95={v['word_end_error_ms_p95']} ms) "
+              f"words_under_30ms[{voice}]={v['words_under_30ms']} words_in_silence[{voice}]={v['words_in_silence']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workdir", type=Path, help="an existing build's work dir (default: build the demo)")
     ap.add_argument("--baseline-workdir", type=Path, help="another build's work dir to compare against")
     ap.add_argument("--json", type=Path, help="also write the full report here")
+    ap.add_argument("--other-voices", default="espeak:en-us,espeak:en-gb+f3",
+                    help="voices the build does not use, measured on its texts ('' to skip)")
+    ap.add_argument("--other-texts", type=int, default=30)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bargein-fidelity-") as tmp:
         work = args.workdir or build_demo(Path(tmp))
@@ -95,6 +130,8 @@ def main() -> None:
                               timing=_timing(work))
         print(f"measure_s={time.perf_counter() - t0:.1f}")
         show(rep)
+        if args.other_voices:
+            other_voices(work, [v for v in args.other_voices.split(",") if v], args.other_texts)
         if args.baseline_workdir:
             base = fidelity_report(args.baseline_workdir / "render.jsonl",
                                    args.baseline_workdir / "mask.jsonl", audio_root=args.baseline_workdir)

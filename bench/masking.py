@@ -62,7 +62,8 @@ def dsp_only(src, x, sr, cfg: MaskConfig, seed: int) -> float:
     produced = 0.0
     for w in cfg.windows_ms:
         s, e = expand_region(t0, t1, w, dur)
-        variants = [[(s, e, c0, c1)], _answerable_regions(words, src.critical, w, dur, cfg, seed)]
+        variants = [[(s, e, c0, c1)], _answerable_regions(words, src.critical, w, dur, cfg, seed,
+                                                          target_s=e - s, content=src.kind == "conversation")]
         for regions in variants:
             samples, _ = _spans_from(regions, words, sr)
             for sig in cfg.signals:

@@ -21,26 +21,32 @@ All speeds are ratios against the wall clock of this run (x realtime).
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
-from random import Random
 
-import numpy as np
+# this folder holds helpers but also scripts named like stdlib modules (``inspect.py``): search
+# it after the standard library
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.append(sys.path.pop(0))
 
-from bargein.audio.io import write_audio
-from bargein.audio.vad import get_vad
-from bargein.perturb.sources import load_sources
-from bargein.perturb.stage import run_perturb
-from bargein.records.audio import RenderedDialogue
-from bargein.records.derived import PERTURBATION_TYPES, PerturbationPair
-from bargein.scorers.predictors import BuiltinPredictor
-from bargein.scorers.turnnat import ClipScorer, c_index, pair_accuracy, score_activity, score_pairs
-from bargein.scorers.turnnat_train import train_predictor
-from bargein.store import read_jsonl, write_jsonl
+import argparse  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from random import Random  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from bargein.audio.io import write_audio  # noqa: E402
+from bargein.audio.vad import get_vad  # noqa: E402
+from bargein.perturb.sources import load_sources  # noqa: E402
+from bargein.perturb.stage import run_perturb  # noqa: E402
+from bargein.records.audio import RenderedDialogue  # noqa: E402
+from bargein.records.derived import PERTURBATION_TYPES, PerturbationPair  # noqa: E402
+from bargein.scorers.predictors import BuiltinPredictor  # noqa: E402
+from bargein.scorers.turnnat import ClipScorer, c_index, pair_accuracy, score_activity, score_pairs  # noqa: E402
+from bargein.scorers.turnnat_train import train_predictor  # noqa: E402
+from bargein.store import read_jsonl, write_jsonl  # noqa: E402
 
 
 def rendered(n: int, seed: int, work: Path, voices: str = "default") -> Path:

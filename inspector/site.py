@@ -21,10 +21,8 @@ release costs about what a 100-conversation one does.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -161,28 +159,17 @@ MARKER = ".bargein-inspect"
 
 
 def _staging_dir(final: Path) -> Path:
-    """Refuse to replace a folder that is not an inspection site; stage beside it."""
-    if final.exists():
-        if not final.is_dir():
-            raise ConfigError(f"--out {final} is a file. Fix: pass a folder path.")
-        if any(final.iterdir()) and not (final / MARKER).is_file():
-            raise ConfigError(f"--out {final} exists and is not an inspection site (no {MARKER}); "
-                              "nothing was written. Fix: pass a new or empty folder.")
-    parent = final.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{final.resolve().name}.", suffix=".building",
-                                 dir=parent))
+    """Refuse to replace a folder bargein did not make (the shared guard); stage beside it."""
+    from bargein.outdir import check_replaceable, make_staging
+
+    return make_staging(check_replaceable(final, what="inspection site"))
 
 
 def _swap_into_place(stage: Path, final: Path) -> None:
+    from bargein.outdir import swap_into_place
+
     (stage / MARKER).write_text("written by bargein inspect\n", encoding="utf-8")
-    old = None
-    if final.exists():
-        old = final.resolve().parent / f".{final.resolve().name}.old-{os.getpid()}"
-        os.replace(final, old)
-    os.replace(stage, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    swap_into_place(stage, final.resolve())
 
 
 def _write(src: Source, source: str | Path, out: Path, *, responses, scores, limit,

@@ -27,6 +27,20 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "item"
 
 
+def source_ids(names: list[str]) -> list[str]:
+    """One id per input name, never shared: ``src-<name>`` when the name is plain ASCII
+    (letters, digits, ``._-``) and unique, else ``src-<slug>-<hash of the full name>``, so
+    ``été`` / ``ünï`` or ``a/b`` / ``a_b`` stay apart."""
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    out = [f"src-{n}" if _safe(n) == n and counts[n] == 1 else
+           f"src-{_safe(n)}-{stable_hash('source-id', n)[:8]}" for n in names]
+    if len(set(out)) != len(out):        # a plain name that looks like a hashed one
+        out = [f"src-{_safe(n)}-{stable_hash('source-id', n, i)[:8]}" for i, n in enumerate(names)]
+    return out
+
+
 def _info(src) -> tuple[int, float]:
     try:
         info = sf.info(src)
@@ -35,11 +49,18 @@ def _info(src) -> tuple[int, float]:
     return int(info.samplerate), float(info.frames) / max(1, info.samplerate)
 
 
-def _from_file(path: Path, root: Path) -> RenderedDialogue:
+def _from_file(path: Path, root: Path, rid: str) -> RenderedDialogue:
     rel = path.relative_to(root).with_suffix("").as_posix()
     sr, dur = _info(path)
-    return RenderedDialogue(id=f"src-{_safe(rel)}", conversation_id=rel, audio_path=str(path.resolve()),
+    return RenderedDialogue(id=rid, conversation_id=rel, audio_path=str(path.resolve()),
                             sample_rate=sr, duration_s=dur, segments=())
+
+
+def _from_files(files: list[Path], root: Path) -> list[RenderedDialogue]:
+    names = [p.relative_to(root).with_suffix("").as_posix() for p in files]
+    if len(set(names)) != len(names):              # zero.wav + zero.flac: keep the suffix
+        names = [p.relative_to(root).as_posix() for p in files]
+    return [_from_file(p, root, rid) for p, rid in zip(files, source_ids(names))]
 
 
 def load_rendered(path: Path) -> list[RenderedDialogue]:
@@ -79,7 +100,15 @@ def load_hf(path: Path, workdir: Path, *, audio_column: str | None = None, split
     """Rows of a local HF dataset as dialogues; audio bytes are copied to ``workdir/sources``."""
     from datasets import Audio
 
-    ds = _hf_dataset(path, split)
+    try:
+        ds = _hf_dataset(path, split)
+    except ConfigError:
+        raise
+    except Exception as e:  # noqa: BLE001 - pyarrow/datasets raise many types for a bad file
+        raise ConfigError(f"--input {str(path)!r} cannot be read as a Hugging Face dataset or "
+                          f"Parquet file ({e.__class__.__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}). "
+                          "Fix: pass a valid Parquet file, a save_to_disk folder, rendered.jsonl "
+                          "or a folder of stereo WAV/FLAC files.") from None
     if audio_column is None:
         cands = [k for k, f in ds.features.items() if isinstance(f, Audio)]
         if not cands:
@@ -94,10 +123,13 @@ def load_hf(path: Path, workdir: Path, *, audio_column: str | None = None, split
                                    if c in ds.column_names), None)
     out_dir = workdir / "sources"
     out = []
+    names = ([str(x) for x in ds[id_column]] if id_column else
+             [f"{path.stem}-{i:06d}" for i in range(len(ds))])
+    ids = source_ids(names)
     for i, row in enumerate(ds):
         cell = row[audio_column]
         data = cell.get("bytes") if isinstance(cell, dict) else None
-        name = str(row[id_column]) if id_column else f"{path.stem}-{i:06d}"
+        name = names[i]
         if data is None and isinstance(cell, dict) and cell.get("path") and Path(cell["path"]).exists():
             data = Path(cell["path"]).read_bytes()
         if data is None:
@@ -109,7 +141,7 @@ def load_hf(path: Path, workdir: Path, *, audio_column: str | None = None, split
         if not target.exists():
             atomic_write_bytes(target, data)
         sr, dur = _info(io.BytesIO(data))
-        out.append(RenderedDialogue(id=f"src-{_safe(name)}", conversation_id=name,
+        out.append(RenderedDialogue(id=ids[i], conversation_id=name,
                                     audio_path=str(target.resolve()), sample_rate=sr,
                                     duration_s=dur, segments=()))
     return out
@@ -127,7 +159,7 @@ def load_sources(path: str | Path, workdir: str | Path, *, audio_column: str | N
     if path.is_file() and path.suffix == ".parquet":
         return load_hf(path, workdir, audio_column=audio_column, split=split)
     if path.is_file() and path.suffix.lower() in AUDIO_SUFFIXES:
-        return [_from_file(path, path.parent)]
+        return _from_files([path], path.parent)
     if path.is_dir():
         if (path / "rendered.jsonl").exists():
             return load_rendered(path / "rendered.jsonl")
@@ -137,6 +169,6 @@ def load_sources(path: str | Path, workdir: str | Path, *, audio_column: str | N
         files = sorted(p for p in path.rglob("*") if p.suffix.lower() in AUDIO_SUFFIXES)
         if not files:
             raise ConfigError(f"{path}: no rendered.jsonl, HF dataset or .wav/.flac files found")
-        return [_from_file(p, path) for p in files]
+        return _from_files(files, path)
     raise ConfigError(f"--input {path}: unsupported file type {path.suffix!r}; use .jsonl, "
                       ".parquet, .wav, .flac or a folder")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bargein.errors import ReleaseError
+from bargein.outdir import check_replaceable, make_staging, swap_into_place
 from bargein.records import (
     Conversation, EvalItem, MaskedItem, PerturbationPair, ReleaseManifest, RenderedDialogue,
     VerifiedConversation,
@@ -38,7 +40,7 @@ from bargein.releases.plots import bar_png
 from bargein.releases.stats import ReleaseStats, depth_bin_labels
 from bargein.releases.writer import DEFAULT_MAX_SHARD_BYTES, ConfigWriter
 from bargein.seeding import stable_int
-from bargein.store import atomic_write_bytes, atomic_write_text
+from bargein.store import atomic_write_bytes, atomic_write_text, iter_text_lines, read_json, read_text
 
 log = logging.getLogger("bargein.releases")
 
@@ -102,6 +104,18 @@ class _Build:
             self.stats.set_rows(w.config, w.split, w.rows)
 
 
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def check_release_name(name: str) -> str:
+    """A dataset name usable as a folder and a Hub repo name (no spaces, no path parts)."""
+    if not _NAME.fullmatch(name or "") or ".." in name:
+        raise ReleaseError(f"release name {name!r} is not usable: use letters, digits, '.', '_' "
+                           "and '-' (no spaces, no '/' or '..'), at most 96 characters. Fix: "
+                           "e.g. --name bargein-ihbench")
+    return name
+
+
 def _progress(it, desc: str):
     """tqdm on a TTY (like the runner), silent otherwise."""
     import sys
@@ -117,10 +131,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
     if not Path(path).is_file():
         raise ReleaseError(f"release source {path} does not exist. Fix: run the stage that writes "
                            "it, or leave that config out of ReleaseSources.")
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                yield n, line
+    yield from iter_text_lines(path, "release source")
 
 
 def _parse(path: Path, n: int, line: str, rtype: type) -> Any:
@@ -136,8 +147,12 @@ def iter_conversations(path: Path) -> Iterator[tuple[Conversation, VerifiedConve
     for n, line in _lines(path):
         try:
             obj = json.loads(line)
-        except ValueError as e:
-            raise ReleaseError(f"{path}:{n}: not JSON ({e}). Fix: regenerate it.") from e
+        except (ValueError, RecursionError) as e:
+            raise ReleaseError(f"{path}:{n}: not JSON ({e.__class__.__name__}). Fix: regenerate "
+                               "it.") from None
+        if not isinstance(obj, dict):
+            raise ReleaseError(f"{path}:{n}: a JSON {type(obj).__name__}, not a conversation. "
+                               "Fix: regenerate it.")
         rtype = VerifiedConversation if "conversation" in obj else Conversation
         try:
             rec = rtype.model_validate(obj)
@@ -169,7 +184,21 @@ class _OffsetIndex:
                 if not line:
                     break
                 if line.strip():
-                    self.offsets[json.loads(line)["conversation_id"]] = pos
+                    self.offsets[self._id(line, len(self.offsets) + 1)] = pos
+
+    def _id(self, line: bytes, n: int) -> str:
+        try:
+            cid = json.loads(line.decode("utf-8"))["conversation_id"]
+        except UnicodeDecodeError:
+            raise ReleaseError(f"rendered dialogues file {self.path}: record {n} is not UTF-8 "
+                               "text. Fix: pass the render.jsonl that `bargein render` wrote.") from None
+        except (ValueError, KeyError, TypeError, RecursionError):
+            cid = None
+        if not isinstance(cid, str):
+            raise ReleaseError(f"rendered dialogues file {self.path}: record {n} is not a "
+                               "RenderedDialogue (no conversation_id). Fix: pass the "
+                               "render.jsonl that `bargein render` wrote.")
+        return cid
 
     def get(self, *ids: str) -> RenderedDialogue | None:
         for cid in ids:
@@ -179,7 +208,14 @@ class _OffsetIndex:
             if pos is not None:
                 with open(self.path, "rb") as f:
                     f.seek(pos)
-                    self._last = RenderedDialogue.model_validate_json(f.readline())
+                    line = f.readline()
+                try:
+                    self._last = RenderedDialogue.model_validate_json(line)
+                except ValueError as e:
+                    raise ReleaseError(f"rendered dialogues file {self.path}: the record of "
+                                       f"{cid} is not a valid RenderedDialogue "
+                                       f"({e.__class__.__name__}). Fix: re-run `bargein render`."
+                                       ) from None
                 return self._last
         return None
 
@@ -282,12 +318,25 @@ def _write_simple(b: _Build, config: str, src: Path, rtype: type, to_row, add=No
     b.finish(w)
 
 
-def _chat_rows(src: Path, config: str) -> Iterator[dict[str, Any]]:
+def _chat_rows(src: Path, config: str, to_row) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """(source object, release row) per line; a line that is not a chat record names itself."""
     for n, line in _lines(src):
         try:
-            yield json.loads(line)
-        except ValueError as e:
-            raise ReleaseError(f"{src}:{n}: not JSON ({e}). Fix: re-export {config}.") from e
+            obj = json.loads(line)
+        except (ValueError, RecursionError) as e:
+            raise ReleaseError(f"{src}:{n}: not JSON ({e.__class__.__name__}). Fix: re-export "
+                               f"{config}.") from None
+        try:
+            if not isinstance(obj, dict):
+                raise TypeError(f"a JSON {type(obj).__name__}, not an object")
+            row = to_row(obj)
+        except ReleaseError as e:
+            raise ReleaseError(f"{config} file {src} line {n}: {e}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ReleaseError(f"{config} file {src} line {n}: not a {config} record "
+                               f"({e.__class__.__name__}: {str(e)[:120]}). Fix: pass the "
+                               f"{config}.jsonl a build exported.") from None
+        yield obj, row
 
 
 def in_test_split(key: str, test_percent: int) -> bool:
@@ -301,8 +350,7 @@ def _write_chat(b: _Build, config: str, splits: Mapping[str, Path] | Path, to_ro
         src = Path(splits)
         train, test = b.writer(config, "train"), b.writer(config, "test")
         with train, test:
-            for obj in _chat_rows(src, config):
-                row = to_row(obj)
+            for obj, row in _chat_rows(src, config, to_row):
                 key = str(obj.get("conversation_id") or row["id"])
                 (test if in_test_split(key, b.sources.test_percent) else train).write(row)
         b.finish(train)
@@ -310,8 +358,8 @@ def _write_chat(b: _Build, config: str, splits: Mapping[str, Path] | Path, to_ro
         return
     for split in sorted(splits, key=lambda s: (s != "train", s)):
         with b.writer(config, split) as w:
-            for obj in _chat_rows(Path(splits[split]), config):
-                w.write(to_row(obj))
+            for _, row in _chat_rows(Path(splits[split]), config, to_row):
+                w.write(row)
         b.finish(w)
 
 
@@ -338,18 +386,28 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
                   changelog: str | None = None, previous: str | os.PathLike | None = None,
                   pretty_name: str | None = None, license: str = "cc-by-4.0",
                   repo_hint: str | None = None,
-                  max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES) -> ReleaseManifest:
+                  max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+                  protect: tuple[str | os.PathLike, ...] = ()) -> ReleaseManifest:
     """Build the release folder ``out_dir`` (replaced atomically) and return its manifest.
+
+    ``out_dir`` must be absent, empty or a folder bargein made (see :mod:`bargein.outdir`);
+    ``protect`` lists folders it must not be or hold (the work dir).
 
     ``previous`` is the folder of the last version: its changelog is carried over and, when
     ``changelog`` is None, this version's entry is written from the diff against it.
     """
     parse_semver(version)
-    out_dir = Path(out_dir)
-    staging = out_dir.parent / f".{out_dir.name}.building"
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
+    check_release_name(name)
+    unknown = sorted(set(sources.configs or ()) - set(CONFIG_ORDER))
+    if unknown:
+        raise ReleaseError(f"unknown release config(s) {', '.join(map(repr, unknown))}. Fix: "
+                           f"choose from {', '.join(CONFIG_ORDER)}.")
+    if previous is not None:
+        from bargein.releases.manifest import read_manifest
+
+        read_manifest(previous)          # the previous version must be a release folder
+    out_dir = check_replaceable(out_dir, protect=protect)
+    staging = make_staging(out_dir)
     b = _Build(staging=staging, sources=sources, max_shard_bytes=max_shard_bytes)
     try:
         roots = list(sources.audio_roots) or [Path.cwd()]
@@ -380,11 +438,15 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
         splits = {c: b.splits[c] for c in CONFIG_ORDER if c in b.splits}
         stats = b.stats.to_dict()
         if sources.stats is not None:
-            extra = sources.stats if isinstance(sources.stats, Mapping) else json.loads(
-                Path(sources.stats).read_text(encoding="utf-8"))
+            extra = sources.stats if isinstance(sources.stats, Mapping) else read_json(
+                sources.stats, "--stats file")
+            if not isinstance(extra, Mapping):
+                raise ReleaseError(f"--stats file {sources.stats} holds a JSON "
+                                   f"{type(extra).__name__}, not an object. Fix: pass the "
+                                   "stats.json a build wrote.")
             stats["generation"] = dict(extra)
             reasons = extra.get("discard_reasons") or extra.get("discards") or {}
-            for reason, n in dict(reasons).items():
+            for reason, n in (dict(reasons) if isinstance(reasons, Mapping) else {}).items():
                 if reason not in stats["discard_reasons"]:
                     stats["discard_reasons"][reason] = n
         _quality_gate(stats, sources)
@@ -394,6 +456,10 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
             stats["fidelity"] = fidelity_report(sources.rendered, sources.repair, audio_root=roots,
                                                 timing=sources.timing, max_asr=FIDELITY_MAX_ASR)
         prov = {**default_provenance(), **dict(provenance or {})}
+        summary = Path(sources.timing).parent / "summary.json" if sources.timing else None
+        if summary is not None and summary.is_file():      # which TurnNat protocol made the pairs
+            prov.setdefault("perturbation_protocol",
+                            json.loads(summary.read_text(encoding="utf-8")).get("protocol", "turnnat-bargein"))
         if sources.profile == "ihbench-public":
             prov["profile"] = ("ihbench-public: configs, column names, 1-based turns and struct "
                                "columns of the public IHBench card; the structs' inner fields are "
@@ -411,12 +477,7 @@ def build_release(out_dir: str | os.PathLike, *, name: str, version: str,
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    old = out_dir.parent / f".{out_dir.name}.old"
-    if out_dir.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(out_dir, old)
-    os.replace(staging, out_dir)
-    shutil.rmtree(old, ignore_errors=True)
+    swap_into_place(staging, out_dir)
     log.info("release %s %s: %s", name, version,
              ", ".join(f"{c}={sum(s.values())}" for c, s in splits.items()))
     return manifest
@@ -453,7 +514,7 @@ def _changelog(version: str, text: str | None, previous: str | os.PathLike | Non
         prev = Path(previous)
         card = prev / "README.md"
         if card.is_file():
-            entries = [(v, t) for v, t in C.read_changelog(card.read_text(encoding="utf-8"))
+            entries = [(v, t) for v, t in C.read_changelog(read_text(card, "previous card"))
                        if v != version]
         if text is None:
             from bargein.releases.diff import diff_items

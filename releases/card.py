@@ -203,6 +203,9 @@ def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
         f"- LLM / agents: `{prov.get('llm', 'offline')}`",
         f"- writer: pyarrow `{prov.get('pyarrow_version')}`, datasets "
         f"`{prov.get('datasets_version')}`",
+        *([f"- layout profile: {prov['profile']}"] if prov.get("profile") else []),
+        *([f"- TurnNat perturbation protocol: `{prov['perturbation_protocol']}` (docs/protocols.md)"]
+          if prov.get("perturbation_protocol") else []),
         "", "Models:", "", _kv_lines(prov.get("models", {})), "",
         "Voices (role=voice: conversations):", "", _kv_lines(stats.get("voices", {})), "",
         "TTS engines:", "", _kv_lines(stats.get("tts_engines", {})), "",

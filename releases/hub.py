@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bargein.errors import ReleaseError
+from bargein.outdir import check_replaceable, make_staging, swap_into_place
 from bargein.records import ReleaseManifest
 from bargein.releases.manifest import MANIFEST, tag_for, verify_release
 
 REPO_TYPE = "dataset"
-_REF = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[\w./+-]+))?$")
+_NAME_PART = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$")
+_REVISION = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._+-]{0,127}|refs/pr/[0-9]{1,9})$")
 _KEEP_REMOTE = (".gitattributes",)
 
 
@@ -128,8 +131,7 @@ def plan_push(release_dir: str | Path, repo_id: str, *, token: str | None = None
               endpoint: str | None = None, check_remote: bool = True) -> PushPlan:
     """Verify the release and work out exactly what a push would do (read-only)."""
     release_dir = Path(release_dir)
-    if not _REF.match(repo_id) or "@" in repo_id:
-        raise ReleaseError(f"repo {repo_id!r} is not ORG/NAME. Fix: --repo my-org/my-dataset")
+    check_repo_id(repo_id, "--repo")
     manifest: ReleaseManifest = verify_release(release_dir)
     token, source = resolve_token(token)
     from huggingface_hub import constants
@@ -206,31 +208,112 @@ def _push(api, release_dir: Path, repo_id: str, plan: PushPlan, private: bool,
     return plan
 
 
+def check_repo_id(repo_id: str, what: str = "repo") -> str:
+    """``ORG/NAME`` as the Hub allows it: letters, digits, ``.``, ``_``, ``-``; no ``..``, ``--``,
+    path parts or spaces. The one check every push, pull and diff goes through."""
+    parts = repo_id.split("/") if isinstance(repo_id, str) else []
+    if (len(parts) != 2 or not all(_NAME_PART.fullmatch(x) for x in parts)
+            or ".." in repo_id or "--" in repo_id):
+        raise ReleaseError(f"{what} {repo_id!r} is not a Hub dataset name ORG/NAME (letters, "
+                           "digits, '.', '_', '-'; no '..', '--', spaces or extra '/'). Fix: e.g. "
+                           "my-org/bargein-ihbench")
+    return repo_id
+
+
+def check_revision(rev: str, ref: str | None = None) -> str:
+    """A tag, branch or commit id; never a path (``..``, ``/``, ``\\``, spaces are refused,
+    because the Hub client files refs under these names)."""
+    if not isinstance(rev, str) or not _REVISION.fullmatch(rev) or ".." in rev:
+        raise ReleaseError(f"revision {rev!r}{f' in {ref!r}' if ref else ''} is not a tag, "
+                           "branch or commit id (letters, digits, '.', '_', '+', '-'; no '..', "
+                           "'/' or spaces). Fix: e.g. @v1.0.0 or @main")
+    return rev
+
+
+def check_repo_path(path: str, repo_id: str) -> str:
+    """A file name inside a repo: relative, no ``..`` or backslashes, no control characters."""
+    parts = path.split("/")
+    if (not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts)
+            or any(ord(c) < 32 for c in path) or ":" in parts[0]):
+        raise ReleaseError(f"{repo_id} lists a file named {path!r}, which would be written outside "
+                           "the download folder. Nothing was downloaded. Fix: do not pull from "
+                           "this repo (or endpoint); report it to its owner.")
+    return path
+
+
 def parse_ref(ref: str) -> tuple[str, str]:
-    m = _REF.match(ref.strip())
-    if not m:
+    """``ORG/NAME[@REVISION]`` -> (repo id, revision), both validated."""
+    text = ref.strip() if isinstance(ref, str) else ""
+    repo, sep, rev = text.partition("@")
+    if not repo or "/" not in repo or (sep and not rev):
         raise ReleaseError(f"{ref!r} is neither an existing folder nor ORG/NAME@REVISION. "
                            "Fix: pass a release folder or e.g. my-org/bargein-ihbench@v1.0.0")
-    return m["repo"], m["rev"] or "main"
+    check_repo_id(repo)
+    return repo, check_revision(rev, ref) if sep else "main"
 
 
 def pull_release(ref: str | Path, *, out: str | Path | None = None, token: str | None = None,
                  endpoint: str | None = None) -> Path:
-    """A verified local release folder from a path or ``ORG/NAME@vX.Y.Z`` (snapshot download)."""
-    if Path(ref).exists():
+    """A verified local release folder from a path or ``ORG/NAME@vX.Y.Z`` (snapshot download).
+
+    The repo name, the revision and every file name the Hub lists are checked before anything
+    is downloaded; with ``out`` the files go to a staging folder beside it that replaces ``out``
+    only once every checksum matched (``out`` itself must be new, empty or a bargein folder).
+    """
+    if isinstance(ref, Path) or Path(str(ref)).is_dir():
         verify_release(Path(ref))
         return Path(ref)
     repo_id, rev = parse_ref(str(ref))
-    from huggingface_hub import snapshot_download
+    target = check_replaceable(out, option="--out") if out is not None else None
+    tok, _ = resolve_token(token)
+    staging = None
+    try:
+        with _hub_errors(ref, repo_id, rev):
+            files = _api(endpoint, tok).list_repo_files(repo_id, repo_type=REPO_TYPE,
+                                                        revision=rev)
+        for name in files:
+            check_repo_path(name, repo_id)
+        if MANIFEST not in files:
+            raise ReleaseError(f"{repo_id}@{rev} has no {MANIFEST}: not a bargein release. "
+                               "Nothing was downloaded. Fix: check the repo name and revision.")
+        from huggingface_hub import snapshot_download
+
+        staging = make_staging(target) if target is not None else None
+        with _hub_errors(ref, repo_id, rev), _progress_bars():
+            path = Path(snapshot_download(repo_id, repo_type=REPO_TYPE, revision=rev, token=tok,
+                                          endpoint=endpoint,
+                                          local_dir=str(staging) if staging else None))
+        try:
+            verify_release(path)
+        except ReleaseError as e:
+            kept = " (nothing was kept)" if staging is not None else ""
+            raise ReleaseError(f"{repo_id}@{rev} refused{kept}: {e}", evidence=e.evidence) from None
+        if staging is not None:
+            shutil.rmtree(staging / ".cache", ignore_errors=True)   # the client's download state
+            swap_into_place(staging, target)
+            staging = None
+            return target
+        return path
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextmanager
+def _hub_errors(ref: str, repo_id: str, rev: str):
+    """The Hub client's errors as one-line :class:`ReleaseError` s."""
     from huggingface_hub.errors import (
-        HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError,
+        EntryNotFoundError, HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError,
+        RevisionNotFoundError,
     )
 
-    tok, _ = resolve_token(token)
+    try:                                  # the HTTP client huggingface_hub is built on
+        from httpx2 import HTTPError as TransportError
+    except ImportError:                   # older huggingface_hub releases
+        from httpx import HTTPError as TransportError
+
     try:
-        with _progress_bars():
-            path = snapshot_download(repo_id, repo_type=REPO_TYPE, revision=rev, token=tok,
-                                     endpoint=endpoint, local_dir=str(out) if out else None)
+        yield
     except RevisionNotFoundError as e:
         raise ReleaseError(f"{repo_id} has no revision {rev!r}. Fix: list its tags on the Hub "
                            "and pass one, e.g. @v1.0.0.") from e
@@ -240,7 +323,10 @@ def pull_release(ref: str | Path, *, out: str | Path | None = None, token: str |
     except OfflineModeIsEnabled as e:
         raise ReleaseError(f"{ref} is not in the local cache and HF_HUB_OFFLINE is set. Fix: "
                            "unset HF_HUB_OFFLINE or pass a local release folder.") from e
-    except HfHubHTTPError as e:
-        raise ReleaseError(f"pulling {ref} failed: {str(e).splitlines()[0]}") from e
-    verify_release(Path(path))
-    return Path(path)
+    except (HfHubHTTPError, EntryNotFoundError) as e:
+        raise ReleaseError(f"pulling {ref} failed: {str(e).splitlines()[0]}. Fix: check the "
+                           "endpoint, the name and your token, then pull again.") from e
+    except (ValueError, OSError, TransportError) as e:   # a file name it refuses, a dead endpoint
+        raise ReleaseError(f"pulling {ref} failed: {(str(e).splitlines() or [repr(e)])[0]}. "
+                           "Nothing was kept. Fix: check the endpoint and the repo, then pull "
+                           "again.") from e

@@ -90,12 +90,57 @@ def read_manifest(release_dir: str | Path) -> ReleaseManifest:
                            "Fix: rebuild the release.") from e
 
 
+def _inside(rel: str) -> bool:
+    """A relative POSIX path that stays inside its folder (no ``..``, root, drive or URL)."""
+    if not isinstance(rel, str) or not rel or rel.startswith(("/", "~")) or "\\" in rel:
+        return False
+    parts = rel.split("/")
+    return not any(p in ("", "..") for p in parts) and ":" not in parts[0]
+
+
+def card_path_problems(release_dir: Path) -> list[str]:
+    """Every ``data_files`` / ``data_dir`` in the card's YAML that points outside the folder."""
+    from bargein.releases.card import read_header
+
+    card = Path(release_dir) / "README.md"
+    if not card.is_file():
+        return []
+    try:
+        header = read_header(card.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as e:   # yaml errors and bad UTF-8 are ValueErrors
+        return [f"README.md has an unreadable YAML header ({e.__class__.__name__})"]
+    configs = header.get("configs") if isinstance(header, dict) else None
+    out = []
+    for c in configs if isinstance(configs, list) else []:
+        if not isinstance(c, dict):
+            continue
+        for p in _card_patterns(c.get("data_files")) + _card_patterns(c.get("data_dir")):
+            if not _inside(p):
+                out.append(f"README.md config {c.get('config_name')!r} reads data_files {p!r}, "
+                           "outside the release folder")
+    return out
+
+
+def _card_patterns(v: Any) -> list[Any]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, dict):
+        return _card_patterns(v.get("path"))
+    if isinstance(v, list):
+        return [p for x in v for p in _card_patterns(x)]
+    return [repr(v)]
+
+
 def verify_release(release_dir: str | Path) -> ReleaseManifest:
     """Check every file against the manifest; raise :class:`ReleaseError` listing each problem."""
     release_dir = Path(release_dir)
     manifest = read_manifest(release_dir)
-    problems = []
-    listed = {f.path: f for f in manifest.files}
+    problems = [f"manifest lists {f.path!r}, a path outside the release folder"
+                for f in manifest.files if not _inside(f.path)]
+    problems += card_path_problems(release_dir)
+    listed = {f.path: f for f in manifest.files if _inside(f.path)}
     present = {p.relative_to(release_dir).as_posix(): p for p in release_files(release_dir)}
     for path, entry in listed.items():
         p = present.get(path)
@@ -106,9 +151,10 @@ def verify_release(release_dir: str | Path) -> ReleaseManifest:
     for path in sorted(set(present) - set(listed)):
         problems.append(f"file {path} is not in the manifest")
     if problems:
+        more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
         raise ReleaseError(
             f"release {release_dir} ({manifest.name} {manifest.version}) does not match its "
-            f"manifest:\n  " + "\n  ".join(problems) +
-            "\nFix: re-download it (`bargein release pull`) or rebuild it; never edit a release "
+            f"manifest: " + "; ".join(problems[:3]) + more +
+            ". Fix: re-download it (`bargein release pull`) or rebuild it; never edit a release "
             "folder by hand.", evidence=problems)
     return manifest

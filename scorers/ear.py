@@ -38,7 +38,7 @@ from bargein.scorers.ear_rules import (
     R_VALUE, RepairJudgment, RepairVerdict, answer_correct, classify_repair,
 )
 from bargein.seeding import stable_int
-from bargein.store import atomic_write_text
+from bargein.store import atomic_write_text, iter_text_lines
 
 SIGNAL_DESCRIPTIONS = {"white_noise": "white noise", "silence": "silence",
                        "music": "a music-like sound"}
@@ -73,8 +73,10 @@ class LLMRepairJudge:
         from bargein.prompts import load
 
         self.spec = spec
+        from bargein.scorers.ihbench_judges import judge_temperature
+
         self.id = f"{spec} (judge_repair v{load('judge_repair').version})"
-        self.temperature = temperature
+        self.temperature = judge_temperature(spec, temperature)
         self.max_tokens = max_tokens
         if llm is None:
             from bargein.llm import get_llm
@@ -172,15 +174,13 @@ def load_responses(path: str | Path, items: list[MaskedItem], *, allow_missing: 
     known = {i.id for i in items}
     seen: dict[str, dict[int, list[tuple[int, str]]]] = defaultdict(lambda: defaultdict(list))
     issues: list[dict[str, Any]] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in iter_text_lines(path, "--responses"):
         try:
             obj = json.loads(line)
             iid, epoch, text = str(obj["item_id"]), int(obj.get("epoch", 0)), obj["response"]
             if not isinstance(text, str):
                 raise TypeError("response is not a string")
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
             issues.append({"problem": "unreadable line", "line": n,
                            "evidence": f"{type(e).__name__}: {e}; {line.strip()[:200]!r}"})
             continue

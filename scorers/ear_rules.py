@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from bargein.masking.spans import canonical_pieces, contains_value
 from bargein.records import MaskedItem
@@ -36,7 +36,7 @@ class RepairVerdict(BaseModel):
 
     category: Category
     correct: bool = False
-    reason: str = Field("", max_length=600)
+    reason: str = ""
 
 
 class RepairJudgment(BaseModel):

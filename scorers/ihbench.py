@@ -38,6 +38,7 @@ from bargein.scorers.ihbench_judges import (  # noqa: F401  (re-exported schemas
 )
 from bargein.scorers.stats import bootstrap_ci
 from bargein.seeding import stable_int
+from bargein.store import iter_text_lines
 
 log = logging.getLogger("bargein.scorers.ihbench")
 TF, RQ = "tf_win", "rq_pass"
@@ -90,28 +91,25 @@ def load_responses(path: Path, items: list[EvalItem], epochs: int) -> Responses:
     known = {i.id for i in items}
     seen: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)
     issues: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                key = (str(obj["item_id"]), int(obj.get("epoch", 0)))
-                text = obj["response"]
-                if not isinstance(text, str):
-                    raise TypeError(f"response is {type(text).__name__}, not a string")
-            except (ValueError, KeyError, TypeError, AttributeError) as e:
-                issues.append({"problem": "malformed line", "line": n,
-                               "evidence": f"{e.__class__.__name__}: {e}; line {line.strip()[:200]!r}"})
-                continue
-            if key[0] not in known:
-                issues.append({"problem": "unknown item id", "item_id": key[0], "epoch": key[1],
-                               "line": n, "evidence": "not in this release's eval_items"})
-            elif not 0 <= key[1] < epochs:
-                issues.append({"problem": "epoch out of range", "item_id": key[0], "epoch": key[1],
-                               "line": n, "evidence": f"epochs are 0..{epochs - 1} (--epochs {epochs})"})
-            else:
-                seen[key].append((n, text))
+    for n, line in iter_text_lines(path, "responses file"):
+        try:
+            obj = json.loads(line)
+            key = (str(obj["item_id"]), int(obj.get("epoch", 0)))
+            text = obj["response"]
+            if not isinstance(text, str):
+                raise TypeError(f"response is {type(text).__name__}, not a string")
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+            issues.append({"problem": "malformed line", "line": n,
+                           "evidence": f"{e.__class__.__name__}: {e}; line {line.strip()[:200]!r}"})
+            continue
+        if key[0] not in known:
+            issues.append({"problem": "unknown item id", "item_id": key[0], "epoch": key[1],
+                           "line": n, "evidence": "not in this release's eval_items"})
+        elif not 0 <= key[1] < epochs:
+            issues.append({"problem": "epoch out of range", "item_id": key[0], "epoch": key[1],
+                           "line": n, "evidence": f"epochs are 0..{epochs - 1} (--epochs {epochs})"})
+        else:
+            seen[key].append((n, text))
     if not seen:
         raise ConfigError(f"responses file {path} has no response for any eval item of this release "
                           f"({len(issues)} problem line(s), e.g. {issues[:2]}). Fix: regenerate it "

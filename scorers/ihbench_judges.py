@@ -57,9 +57,9 @@ gives give includes include contains contain fewer""".split())
 class TFJudgment(BaseModel):
     """The comparative judge's answer (prompt ``judge_tf``)."""
 
-    reasoning: str = Field("", max_length=1200)
+    reasoning: str = ""
     winner: Literal["A", "B"]
-    loser_deficiency: str = Field(min_length=1, max_length=400)
+    loser_deficiency: str = Field(min_length=1)
 
 
 class CriterionVerdict(BaseModel):
@@ -167,7 +167,7 @@ class LLMJudge:
         versions = ", ".join(f"{n} v{load(n).version}" for n in ("judge_tf", "judge_rq"))
         self.id = f"{spec} ({versions})"
         self.reasks = reasks
-        self.temperature = temperature
+        self.temperature = judge_temperature(spec, temperature)
         self.max_tokens = max_tokens
         if llm is None:
             from bargein.llm import get_llm
@@ -227,6 +227,12 @@ class LLMJudge:
                 {"role": "user", "content": f"You assessed {len(ans.criteria)} criteria; there are "
                  f"{want}. Assess each one, in order, and answer again."}]
         return Unscorable(f"the judge never assessed all {want} criteria", {"answers": answers})
+
+
+def judge_temperature(spec: str, temperature: float | None) -> float | None:
+    """The sampling temperature a judge asks for: 0 (as deterministic as the provider allows),
+    except Anthropic, whose current SDK's ``messages.create`` takes no temperature."""
+    return None if spec.strip().lower().startswith("anthropic:") else temperature
 
 
 def no_judge_message(what: str = "score ihbench") -> str:

@@ -108,7 +108,10 @@ class ValidationReport:
                 "axes": {a: _finite(self.axis(a)) for a in SCORER_AXES[scorer]}}
 
     def to_dict(self) -> dict[str, Any]:
+        from bargein.scorers.ihbench_judges import SMOKE_STAMP
+
         return _finite({
+            **({"stamp": SMOKE_STAMP} if self.smoke else {}),
             "judge": self.judge, "control_set": self.control_set, "smoke": self.smoke,
             "subset": self.limit,
             "scorers": {s: self.summary(s) for s in SCORER_AXES if self.scorer(s)["n"]},

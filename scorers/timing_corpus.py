@@ -17,7 +17,9 @@ def load_schedule(path: Path) -> dict[str, list]:
     ``recording`` key. Recording names are file stems / conversation ids."""
     from bargein.scorers.timing import UserTurn
 
-    text = path.read_text(encoding="utf-8")
+    from bargein.store import read_text
+
+    text = read_text(path, "--schedule")
     try:
         if path.suffix == ".jsonl":
             rows = [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -130,12 +130,17 @@ def find_objects(text: str, scenario: Scenario | None = None) -> list[Obj]:
                 if i >= 0 and _on_boundary(low, i, len(form)):
                     out.append(Obj("fact" if form != label else "requirement",
                                    text[i:i + len(form)], i, i + len(form)))
-    for m in re.finditer(r"[^.?!]*\?", text):
+    for m in _QUESTION.finditer(text):
         q = m.group(0).strip()
         if len(q.split()) >= 3:
             s = m.start() + (len(m.group(0)) - len(m.group(0).lstrip()))
             out.append(Obj("question", q, s, m.end()))
     return sorted(out, key=lambda o: (o.start, o.end))
+
+
+# a question runs from the start or the last . ? ! to a '?': anchored there, each character is
+# scanned once (an unanchored [^.?!]*\? rescans a long run from every start: quadratic)
+_QUESTION = re.compile(r"(?:^|(?<=[.?!]))[^.?!]*\?")
 
 
 def _on_boundary(low: str, i: int, n: int) -> bool:

@@ -50,6 +50,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 @click.pass_context
 def cli(ctx: click.Context, seed: int, workdir: Path, verbose: int) -> None:
     """bargein: spoken-interaction benchmarks and training data for voice agents."""
+    if workdir.exists() and not workdir.is_dir():
+        raise click.BadParameter(f"{str(workdir)!r} is a file, not a folder. Fix: name a folder "
+                                 "for the work dir.", param_hint="'--workdir'")
     given = ctx.get_parameter_source("seed") not in (None, click.core.ParameterSource.DEFAULT)
     ctx.obj = Globals(seed=seed, workdir=workdir, verbose=verbose, seed_given=given)
     logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else

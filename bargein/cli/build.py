@@ -4,6 +4,7 @@
     bargein build --config my.yaml --out release/my-1.0.0
     bargein build --print-config demo          # a preset (or a config file) with every default
     bargein --seed 11 build --preset demo      # an explicit seed overrides the config's seed
+    bargein build --preset demo --dry-run      # the validated stage DAG, nothing run
 
 The seed rule is the same for every command: ``build --seed`` > the global ``--seed`` given on
 the command line > the config's ``seed``. The resolved seed is what ``--print-config`` shows and
@@ -56,12 +57,15 @@ def _resolve(config_path: Path | None, preset: str | None, print_config: str | N
               help="Ray cluster to join with --executor ray (default: $RAY_ADDRESS or local).")
 @click.option("--ray-node-ip", default=None,
               help="This machine's address in the Ray cluster, if not the auto-detected one.")
+@click.option("--dry-run", is_flag=True,
+              help="Validate the stage DAG and print it (stages, record types, files, backends); "
+                   "run nothing.")
 def build(config_path: Path | None, preset: str | None, out: Path | None,
           previous: Path | None, seed: int | None, print_config: str | None,
           executor: str | None = None, ray_address: str | None = None,
-          ray_node_ip: str | None = None) -> None:
+          ray_node_ip: str | None = None, dry_run: bool = False) -> None:
     """Scenarios -> conversations -> verification -> audio -> repair -> timing -> release."""
-    from bargein.pipeline import build as run_build
+    from bargein.pipeline import build as run_build, plan
 
     g = get_globals()
     cfg = _resolve(config_path, preset, None if print_config == "-" else print_config)
@@ -76,6 +80,16 @@ def build(config_path: Path | None, preset: str | None, out: Path | None,
         click.echo(cfg.to_yaml(), nl=False)
         return
     out = out or Path("release") / f"{cfg.name}-{cfg.version}"
+    if dry_run:
+        click.echo(f"{cfg.name} {cfg.version}, seed {cfg.seed} -> {out}; stages in order:")
+        for i, spec in enumerate(plan(cfg).stages, 1):
+            ins = ", ".join(t.__name__ for t in spec.inputs) or "-"
+            outs = ", ".join(t.__name__ for t in spec.outputs) or "-"
+            reads = ", ".join(spec.reads + spec.optional_reads)
+            click.echo(f"{i}. {spec.name:14s} {ins} -> {outs}" + (f"; reads {reads}" if reads else ""))
+            click.echo(f"   writes {', '.join(spec.artifacts.values()) or '-'}; backend "
+                       + (", ".join(f"{k}={v}" for k, v in spec.backend.items()) or "-"))
+        return
     report = run_build(cfg, workdir=g.workdir, out_dir=out, previous=previous)
     click.echo(f"release folder: {report.out_dir} (seed {cfg.seed})")
     for k, v in report.manifest.configs.items():

@@ -103,12 +103,14 @@ def build_cmd(out, name, version, conversations, rendered, eval_items, repair, t
         path = require_file(provenance, "--provenance", "pass a JSON file")
         try:
             prov = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
-            raise ConfigError(f"--provenance {path}: not a UTF-8 JSON file ({e}). Fix: pass a JSON "
-                              'object such as {"llm": "offline", "seed": 7}') from None
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise ConfigError(f"--provenance {path}: not a UTF-8 JSON file "
+                              f"({str(e).splitlines()[0][:160] if str(e) else e.__class__.__name__})."
+                              ' Fix: pass a JSON object such as {"llm": "offline", "seed": 7}') from None
         if not isinstance(prov, dict):
             raise ConfigError(f"--provenance {path}: expected a JSON object, got "
-                              f"{type(prov).__name__}")
+                              f"{type(prov).__name__}. Fix: pass a JSON object such as "
+                              '{"llm": "offline", "seed": 7}')
     # the seed rule: an explicit global --seed > the provenance file's seed > the default
     file_seed = prov.get("seed") if isinstance(prov.get("seed"), int) else None
     prov["seed"] = g.resolve_seed(None, file_seed)

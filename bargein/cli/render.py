@@ -30,11 +30,10 @@ def _voices(values: tuple[str, ...]) -> tuple[dict[str, str], dict[str, tuple[st
 def _voice_map(path: Path | None) -> dict[str, dict[str, str]]:
     if path is None:
         return {}
-    try:
-        data = json.loads(require_file(path, "--voice-map", "pass a JSON file "
-                                       '{"<conversation id>": {"user": "piper:joe"}}').read_text())
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"--voice-map {path}: not valid JSON ({e})") from e
+    from bargein.store import read_json
+
+    data = read_json(require_file(path, "--voice-map", "pass a JSON file "
+                                  '{"<conversation id>": {"user": "piper:joe"}}'), "--voice-map")
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ConfigError(f"--voice-map {path}: expected {{conversation id: {{role: voice id}}}}")
     return data

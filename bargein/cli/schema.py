@@ -15,7 +15,9 @@ def schema(out: Path) -> None:
     from bargein.records import ALL_RECORDS
     from bargein.store import atomic_write_text
 
-    out.mkdir(parents=True, exist_ok=True)
+    from bargein.outdir import check_writable_dir
+
+    check_writable_dir(out)
     for rec in ALL_RECORDS:
         atomic_write_text(out / f"{rec.__name__}.schema.json",
                           json.dumps(rec.model_json_schema(), indent=2, sort_keys=True) + "\n")

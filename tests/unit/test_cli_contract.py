@@ -201,3 +201,14 @@ def test_release_build_refuses_a_name_that_is_not_one_path_segment(capsys, tmp_p
     assert not (tmp_path / "r").exists()
     with pytest.raises(Exception, match="name"):
         parse_config({"name": name})
+
+
+def test_build_dry_run_prints_the_validated_dag_and_runs_nothing(capsys, tmp_path):
+    work = tmp_path / "work"
+    code, out, _ = _main(capsys, "--workdir", str(work), "build", "--preset", "demo", "--dry-run",
+                         "--out", str(tmp_path / "rel"))
+    assert code == 0
+    lines = [ln.split()[1] for ln in out.splitlines() if ln[:1].isdigit()]
+    assert lines == ["scenarios", "conversations", "baseline", "render", "mask", "perturb", "release"]
+    assert "render.jsonl" in out and "user_voice=piper:joe" in out
+    assert not work.exists() and not (tmp_path / "rel").exists()

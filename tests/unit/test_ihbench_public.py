@@ -90,6 +90,7 @@ def test_package_check_agrees_and_default_profile_differs(public_release, tmp_pa
 
     run, out = public_release
     assert check_public_schema(out) == []
+    assert "layout profile: ihbench-public" in (out / "README.md").read_text()
     default = tmp_path / "default"
     build_release(default, name="d", version="1.0.0", provenance={"seed": 5},
                   sources=ReleaseSources(conversations=run.conversations, rendered=run.rendered,

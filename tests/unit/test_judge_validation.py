@@ -153,3 +153,59 @@ def test_model_judge_validation_over_the_openai_sdk(tmp_path, monkeypatch):
         assert summary["n"] == rep.scorer("ihbench")["n"] and summary["subset"] == 60
         assert summary["kappa"] == pytest.approx(rep.scorer("ihbench")["kappa"], abs=1e-4)
     assert srv.requests
+
+
+def test_judges_over_the_anthropic_sdk_and_schema_failures(tmp_path, monkeypatch):
+    """Plumbing only, through the real Anthropic SDK: a scripted judge; the TF judge answers
+    with the wrong shape every time (schema-invalid JSON), so every TF judgment is unscorable
+    with the raw answers as evidence, while RQ verdicts come through."""
+    from bargein.testing import LoopbackLLMServer, wire
+
+    def responder(req):
+        schema = wire.request_schema(req) or {}
+        if schema.get("title") == "TFJudgment":
+            return json.dumps({"winner": "neither"})
+        if schema.get("title") == "RQJudgment":
+            text = wire.last_user_text(req)
+            crit = re.findall(r"^\d+\. (.+)$", text.split("## Recovery-quality criteria", 1)[1], re.M)
+            return json.dumps({"criteria": [{"criterion": c, "met": False, "reason": "r"}
+                                            for c in crit], "verdict": "fail"})
+        return json.dumps({"category": "answer", "correct": False, "reason": "r"})
+
+    with LoopbackLLMServer(responder=responder) as srv:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.anthropic_base_url)
+        rep = validate_judge("anthropic:scripted-judge", workdir=tmp_path, scorer="ihbench",
+                             limit=16, concurrency=4)
+    tf = rep.axis("tf")
+    assert tf["n"] > 0 and tf["unscorable"] == tf["n"] and tf["scored"] == 0
+    assert rep.axis("rq")["unscorable"] == 0
+    unscorable = [v for v in rep.verdicts if v.got is None]
+    assert all("winner" in v.evidence for v in unscorable)          # the judge's raw answer
+    assert any(r.path.endswith("/v1/messages") for r in srv.requests)
+
+
+def test_model_baseline_records_model_and_settings_and_smoke_never_equals_gold(tmp_path, monkeypatch):
+    from bargein.generators.baseline import SMOKE_MODEL, fill_baselines, smoke_baseline
+    from bargein.testing import LoopbackLLMServer
+
+    first = {}
+    for c in control_items("ihbench"):
+        if c.axis == "rq" and c.category == "good_paraphrase":
+            first.setdefault(c.item.id, c.item.with_(gold_recovery=c.response))
+    items = list(first.values())[:12]
+    with LoopbackLLMServer(responder=lambda req: "A model's own recovery.") as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        res = fill_baselines(items, llm="openai:baseline-model", seed=1, workdir=tmp_path,
+                             temperature=0.3, max_tokens=200, progress=False)
+    assert not res.failures and {o.baseline for o in res.outputs} == {"A model's own recovery."}
+    label = res.outputs[0].baseline_model
+    assert label.startswith("openai:baseline-model;") and "temperature 0.3" in label
+    assert "max_tokens 200" in label and "prompt baseline v" in label
+    sent = srv.requests[0].json
+    assert sent["temperature"] == 0.3 and sent["messages"][0]["role"] == "system"
+    smoke = fill_baselines(items, llm="smoke", seed=1, workdir=tmp_path / "s", progress=False)
+    assert {o.baseline_model for o in smoke.outputs} == {SMOKE_MODEL}
+    for it in items:
+        assert smoke_baseline(it) != it.gold_recovery
+        exact = it.with_(gold_recovery=it.planned_text)              # even when gold == planned
+        assert smoke_baseline(exact).strip() != exact.gold_recovery.strip()

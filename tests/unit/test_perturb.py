@@ -314,3 +314,16 @@ def test_turnnat_ref_protocol_pairs_record_it_and_meet_the_reference_spacing(tmp
     with pytest.raises(Exception, match="turnnat-ref"):
         run_perturb(d, types=["early_entry"], per_type=1, out_dir=tmp_path / "o2", workdir=tmp_path / "work",
                     seed=7, vad="energy", protocol="fdbench-v1")
+
+
+def test_release_card_records_the_perturbation_protocol(tmp_path):
+    """The protocol that made the timing pairs is in the release card's provenance."""
+    from bargein.releases.build import ReleaseSources, build_release
+
+    _write_dialogues(tmp_path / "in", seeds=(3,))
+    d = load_sources(tmp_path / "in", tmp_path / "work")
+    run_perturb(d, types=["late_response"], per_type=1, out_dir=tmp_path / "pairs", workdir=tmp_path / "work",
+                seed=2, vad="energy", protocol="turnnat-ref")
+    build_release(tmp_path / "rel", name="t", version="1.0.0", provenance={"seed": 2},
+                  sources=ReleaseSources(timing=tmp_path / "pairs" / "pairs.jsonl", audio_roots=(tmp_path,)))
+    assert "turnnat-ref" in (tmp_path / "rel" / "README.md").read_text()

@@ -160,3 +160,63 @@ def test_score_commands_on_external_recordings(tmp_path):
     row = json.loads((tmp_path / "w" / "scores" / "turnnat" / "recordings.jsonl").read_text().splitlines()[0])
     assert row["units"] > 0 and row["naturalness"] == pytest.approx(-row["nll"])
     assert len(load_sources(rec, tmp_path / "w")) == 2
+
+
+def test_fdb_v1_on_a_rendered_dialogue_uses_its_word_timings(tmp_path):
+    """``fdb-v1`` on a rendered.jsonl: the system words come from the timeline, every user turn
+    is an item (eval_smooth_turn_taking.py L59-80 per item), the backchannel JSD is computed
+    against the given ground truth (eval_backchannel.py L136-153)."""
+    from bargein.audio.io import write_audio
+    from bargein.perturb.sources import load_sources
+    from bargein.records.audio import RenderedDialogue
+    from bargein.scorers.external import score_fdb
+    from bargein.store import write_jsonl
+    from doubles.synthetic_audio import speech_dialogue
+
+    x, segs = speech_dialogue(Random(8), duration_s=40)
+    write_audio(tmp_path / "d.flac", x, 16000)
+    write_jsonl(tmp_path / "rendered.jsonl", [RenderedDialogue(
+        conversation_id="c", audio_path="d.flac", duration_s=len(x) / 16000, segments=tuple(segs))])
+    d = load_sources(tmp_path / "rendered.jsonl", tmp_path / "w")
+    rows, summary, failures = score_fdb(d, "fdb-v1", gt={"c": [1.0] * 10})
+    assert not failures and summary["recordings"] == 1
+    items = rows[0]["items"]
+    assert len(items) >= 3 and all(it["tor"] in (0, 1) for it in items)
+    assert 0.0 <= summary["turn_taking"]["tor"] <= 1.0
+    took = [it for it in items if it["tor"] == 1]
+    assert took and all(it["latency_s"] is not None for it in took)
+    bc = rows[0]["backchannel"]
+    assert bc["jsd"] is not None and 0.0 <= bc["jsd"] <= 1.0 and bc["frequency_hz"] >= 0.0
+
+
+def test_fdbench_v1_issue_case_rendered_as_speech():
+    """The issue-15 FD-Bench conversation voiced (espeak) and scored end to end with FD-Bench's
+    VAD (silero 0.5, min silence 1500 ms; client_audiofile.py L21-30) and rules (benchmarking.py
+    L597-1040). The reply after the barge-in starts 1.7 s after the system stopped (a 1.3 s gap
+    would merge under the 1.5 s minimum silence), so by hand: SRR 2/4, EIR 2/4, SIR 1/1, SRIR
+    1/1, NIR 2/3, FSED median(0.5, 2.6, 0.9 s) = 900 ms, EIT median(1.0, 1.3 s) = 1150 ms,
+    IRD 18.2 - 16.0 = 2200 ms; times within the VAD's 32 ms windows and 30 ms pads."""
+    from bargein.audio.io import resample
+    from bargein.audio.tts import get_engine
+    from bargein.scorers.fdbench import aggregate, score_recording
+
+    tts = get_engine("espeak")
+    text = ("Could you check the status of my order please, it was placed last Tuesday and it "
+            "has not arrived yet. I would also like to change the delivery address to my office.")
+    x = np.zeros((16000 * 30, 2), dtype=np.float32)
+    user = [(1.0, 4.0), (8.5, 12.0), (16.0, 19.0), (22.6, 26.0)]
+    system = [(4.5, 5.5), (11.0, 13.0), (14.6, 18.2), (19.9, 21.4), (24.7, 27.0)]
+    for ch, spans, voice in ((0, user, "en-us"), (1, system, "en-gb+f3")):
+        sp = tts.synthesize(text, voice)
+        y = resample(sp.samples, sp.sample_rate, 16000)
+        for a, b in spans:
+            n = int((b - a) * 16000)
+            z = np.tile(y, n // len(y) + 1)[:n]
+            x[int(a * 16000):int(a * 16000) + n, ch] = 0.5 * z
+    marks, spans = score_recording(x, 16000)
+    assert len(spans[0]) == 4 and len(spans[1]) == 5
+    got = aggregate([marks])
+    assert {k: got[k] for k in ("SRR", "EIR", "SIR", "SRIR", "NIR")} == {
+        "SRR": 50.0, "EIR": 50.0, "SIR": 100.0, "SRIR": 100.0, "NIR": 66.67}
+    for k, want in (("FSED_ms", 900), ("EIT_ms", 1150), ("IRD_ms", 2200)):
+        assert abs(got[k] - want) <= 100, (k, got[k])
