@@ -411,7 +411,7 @@ def test_an_agent_routed_to_its_own_model_is_answered_by_that_server(keys, tmp_p
             LoopbackLLMServer(responder=lambda req: ANSWER) as strong:
         monkeypatch.setenv("OPENAI_BASE_URL", sims.openai_base_url)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", strong.anthropic_base_url)
-        monkeypatch.setenv("BARGEIN_LLM_AGENTS", "verifier=anthropic:claude-3-5-haiku-latest")
+        monkeypatch.setenv("BARGEIN_LLM_AGENTS", "verifier=anthropic:claude-haiku-4-5")
         llm = get_llm("openai:qwen", workdir=tmp_path)
 
         async def both():
@@ -420,12 +420,12 @@ def test_an_agent_routed_to_its_own_model_is_answered_by_that_server(keys, tmp_p
 
         assert asyncio.run(both()) == (Echo(text="ok", n=1), Echo(text="ok", n=1))
         assert sims.request_count == 1 and strong.request_count == 1
-        assert strong.requests[0].json["model"] == "claude-3-5-haiku-latest"
-        assert llm.agent_specs == {"verifier": "anthropic:claude-3-5-haiku-latest"}
+        assert strong.requests[0].json["model"] == "claude-haiku-4-5"
+        assert llm.agent_specs == {"verifier": "anthropic:claude-haiku-4-5"}
     llm.ledger.flush()
     ledger = json.loads((tmp_path / "llm_ledger.json").read_text())
     text = json.dumps(ledger)
-    assert "claude-3-5-haiku-latest" in text and "qwen" in text and "verifier" in text
+    assert "claude-haiku-4-5" in text and "qwen" in text and "verifier" in text
     monkeypatch.setenv("BARGEIN_LLM_AGENTS", "verifier")
     with pytest.raises(ConfigError, match="AGENT=PROVIDER:MODEL"):
         get_llm("openai:qwen", workdir=tmp_path)
