@@ -140,15 +140,15 @@ def whole_fragment(samples: np.ndarray, sample_rate: int, words: Sequence[WordSp
     if cut is None:
         return onset, stop
     lo, hi = _window(words, k)
-    later = cut.start + frag - stop
-    if onset + later < hi and stop + later <= len(samples):
-        return onset + later, stop + later
-    earlier = stop - cut.start
-    if onset - earlier >= lo:
+    earlier = stop - cut.start                  # first choice: the word is not started at all
+    if onset - earlier >= lo:                   # (and the onset stays clear of word k)
         loud, hop = _audible(samples, sample_rate)
         f = (stop - earlier) // hop
         if 0 < f <= len(loud) and loud[f - 1]:
             return onset - earlier, stop - earlier
+    later = cut.start + frag - stop
+    if onset + later < hi and stop + later <= len(samples):
+        return onset + later, stop + later
     return onset, stop
 
 

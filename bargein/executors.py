@@ -112,32 +112,16 @@ def _forwarded_env() -> dict[str, str]:
     return {k: os.environ[k] for k in keep if k in os.environ}
 
 
-# state kept per Ray worker process: resources built once per (stage fingerprint), not per item
-_RAY_RESOURCES: dict[str, dict[str, Any]] = {}
-
-
-def _ray_task(stage, item, seed: int, workdir: str, registry_state: dict[str, Any] | None,
-              factory: Callable[[], dict[str, Any]] | None, key: str) -> tuple[str, str]:
-    from bargein import runner
-
-    if key not in _RAY_RESOURCES:
-        if registry_state is not None:
-            from bargein import registry
-
-            registry.restore(registry_state)
-        _RAY_RESOURCES[key] = factory() if factory else {}
-    runner._WORKER_RESOURCES = _RAY_RESOURCES[key]
-    return runner._worker_call(stage, item, seed, workdir)
-
-
-def run_on_ray(cfg: ExecutorConfig, stage, items, todo: list[int], seed: int, workdir: str,
-               factory, registry_state, done: Callable[[int, str | None, Any], None],
+def run_on_ray(cfg: ExecutorConfig, task: Callable[..., tuple[str, str]], stage, items,
+               todo: list[int], seed: int, workdir: str, factory, registry_state,
+               done: Callable[[int, str | None, Any], None],
                on_crash: Callable[[int, BaseException], None]) -> None:
-    """Submit every item of ``todo`` as a Ray task with bounded in-flight work (backpressure);
-    hand each result to ``done`` as it arrives. A task whose worker or node died is retried by
-    Ray (``task_retries``); one that still fails becomes that item's failure record."""
+    """Submit every item of ``todo`` as a Ray task running ``task`` (the runner's worker call)
+    with bounded in-flight work (backpressure); hand each result to ``done`` as it arrives. A
+    task whose worker or node died is retried by Ray (``task_retries``); one that still fails
+    becomes that item's failure record."""
     ray = ensure_ray(cfg)
-    remote = ray.remote(num_cpus=1, max_retries=cfg.task_retries, retry_exceptions=False)(_ray_task)
+    remote = ray.remote(num_cpus=1, max_retries=cfg.task_retries, retry_exceptions=False)(task)
     cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
     limit = cfg.max_in_flight or max(2, 2 * cpus)
     stage_ref = ray.put(stage)

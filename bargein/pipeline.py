@@ -294,15 +294,19 @@ def _perturb(state: BuildState) -> StageOutcome:
 
 
 def _release(state: BuildState) -> StageOutcome:
+    from bargein.llm import agent_models
     from bargein.releases.build import ReleaseSources, build_release
 
     c, a = state.config, state.artifact
+    routes = {} if c.llm == "offline" else agent_models()     # $BARGEIN_LLM_AGENTS
     provenance: dict[str, Any] = {
         "bargein_version": __version__,
         "config": c.provenance(),
         "seed": state.seed,
-        "agents": "offline rule-based" if c.llm == "offline" else f"LLM: {c.llm}",
+        "agents": "offline rule-based" if c.llm == "offline" else f"LLM: {c.llm}" + "".join(
+            f"; {a}: {m}" for a, m in sorted(routes.items())),
         "llm": c.llm,
+        "llm_agents": routes,
         "voices": {"assistant": c.audio.assistant_voice, "user": c.audio.user_voice},
         "prompt_sha256": _prompt_hashes(),
         "stage_failures": dict(state.failures),

@@ -487,8 +487,27 @@ def _run_ray(stage, items, todo, seed, workdir, factory, done) -> None:
     def crashed(n: int, exc: BaseException) -> None:
         done(n, None, _failure(stage, items[n].id, exc))
 
-    executors.run_on_ray(executors.current(), stage, items, todo, seed, str(workdir), factory,
-                         _registry_for_workers(), finished, crashed)
+    executors.run_on_ray(executors.current(), _ray_task, stage, items, todo, seed, str(workdir),
+                         factory, _registry_for_workers(), finished, crashed)
+
+
+# state kept per Ray worker process: resources built once per stage fingerprint, not per item
+_RAY_RESOURCES: dict[str, dict[str, Any]] = {}
+
+
+def _ray_task(stage: Stage, item: Record, seed: int, workdir: str,
+              registry_state: dict[str, Any] | None,
+              factory: Callable[[], dict[str, Any]] | None, key: str) -> tuple[str, str]:
+    """One item on a Ray worker: the same call as a local worker process makes."""
+    global _WORKER_RESOURCES
+    if key not in _RAY_RESOURCES:
+        if registry_state is not None:
+            from bargein import registry
+
+            registry.restore(registry_state)
+        _RAY_RESOURCES[key] = factory() if factory else {}
+    _WORKER_RESOURCES = _RAY_RESOURCES[key]
+    return _worker_call(stage, item, seed, workdir)
 
 
 def _run_processes(stage, items, todo, seed, workdir, factory, workers, done) -> None:

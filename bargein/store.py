@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bargein.errors import InputError
-from bargein.cache import note_written
+from bargein.artifacts import note_written
 from bargein.records.base import Record
 
 R = TypeVar("R", bound=Record)
@@ -155,7 +155,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, artifact: bool =
     """Write ``data`` to a temp file beside ``path`` and rename it into place.
 
     Inside a runner stage item the file is noted as one of the item's artifacts (see
-    :mod:`bargein.cache`), unless ``artifact=False`` (cache entries, shared files).
+    :mod:`bargein.artifacts`), unless ``artifact=False`` (cache entries, shared files).
     """
     path = Path(path)
     if path.is_dir():

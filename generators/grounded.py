@@ -120,7 +120,8 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str) -> str:
     """Empathy, the object explained by its kind, one alternative of that kind, a question."""
     obj = as_assistant(phrase)
     head = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj, flags=re.I)
-    last = head.split()[-1].lower() if head.split() else ""
+    noun = re.split(r"\s+of\s+", head)[0]            # "last four digits of the card": digits
+    last = noun.split()[-1].lower() if noun.split() else ""
     counted = re.search(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|"
                         r"twenty|thirty|forty|sixty|ninety)\b", head, re.I) and kind != "requirement"
     be = "are" if last.endswith("s") and not last.endswith(("ss", "us")) and not counted else "is"

@@ -84,7 +84,7 @@ def compose(rng: random.Random, file: str, key: str, **slots: str) -> str:
     opener = rng.choice(data.get(f"{key}_open", [""]))
     tail = fill(rng.choice(data[f"{key}_tail"]), where=f"{file}.{key}_tail", **slots) \
         if data.get(f"{key}_tail") else ""
-    if opener and opener.rstrip().endswith((",", ":")) and not core.startswith(("I ", "I'")):
+    if opener and not opener.rstrip().endswith((".", "!", "?")) and not core.startswith(("I ", "I'")):
         core = core[:1].lower() + core[1:]
     return tidy(join(opener, core, tail))
 

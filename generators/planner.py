@@ -262,7 +262,7 @@ class RulePlanner:
                 return cut.model_copy(update={"text": q if fresh else ""}), None
             unit, transition, _ = self._next_unit(st, rng)
             return unit, transition
-        return cut.model_copy(update={"text": resume_text(cut.text, rec)}), None
+        return cut.model_copy(update={"text": st.fill_values(resume_text(cut.text, rec))}), None
 
     def _user_action(self, st: ConversationState, unit: Unit, rng: random.Random):
         if unit.kind == "close":

@@ -380,6 +380,9 @@ def check_interjection(up: UserPlan, message: str, content_start: int, heard: st
         leaked = sorted((content_words(interjection) & content_words(rest)) - known)
         if leaked:
             errs.append(f"the interjection uses {leaked}, which the user never heard")
+    if up.type == "impatient" and k is not None and k not in impatient_cuts(message, content_start):
+        errs.append("an impatient cut-in needs something left to skip: cut outside any question, "
+                    "with at least a short explanation still to come after the cut")
     if up.type == "filler" and not is_backchannel(interjection):
         errs.append("a filler interjection must be a short backchannel like 'mm-hm' or 'yeah'")
     if up.type != "filler" and is_backchannel(interjection):

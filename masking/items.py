@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bargein.audio.io import active_rms, write_audio
-from bargein.errors import AlignmentFailed
+from bargein.errors import AlignmentFailed, BargeinError
 from bargein.masking.signals import (
     DEFAULT_FADE_MS, SIGNALS, apply_mask, check_fade_ms, expand_region, rms_db,
 )
@@ -188,15 +188,34 @@ def _dialogue_sources(rd: RenderedDialogue, conv: Conversation, config: MaskConf
                 if seg is None or not seg.words:
                     skipped.append(f"{c.fact.key} (message {m.index} has no rendered word timings)")
                     continue
-                found.append((0 if c.fact.key in required else 1, pos,
-                              _source(rd, conv, pos, seg, c.word_start, c.word_end, c.fact, audio_root,
-                                      redact_value(conv.scenario.system_prompt, values)[0])))
+                src = _source(rd, conv, pos, seg, c.word_start, c.word_end, c.fact, audio_root,
+                              redact_value(conv.scenario.system_prompt, values)[0])
+                why_not = _unmatchable(src, config)
+                if why_not:
+                    skipped.append(f"{c.fact.key} (message {m.index}: {why_not})")
+                    continue
+                found.append((0 if c.fact.key in required else 1, pos, src))
         said_before.append(" ".join(m.spoken_text.split()))
     found.sort(key=lambda t: (t[0], t[1]))
     out = [s for _, _, s in found][: config.max_per_dialogue]
     why = ("no user turn speaks " + ", ".join(f.key for f in facts)) if not skipped else \
         "skipped " + "; ".join(skipped)
     return out, why
+
+
+def _unmatchable(src: MaskSource, config: MaskConfig) -> str | None:
+    """Why no answerable mask of this source can match its value's masked time (checked when
+    listing, so a cap on items picks sources that can be built), or None."""
+    words, (c0, c1) = src.words, src.critical
+    duration = max((w.end_s for w in words), default=0.0)
+    for window in config.windows_ms:
+        try:
+            s, e = expand_region(words[c0].start_s, words[c1 - 1].end_s, window, duration)
+            _answerable_regions(words, (c0, c1), window, duration, config, 0, target_s=e - s,
+                                content=src.kind == "conversation")
+        except BargeinError as e:
+            return str(e).split(" (need")[0]
+    return None
 
 
 def _source(rd: RenderedDialogue, conv: Conversation, pos: int, seg, w0: int, w1: int, fact,

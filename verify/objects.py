@@ -47,6 +47,7 @@ _DAY = re.compile(r"\b(?:(?:this|next|on)\s+)?(?:Monday|Tuesday|Wednesday|Thursd
                   r"Sunday|tomorrow|tonight|next week|next month|end of the month)\b")
 _NP_LEAD = {"a", "an", "the", "your", "my", "our", "this", "that", "any", "each", "every", "one",
             "two", "three", "four"}
+_NUMBER_WORDS = frozenset("one two three four five six seven eight nine ten".split())
 _PRONOUNS = frozenset("i me we us you he she they them it".split())
 _ADJ_STOP = frozenset("""and or but to of in on at for with from by is are was were be been it this
 that which who you your i we they can will would should could may might must have has had do
@@ -83,7 +84,7 @@ def _np_around(text: str, start: int, end: int) -> tuple[int, int]:
             break
         s = m.start()
         taken += 1
-        if w in _NP_LEAD or taken >= 3:
+        if w in _NP_LEAD and not w in _NUMBER_WORDS or taken >= 4:
             break
     return s, end
 

@@ -59,6 +59,56 @@ SETTING_DEFAULTS: dict[str, Any] = {"timeout_s": 120.0, "max_retries": 4, "struc
                                     "max_tokens": 1024, "http": "auto"}
 
 
+SETTINGS_ENV = "BARGEIN_LLM_SETTINGS"
+
+
+def env_settings(provider: str) -> dict[str, Any]:
+    """Provider settings from ``$BARGEIN_LLM_SETTINGS``, for runs started from the command line:
+    ``"timeout_s=600,concurrency=1,context_tokens=server"`` (every provider) or
+    ``"openai.timeout_s=600"`` (one). Numbers become numbers; a malformed entry is a ConfigError."""
+    text = os.environ.get(SETTINGS_ENV, "").strip()
+    out: dict[str, Any] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise ConfigError(f"${SETTINGS_ENV}: {item!r} is not KEY=VALUE. Fix: e.g. "
+                              f"{SETTINGS_ENV}='timeout_s=600,concurrency=1,context_tokens=server'")
+        who, dot, key = key.rpartition(".")
+        if dot and who != provider:
+            continue
+        for cast in (int, float):
+            try:
+                out[key] = cast(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = value
+    return out
+
+
+AGENTS_ENV = "BARGEIN_LLM_AGENTS"
+
+
+def agent_models() -> dict[str, str]:
+    """Per-agent models from ``$BARGEIN_LLM_AGENTS``:
+    ``"verifier=openai:gpt-4o,judge_repair=anthropic:claude-3-5-haiku-latest"`` (an agent not
+    named uses the stage's ``--llm``). A malformed entry or spec is a ConfigError."""
+    out: dict[str, str] = {}
+    for item in filter(None, (p.strip() for p in os.environ.get(AGENTS_ENV, "").split(","))):
+        agent, sep, spec = (x.strip() for x in item.partition("="))
+        if not sep or not agent or not spec:
+            raise ConfigError(f"${AGENTS_ENV}: {item!r} is not AGENT=PROVIDER:MODEL. Fix: e.g. "
+                              f"{AGENTS_ENV}='verifier=openai:gpt-4o,baseline=openai:gpt-4o-mini'")
+        if is_offline(spec):
+            raise ConfigError(f"${AGENTS_ENV}: {agent}={spec!r}: per-agent models are LLM specs "
+                              f"({SPEC_FORMS}); the offline agents go with --llm offline")
+        parse_spec(spec)
+        out[agent] = spec
+    return out
+
+
 def parse_spec(spec: str) -> tuple[str, str]:
     """``"openai:gpt-4o-mini"`` → ``("openai", "gpt-4o-mini")``; ConfigError listing valid forms."""
     if not isinstance(spec, str) or ":" not in spec:
@@ -98,6 +148,7 @@ def get_llm(
     max_tokens_field: str | None = None,
     http: str | None = None,
     frequency_penalty: float | None = None,
+    agents: dict[str, str] | None = None,
 ) -> LLMClient:
     """An :class:`LLMClient` for ``spec``.
 
@@ -124,7 +175,13 @@ def get_llm(
     A setting not given here comes from the provider's registry options, which a config or a
     program sets once for every stage and worker process
     (``registry.set_options("llm", "openai", context_tokens=8192, timeout_s=300)``), else from
-    :data:`SETTING_DEFAULTS`.
+    ``$BARGEIN_LLM_SETTINGS`` (:func:`env_settings`), else from :data:`SETTING_DEFAULTS`.
+
+    ``agents`` maps agent names (``goal_writer``, ``round_planner``, ``verifier``, ``modifier``,
+    ``judge_repair``, ``baseline`` …) to another model spec: that agent's calls go to it (a client
+    made on first use with the same workdir, cache, ledger and budget; its provider settings its
+    own). By default the map comes from ``$BARGEIN_LLM_AGENTS`` (:func:`agent_models`). The ledger
+    records every call under its agent, provider and model.
     """
     if is_offline(spec):
         raise ConfigError(f"{spec!r} is not an LLM provider: check is_offline(spec) and use the "
@@ -135,7 +192,7 @@ def get_llm(
              "api_key_env": api_key_env, "max_tokens": max_tokens, "context_tokens": context_tokens,
              "max_tokens_field": max_tokens_field, "http": http, "budget_usd": budget_usd,
              "frequency_penalty": frequency_penalty}
-    configured = registry.options("llm", name)
+    configured = {**env_settings(name), **registry.options("llm", name)}
     unknown = sorted(set(configured) - set(given))
     if unknown:
         raise ConfigError(f"LLM settings for {name}: {', '.join(unknown)} not known; valid: "
@@ -180,8 +237,14 @@ def get_llm(
             f"prices={{'{model_id}': {{'input': USD_PER_1M, 'output': USD_PER_1M}}}} or drop the budget.")
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir(workdir)
     ledger_path = Path(workdir) / "llm_ledger.json" if workdir is not None else root.parent / "llm_ledger.json"
-    return LLMClient(provider, spec=f"{name}:{model}", ledger=ledger_for(ledger_path), prices=table,
-                     budget_usd=budget_usd, limits=Limits(concurrency, rpm, tpm),
-                     cache=ResponseCache(root) if cache else None,
-                     max_retries=max_retries, default_max_tokens=max_tokens,
-                     context_tokens=context_tokens)
+    client_ = LLMClient(provider, spec=f"{name}:{model}", ledger=ledger_for(ledger_path), prices=table,
+                        budget_usd=budget_usd, limits=Limits(concurrency, rpm, tpm),
+                        cache=ResponseCache(root) if cache else None,
+                        max_retries=max_retries, default_max_tokens=max_tokens,
+                        context_tokens=context_tokens)
+    routes = agent_models() if agents is None else dict(agents)
+    for agent, other in routes.items():
+        if other != spec and other != client_.spec:
+            client_.route(agent, lambda other=other: get_llm(other, workdir=workdir, cache_dir=cache_dir,
+                                                             budget_usd=budget_usd, cache=cache, agents={}))
+    return client_

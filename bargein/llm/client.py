@@ -100,6 +100,7 @@ class LLMClient:
         self._schemas: dict[type, dict[str, Any]] = {}
         self._modal = hasattr(provider, "structured_modes")
         self.requests_sent = 0                  # requests handed to the provider (SDK retries aside)
+        self._routes: dict[str, Any] = {}       # agent -> factory of its own client, then the client
         weakref.finalize(self, ledger.flush, False)     # no waiting in a finalizer; atexit waits
 
     def __repr__(self) -> str:
@@ -113,6 +114,25 @@ class LLMClient:
     def budget_stopped(self) -> bool:
         """Whether a call was refused this run because the budget could not cover it."""
         return self.ledger.budget_stopped
+
+    # ---- per-agent models ------------------------------------------------------------------
+    def route(self, agent: str, factory: Any) -> None:
+        """``agent``'s calls go to the client ``factory()`` makes (on first use)."""
+        self._routes[agent] = factory
+
+    def for_agent(self, agent: str) -> "LLMClient":
+        """The client that answers ``agent``: its own model if one is routed, else this one."""
+        target = self._routes.get(agent)
+        if target is None:
+            return self
+        if not isinstance(target, LLMClient):
+            target = self._routes[agent] = target()
+        return target
+
+    @property
+    def agent_specs(self) -> dict[str, str]:
+        """Agent -> model spec for every agent routed away from :attr:`spec`."""
+        return {a: (t.spec if isinstance(t, LLMClient) else "?") for a, t in self._routes.items()}
 
     # ---- secrets --------------------------------------------------------------------------
     def scrub(self, obj: Any) -> Any:
@@ -158,6 +178,10 @@ class LLMClient:
         """One answer. ``sample`` tells repeated samples apart (cache key and provider seed);
         ``reask`` is the re-ask number (a new seed, so a re-ask is a new draw). With
         ``json_schema`` the answer is asked for in this server's best structured mode."""
+        if agent in self._routes:
+            return await self.for_agent(agent).complete(
+                messages, agent=agent, sample=sample, temperature=temperature, max_tokens=max_tokens,
+                json_schema=json_schema, schema_name=schema_name, reask=reask)
         msgs = normalize_messages(messages)
         max_tokens = max_tokens or self.default_max_tokens
         if json_schema is None:
@@ -186,7 +210,8 @@ class LLMClient:
         first that answers is kept. A mode that fails with a status servers use to refuse a format
         (400, 404, 422, 500 …) moves on to the next. When the plainest mode fails as well, the server is failing, not refusing a format:
         the request goes the usual way (SDK retries) in ``start``, and nothing is remembered but
-        success. A rate limit or timeout during the probe likewise ends it (after Retry-After).
+        success. A rate limit or timeout during the probe likewise ends it (after Retry-After); the
+        request then goes the usual way in the mode that timed out, not in one the server refused.
         """
         refused: list[str] = []
         tries = [m for m in modes[modes.index(start):] for _ in range(2)]
@@ -206,6 +231,8 @@ class LLMClient:
                 wait = getattr(e, "retry_after_s", None)
                 if wait:
                     await asyncio.sleep(wait)
+                if getattr(e, "kind", None) == "timeout" and mode != start:
+                    start = mode               # the modes above were refused; this one timed out
                 break
             if not comp.cached:                    # a cached answer proves nothing about the server
                 MODES.worked(self._server, modes, mode)
@@ -327,6 +354,10 @@ class LLMClient:
         errors (and the failed answer when it is short) at most ``max_reasks`` times, each with
         a new sampling seed; then :class:`GenerationFailed` with every attempt's raw text,
         errors and usage as evidence."""
+        if agent in self._routes:
+            return await self.for_agent(agent).structured(
+                messages, schema, agent=agent, sample=sample, max_reasks=max_reasks,
+                temperature=temperature, max_tokens=max_tokens)
         js = self._schemas.get(schema)
         if js is None:
             js = self._schemas[schema] = S.schema_of(schema)

@@ -5,7 +5,9 @@ Structured output, best first (``structured="auto"``; a single mode pins it)::
 
     json_schema   response_format {"type": "json_schema", "json_schema": {..., "strict": true}}
                   (strict when the schema has a strict form, see bargein.llm.schemas)
-    json_object   response_format {"type": "json_object"}; the schema goes in the prompt
+    json_object   response_format {"type": "json_object"}; the schema goes in the prompt (and, for
+                  a server other than OpenAI's, in response_format's ``schema`` too, which
+                  llama-cpp-python's server turns into a grammar)
     prompt        the schema in the prompt only
 
 A server that refuses a mode moves the chain down for that server (bargein.llm.modes).
@@ -136,6 +138,10 @@ class OpenAIProvider:
                     "strict": strict is not None}}
             elif mode == MODE_JSON:
                 kw["response_format"] = {"type": "json_object"}
+                if self.base_url and "api.openai.com" not in self.base_url:
+                    # llama-cpp-python's server constrains decoding to a schema given here (a
+                    # grammar); servers that do not know the field ignore it
+                    kw["response_format"]["schema"] = json_schema
         return kw
 
     async def complete(self, messages: list[dict[str, str]], *, temperature: float | None,

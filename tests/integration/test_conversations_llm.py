@@ -117,23 +117,38 @@ def test_llm_path_end_to_end(scenarios, tmp_path):
                           ("UserInterjection", "PlannerOut", "AssistantTurn", "UserReply")
                           for r in reasks)
 
+    # the caller heard the assistant message it answers: the last line of its history
+    replies = [r for r in requests if r.json["response_format"]["json_schema"]["name"] == "UserReply"]
+    assert replies
+    for r in replies:
+        heard = r.json["messages"][0]["content"].split("Conversation so far (what you heard):")[1]
+        heard = heard.split("Your plan for this turn")[0].strip().splitlines()
+        assert heard and heard[-1].startswith("assistant: "), heard
+    said = {m.text for v in run.verified for m in v.conversation.messages if m.role == "assistant"}
+    answered = {r.json["messages"][0]["content"].split("Your plan for this turn")[0]
+                .strip().splitlines()[-1].removeprefix("assistant: ") for r in replies}
+    assert answered & said
+
     # verifier-modifier: A repaired in one round, B discarded with the unfixable reason
     by_scn = {v.conversation.scenario.id: v for v in run.verified}
     va, vb, vd = by_scn[a.id], by_scn[b.id], by_scn[d.id]
     assert va.accepted and va.rounds == 1
     fixed = [v for v in va.verdicts if v.check == "llm_naturalness"]
     assert len(fixed) == 1 and va.conversation.messages[fixed[0].message_index].text == FIXED
-    assert not vb.accepted and vb.discard_reasons[0].startswith("llm_type_fit")
+    assert not vb.accepted and vb.discard_reasons[0].startswith(("llm_type_fit",
+                                                                 "interjection_grounded"))
     assert vd.accepted
 
     # eval items and exports only from accepted conversations, with rubrics from the LLM
     convs = {v.conversation.id for v in (va, vd)}
-    assert run.items and {i.conversation_id for i in run.items} == convs
-    assert all(2 <= len(i.rubric.rq_criteria) <= 4 for i in run.items)
-    assert run.exports == {"sft": len(run.items), "dpo": len(run.items)}
+    items = run.items + run.train_items          # test pool + training pool (split by goal)
+    assert items and {i.conversation_id for i in items} == convs
+    assert all(2 <= len(i.rubric.rq_criteria) <= 4 for i in items)
+    assert run.exports == {"sft": len(run.train_items), "dpo": len(run.train_items)}
     s = run.stats
     assert s["conversations"] == 2 and s["simulated"] == 3
-    assert s["discards"] == {"simulate: GenerationFailed": 1, "verify: llm_type_fit": 1}
+    assert s["discards"]["simulate: GenerationFailed"] == 1 and sum(s["discards"].values()) == 2
+    assert set(s["discards"]) & {"verify: llm_type_fit", "verify: interjection_grounded"}
 
     # the user simulator saw the plan, never the raw intent
     user_reqs = [r for r in requests if r.json["response_format"]["json_schema"]["name"]

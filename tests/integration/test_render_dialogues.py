@@ -27,7 +27,8 @@ pytestmark = pytest.mark.integration
 
 TOL_S = 0.030
 SILERO_HANGOVER_S = 0.150
-SILERO_ONSET_LAG_S = 0.100      # silero's 32 ms windows need 1-3 of them to rise above 0.5
+SILERO_ONSET_LAG_S = 0.128      # silero's 32 ms windows need 1-4 of them to rise above 0.5 (107 ms measured
+                                # on a soft espeak onset; the energy VAD checks the onset to 30 ms)
 ESPEAK = RenderConfig(assistant_voice="espeak:en-us+f3", user_voice="espeak:en-gb")
 DEFAULT = RenderConfig(backchannels=True, backchannel_prob=1.0, backchannel_min_turn_s=2.5)
 

@@ -88,10 +88,12 @@ def test_llm_loop_repairs_the_fixable_and_discards_the_unfixable(server, tmp_pat
         [m for i, m in enumerate(FIXABLE.messages) if i not in (10, 11, 19)]
 
     assert not dropped.accepted and dropped.rounds == 0
+    # a pushback that agrees: the deterministic check finds it first (the LLM is then not asked)
     assert dropped.discard_reasons == (
-        "llm_type_fit: the pushback interjection agrees with the assistant (message 15)",)
+        "interjection_grounded: a pushback that does not object to anything (message 15)",)
     assert dropped.conversation == UNFIXABLE
-    assert [(v.round, v.check, v.fixable) for v in dropped.verdicts] == [(0, "llm_type_fit", False)]
+    assert [(v.round, v.check, v.fixable) for v in dropped.verdicts] == \
+        [(0, "interjection_grounded", False)]
 
     # the modifier was asked once and saw neither the KB, the goal, nor the intent
     mod = [r for r in server.requests if _agent(r.json)[0] == "modifier"]
@@ -127,8 +129,9 @@ def test_verifier_that_never_answers_validly_fails_the_item_with_evidence(tmp_pa
                                   "fixable": True, "instruction": "?"}]})
     with LoopbackLLMServer(responder=lambda req: bad) as srv:
         llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=srv.openai_base_url)
-        res = run_stage(verify_stage("openai:loopback-verifier"), [UNFIXABLE.with_(
-            messages=UNFIXABLE.messages)], workdir=tmp_path / "w", seed=1, resources={"llm": llm})
+        # a conversation the deterministic checks pass, so the LLM verifier is asked
+        res = run_stage(verify_stage("openai:loopback-verifier"), [conv_with({})],
+                        workdir=tmp_path / "w", seed=1, resources={"llm": llm})
     assert res.outputs == [] and len(res.failures) == 1
     f = res.failures[0]
     assert f.error_type == "GenerationFailed" and "verifier" in f.reason
@@ -179,7 +182,7 @@ def test_cli_with_llm(server, tmp_path, monkeypatch):
                                    str(src), "--llm", "openai:loopback-verifier"])
     assert out.exit_code == 0, out.output
     assert "1 accepted (1 repaired), 1 discarded, 0 failed" in out.output
-    assert "llm_type_fit" in out.output and "llm_naturalness" in out.output
+    assert "interjection_grounded" in out.output and "llm_naturalness" in out.output
     rows = read_jsonl(tmp_path / "w" / "verified.jsonl", VerifiedConversation)
     assert [r.accepted for r in rows] == [True, False]
     assert rows[0].conversation.messages[19].text == FIXED_19

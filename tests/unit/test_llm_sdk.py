@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from bargein import registry
-from bargein.errors import GenerationFailed
+from bargein.errors import ConfigError, GenerationFailed
 from bargein.llm import get_llm
 from bargein.llm.base import Completion, Usage
 from bargein.records import ChatMessage
@@ -338,7 +338,7 @@ def test_provider_settings_from_the_registry_reach_every_client(keys, tmp_path):
                                structured="schema", max_tokens=55)
             ask(explicit, "other")
             first, second = (r.json for r in srv.requests)
-        assert first["response_format"] == {"type": "json_object"} and first["max_tokens"] == 77
+        assert first["response_format"]["type"] == "json_object" and first["max_tokens"] == 77
         assert second["response_format"]["type"] == "json_schema" and second["max_tokens"] == 55
         async def sdk_timeout(llm):
             return llm.provider._clients.get().timeout
@@ -388,3 +388,44 @@ def test_re_asks_keep_to_the_context_window(keys, tmp_path):
     assert "a" * 480 in second                                         # room: the attempt is shown
     assert "b" * 480 in third and "a" * 480 not in third               # no room: the latest only
     assert srv.request_count == 3 and all(r.fault is None for r in srv.requests)
+
+
+def test_a_probe_that_times_out_is_not_sent_back_to_a_refused_mode(keys, tmp_path):
+    """llama-cpp-python's server refuses json_schema at once and can take minutes on json_object:
+    a timeout there is not a refusal, and the request is then sent (with the SDK's retries) in
+    json_object, not in the json_schema the server has just refused."""
+    with LoopbackLLMServer(reject_modes=("json_schema",), latency_s=1.5,
+                           responder=lambda req: ANSWER) as srv:
+        llm = get_llm("openai:qwen", base_url=srv.openai_base_url, workdir=tmp_path, timeout_s=0.5,
+                      max_retries=0)
+        with pytest.raises(GenerationFailed, match="timed out"):
+            ask(llm)
+        sent = [m for m, _ in modes(srv)]
+    assert sent[:2] == ["json_schema", "json_schema"] and set(sent[2:]) == {"json_object"}, sent
+
+
+def test_an_agent_routed_to_its_own_model_is_answered_by_that_server(keys, tmp_path, monkeypatch):
+    """Per-agent models: the verifier on one server and model, everything else on another; the
+    ledger records each call under its agent's provider and model."""
+    with LoopbackLLMServer(responder=lambda req: ANSWER) as sims, \
+            LoopbackLLMServer(responder=lambda req: ANSWER) as strong:
+        monkeypatch.setenv("OPENAI_BASE_URL", sims.openai_base_url)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", strong.anthropic_base_url)
+        monkeypatch.setenv("BARGEIN_LLM_AGENTS", "verifier=anthropic:claude-3-5-haiku-latest")
+        llm = get_llm("openai:qwen", workdir=tmp_path)
+
+        async def both():
+            return (await llm.structured([{"role": "user", "content": "a"}], Echo, agent="round_planner"),
+                    await llm.structured([{"role": "user", "content": "b"}], Echo, agent="verifier"))
+
+        assert asyncio.run(both()) == (Echo(text="ok", n=1), Echo(text="ok", n=1))
+        assert sims.request_count == 1 and strong.request_count == 1
+        assert strong.requests[0].json["model"] == "claude-3-5-haiku-latest"
+        assert llm.agent_specs == {"verifier": "anthropic:claude-3-5-haiku-latest"}
+    llm.ledger.flush()
+    ledger = json.loads((tmp_path / "llm_ledger.json").read_text())
+    text = json.dumps(ledger)
+    assert "claude-3-5-haiku-latest" in text and "qwen" in text and "verifier" in text
+    monkeypatch.setenv("BARGEIN_LLM_AGENTS", "verifier")
+    with pytest.raises(ConfigError, match="AGENT=PROVIDER:MODEL"):
+        get_llm("openai:qwen", workdir=tmp_path)
