@@ -7,8 +7,10 @@ It prints::
 
     placeholder_scan_100k_s=      worst time of find_placeholders over hostile 100k-character
                                   tokens (letters, 'X', '<' + words, '[' + capitals, …)
-    placeholder_scaling_ratio=    that time / the same tokens at 10k characters, measured in this
-                                  run (linear ≈ 10; the old quadratic scan was ≈ 100)
+    placeholder_scaling_ratio=    worst time at 400k / worst time at 100k characters, measured in
+                                  this run (linear ≈ 4; a quadratic scan ≈ 16)
+    objects_scan_100k_s=          the same for verify's find_objects (questions, fees, dates …)
+    objects_scaling_ratio=        400k / 100k for find_objects (linear ≈ 4)
     orphans_after_kill=           processes of a `bargein build` still alive 5 s after the build
                                   was killed mid-render, summed over kill -9 and SIGTERM (goal 0)
     files_outside_target=         files a killed build wrote outside its work dir and --out
@@ -44,11 +46,12 @@ HOSTILE = {
 }
 
 
-def scan_seconds(n: int, repeats: int = 3) -> float:
+def scan_seconds(fn, n: int, repeats: int = 3) -> float:
+    """The worst (over token shapes) of the best (over repeats) time of ``fn`` on n chars."""
     worst = 0.0
     for make in HOSTILE.values():
         text = make(n)
-        best = min(_timed(find_placeholders, text) for _ in range(repeats))
+        best = min(_timed(fn, text) for _ in range(repeats))
         worst = max(worst, best)
     return worst
 
@@ -102,12 +105,20 @@ def kill_mid_render(sig: int, root: Path) -> tuple[int, int]:
     for line in proc.stderr:
         if line.startswith("[bargein build] render ..."):
             break
+    else:
+        raise RuntimeError(f"the build ended (code {proc.wait()}) before rendering: nothing "
+                           "to measure")
     deadline = time.time() + 120                  # until a render worker is up
     while len(_group(proc.pid)) < 2 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
     time.sleep(1.0)
+    if proc.poll() is not None:
+        raise RuntimeError("the build finished before the kill: nothing measured")
+    workers = len(_group(proc.pid)) - 1
     os.kill(proc.pid, sig)
-    proc.wait(timeout=120)
+    code = proc.wait(timeout=120)
+    print(f"  {signal.Signals(sig).name} mid-render: {workers} worker processes at the kill, "
+          f"exit {code}", file=sys.stderr)
     time.sleep(5)
     alive = _group(proc.pid)
     if alive:
@@ -120,9 +131,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-kill", action="store_true", help="Skip the kill measurements.")
     args = ap.parse_args()
-    small, big = scan_seconds(10_000), scan_seconds(100_000)
-    print(f"placeholder_scan_100k_s={big:.3f}")
-    print(f"placeholder_scaling_ratio={big / max(small, 1e-9):.1f}")
+    from bargein.verify.objects import find_objects
+
+    for name, fn in (("placeholder", find_placeholders), ("objects", find_objects)):
+        base, big = scan_seconds(fn, 100_000), scan_seconds(fn, 400_000, repeats=2)
+        print(f"{name}_scan_100k_s={base:.3f}")
+        print(f"{name}_scaling_ratio={big / max(base, 1e-9):.1f}")
     bad = False
     if not args.no_kill:
         orphans = outside = 0

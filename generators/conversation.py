@@ -229,9 +229,8 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | 
                     inter = await agents.user_interject(plan, text, turn.content_start, context,
                                                         _heard_view(messages), rng, replan)
                 elif plan.assistant_action != "farewell":
-                    heard = _heard_view(messages)
-                    if isinstance(agents, RuleAgents):      # the turn being answered, too
-                        heard = heard + [{"role": "assistant", "text": text}]
+                    # the caller hears the turn it answers (every agent, the LLM one too)
+                    heard = _heard_view(messages) + [{"role": "assistant", "text": text}]
                     reply = await agents.user_reply(plan, heard, rng, replan)
                 break
             except GenerationFailed as e:      # plan broken, or no schema-valid answer

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from bargein.errors import InputError
 from bargein.records.conversation import Conversation
 from bargein.records.release import Failure
 
@@ -36,17 +37,37 @@ def read_conversations(path: str | os.PathLike, *,
     path = Path(path)
     convs: list[Conversation] = []
     fails: list[Failure] = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise InputError(f"--conversations {str(path)!r} cannot be read ({e.strerror or e}). "
+                         "Fix: pass the conversations.jsonl a stage wrote.") from None
+    with f:
+        for n, raw in enumerate(f, 1):
+            where = f"{path.name}:{n}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:        # one bad line, not the whole batch
+                fails.append(Failure(stage=stage, item_id=f"line {n}", error_type="InvalidInput",
+                                     reason=f"{where}: not UTF-8 text (byte 0x{raw[e.start:e.start + 1].hex()} "
+                                            f"at column {e.start + 1}). Fix: save the file as UTF-8.",
+                                     evidence={"line": n}))
+                continue
+            if n == 1:
+                line = line.removeprefix("\ufeff")
             if not line.strip():
                 continue
-            where = f"{path.name}:{n}"
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 fails.append(Failure(stage=stage, item_id=f"line {n}", error_type="InvalidInput",
                                      reason=f"{where}: not JSON ({e.msg} at column {e.colno}). {FIX}",
                                      evidence={"line": n, "text": line[:200]}))
+                continue
+            except RecursionError:
+                fails.append(Failure(stage=stage, item_id=f"line {n}", error_type="InvalidInput",
+                                     reason=f"{where}: not a conversation (JSON nested too deeply). "
+                                            f"{FIX}", evidence={"line": n}))
                 continue
             if isinstance(obj, dict) and isinstance(obj.get("conversation"), dict):
                 obj = obj["conversation"]                  # a VerifiedConversation line

@@ -21,7 +21,7 @@ from bargein.records.derived import PERTURBATION_TYPES
               help="Output folder for pairs.jsonl, audio/ and sidecars/. Default: <workdir>/perturb")
 @click.option("--vad", default="silero", show_default=True,
               help="VAD for events and re-measurement (silero, webrtc, energy).")
-@click.option("--sample-rate", type=int, default=16000, show_default=True, help="Output sample rate.")
+@click.option("--sample-rate", type=click.IntRange(8000, 48000), default=16000, show_default=True, help="Output sample rate.")
 @click.option("--audio-column", default=None, help="HF dataset audio column (default: first Audio).")
 @click.option("--split", default=None, help="HF dataset split (default: the only one).")
 @click.option("--workers", type=click.IntRange(1, None), default=1, show_default=True,

@@ -21,7 +21,7 @@ from bargein.cli.util import echo_report, fail_if_nothing, get_globals
                    "pipeline tests (smoke test, not a score).")
 @click.option("--out", type=click.Path(path_type=Path),
               help="Write item_scores.jsonl, report.json and tables.md here.")
-@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=int,
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=0),
               help="Bootstrap iterations for the 95% CIs (resampling source utterances).")
 @click.option("--concurrency", default=8, show_default=True, type=int, help="Parallel judge calls.")
 @click.option("--allow-missing", is_flag=True, help="Score items without a response as empty responses.")

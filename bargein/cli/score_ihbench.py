@@ -21,7 +21,7 @@ from bargein.cli.util import echo_report, fail_if_nothing, get_globals
 @click.option("--epochs", default=3, show_default=True, type=int, help="Epochs per item.")
 @click.option("--out", type=click.Path(path_type=Path),
               help="Write item_scores.jsonl, report.json, tables.md and plots/ here.")
-@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=int,
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=0),
               help="Bootstrap iterations for the 95% CIs.")
 @click.option("--concurrency", default=8, show_default=True, type=int, help="Parallel judge calls.")
 @click.option("--endpoint", help="Hub endpoint for ORG/NAME@REV releases.")

@@ -117,6 +117,18 @@ def test_llm_path_end_to_end(scenarios, tmp_path):
                           ("UserInterjection", "PlannerOut", "AssistantTurn", "UserReply")
                           for r in reasks)
 
+    # the caller heard the assistant message it answers: the last line of its history
+    replies = [r for r in requests if r.json["response_format"]["json_schema"]["name"] == "UserReply"]
+    assert replies
+    for r in replies:
+        heard = r.json["messages"][0]["content"].split("Conversation so far (what you heard):")[1]
+        heard = heard.split("Your plan for this turn")[0].strip().splitlines()
+        assert heard and heard[-1].startswith("assistant: "), heard
+    said = {m.text for v in run.verified for m in v.conversation.messages if m.role == "assistant"}
+    answered = {r.json["messages"][0]["content"].split("Your plan for this turn")[0]
+                .strip().splitlines()[-1].removeprefix("assistant: ") for r in replies}
+    assert answered & said
+
     # verifier-modifier: A repaired in one round, B discarded with the unfixable reason
     by_scn = {v.conversation.scenario.id: v for v in run.verified}
     va, vb, vd = by_scn[a.id], by_scn[b.id], by_scn[d.id]

@@ -129,3 +129,6 @@ def test_kill_and_sigterm_at_every_boundary_resume_byte_identical(tmp_path):
     assert _tree(out) == _tree(ref_out), f"resumed release differs; kills landed: {landed}"
     # the kills did land inside the pipeline (not all after it finished)
     assert sum(1 for *_, code in landed if code != 0) >= len(KILLS) // 2, landed
+    for name in ("SIGKILL", "SIGTERM"):
+        assert any(n == name and code != 0 for n, *_, code in landed), landed
+    print("kills landed (signal, trigger stage, delay s, last stage seen, exit code):", landed)
