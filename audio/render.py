@@ -383,9 +383,10 @@ def as_rendered(conv: Conversation, rd: RenderedDialogue) -> Conversation:
         overlap = max(0, int(round((seg.stop_s - seg.cut_s) * 1000))) if seg.stop_s is not None else \
             m.interruption.overlap_ms
         itr = m.interruption.with_(heard_text=heard, cut_char_offset=max(1, len(heard)),
-                                   cut_word_index=max(1, k), overlap_ms=overlap)
-        msgs.append(m.with_(heard_text=heard, interruption=itr))
-    return conv.with_(messages=tuple(msgs))
+                                   cut_word_index=max(1, k), overlap_ms=overlap,
+                                   id=m.interruption.id)
+        msgs.append(m.with_(heard_text=heard, interruption=itr, id=m.id))
+    return conv.with_(messages=tuple(msgs), id=conv.id)      # the same conversation, as heard
 
 
 # ------------------------------------------------------------------ the stage

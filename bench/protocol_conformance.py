@@ -120,29 +120,18 @@ def public_schema_problems(tmp: Path) -> list[str]:
     return check_public_schema(tmp / "rel")
 
 
-def energy_spans(x: np.ndarray, sr: int) -> list[tuple[float, float]]:
-    """The independent instrument: frame energy (10 ms frames, sound = within 40 dB of the
-    channel's loudest frame and above -50 dBFS), without padding or gap merging. It neither
-    placed the edits (silero) nor measured the sidecars (silero + 5 ms energy boundaries)."""
-    from bargein.audio.vad import get_vad, segments_to_tuples
-
-    return segments_to_tuples(get_vad("energy", pad_ms=0.0, merge_gap_ms=0.0).segments(x, sr))
-
-
 def sidecar_errors(tmp: Path, n_dialogues: int, per_type: int) -> tuple[list[float], int, dict]:
     """Perturb spoken dialogues (silero placement), then recompute every timing figure of every
-    sidecar from the written audio with :func:`energy_spans` and the sidecar's own candidate."""
-    import json
-
+    sidecar from the written audio (:mod:`bargein.perturb.fidelity`, energy detector)."""
     from _synthetic_audio import speech_dialogue
 
-    from bargein.audio.io import read_audio, write_audio
-    from bargein.perturb.measure import measure
+    from bargein.audio.io import write_audio
+    from bargein.perturb.fidelity import sidecar_errors as sidecar_errors_on_audio
     from bargein.perturb.sources import load_sources
     from bargein.perturb.stage import run_perturb
     from bargein.records.audio import RenderedDialogue
-    from bargein.records.derived import PERTURBATION_TYPES, PerturbationPair
-    from bargein.store import read_jsonl, write_jsonl
+    from bargein.records.derived import PERTURBATION_TYPES
+    from bargein.store import write_jsonl
 
     recs = []
     for i in range(n_dialogues):
@@ -154,24 +143,8 @@ def sidecar_errors(tmp: Path, n_dialogues: int, per_type: int) -> tuple[list[flo
     write_jsonl(tmp / "rendered.jsonl", recs)
     run_perturb(load_sources(tmp / "rendered.jsonl", tmp / "w"), types=list(PERTURBATION_TYPES),
                 per_type=per_type, out_dir=tmp / "out", workdir=tmp / "w", seed=5, vad="silero")
-    errs: list[float] = []
-    by_type: dict[str, list[float]] = {}
-    pairs = read_jsonl(tmp / "out" / "pairs.jsonl", PerturbationPair)
-    skip = {"in_spec", "count", "listener_in_gap", "residue_over_floor_db"}
-    for p in pairs:
-        side = json.loads((tmp / "out" / "sidecars" / f"{p.id}.json").read_text())
-        segs = []
-        for rel in (p.natural_path, p.perturbed_path):
-            y, sr = read_audio(tmp / "out" / rel)
-            segs.append([energy_spans(np.ascontiguousarray(y[:, c]), sr) for c in range(2)])
-        mine = measure(p.type, segs[0], segs[1], side["candidate"], side["params"])
-        for k, v in side["measured"].items():
-            if k in skip:
-                continue
-            e = abs(v - mine[k]) * 1000 if k in mine else float("inf")
-            errs.append(e)
-            by_type.setdefault(p.type, []).append(e)
-    return errs, len(pairs), by_type
+    errs, by_type, n_pairs, _ = sidecar_errors_on_audio(tmp / "out" / "pairs.jsonl", [tmp / "out"])
+    return errs, n_pairs, by_type
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,6 +54,8 @@ _REQUEST_CUE = re.compile(r"\?|\b(need|needs|required|require|must|bring|send|up
 _RULE_CUE = re.compile(r"\b(must|within|only|have to|has to|need to|deadline|no later|at least|up to|"
                        r"policy|required|can't|cannot|won't|before|after|expires?|limit|minimum|"
                        r"notice|by law|rules?)\b", re.I)
+_NUMBERS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve",
+            "fourteen", "fifteen", "twenty", "thirty", "forty-five", "sixty", "ninety"}
 _LEADS = {"a", "an", "the", "your", "my", "any", "some", "this", "two", "three", "four"}
 _IDENTITY = re.compile(r"\b(birth|digits|social|security|account|card|pin|password|passport|licen[cs]e|"
                        r"member|patient|id|identification|photo|signature|ssn|verification|"
@@ -73,6 +75,10 @@ def _fits(o: Obj, content: str) -> bool:
     an amount or a named charge, a requirement is asked for, a policy is stated as a rule."""
     sent = _sentence_of(content, o)
     head = o.phrase.split()[-1].lower().strip(".,?")
+    first = o.phrase.split()[0].lower()
+    if not (first in _LEADS or first in _NUMBERS or o.phrase[:1] in "$€£0123456789"
+            or o.kind == "value"):
+        return False                  # a noun phrase as said: "the late fee", not "raise grant ..."
     if o.kind == "fee":           # not a refund, waiver or credit: nobody disputes those
         if re.search(r"refund|waiv|credit|free|no charge|no fee|discount|off the|saving", sent, re.I):
             return False
@@ -82,8 +88,8 @@ def _fits(o: Obj, content: str) -> bool:
         return (bool(_REQUEST_CUE.search(sent)) and first in _LEADS
                 and bool(_IDENTITY.search(o.phrase))
                 and not re.search(r"\berror\b|\bthat code\b", sent, re.I))
-    if o.kind == "policy":
-        return bool(_RULE_CUE.search(sent))
+    if o.kind == "policy":           # the rule is stated around it, not just named by it
+        return bool(_RULE_CUE.search(sent.replace(o.phrase, " ")))
     return True
 
 

@@ -53,7 +53,7 @@ def load_config(release: str | Path, config: str, split: str | None = None):
     release = Path(release)
     if not (release / "README.md").is_file():
         raise ReleaseError(f"{release} has no README.md (dataset card). Fix: pass a release folder.")
-    ds = datasets.load_dataset(str(release), config, split=split)
+    ds = datasets.load_dataset(str(release), config, split=split, cache_dir=_cache_dir(release))
 
     def _raw(d):
         for name, feat in d.features.items():
@@ -64,6 +64,20 @@ def load_config(release: str | Path, config: str, split: str | None = None):
     if isinstance(ds, datasets.DatasetDict):
         return datasets.DatasetDict({k: _raw(v) for k, v in ds.items()})
     return _raw(ds)
+
+
+def _cache_dir(release: Path) -> str | None:
+    """A datasets cache keyed by the release's content (its manifest), not by its path: a
+    release rebuilt in place (same path, new rows) never reads the old version's Arrow cache."""
+    import hashlib
+
+    import datasets
+
+    manifest = release / "manifest.json"
+    if not manifest.is_file():
+        return None
+    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()[:16]
+    return str(Path(datasets.config.HF_DATASETS_CACHE) / "bargein-releases" / digest)
 
 
 def decode_audio(cell: dict | None) -> tuple[np.ndarray, int]:

@@ -95,8 +95,18 @@ def _goal_text(conv: Conversation) -> str:
     return g.description or g.name
 
 
+def _heard(conv: Conversation, rd: RenderedDialogue | None) -> Conversation:
+    """The conversation as its audio says it (heard text, realised overlap), when rendered."""
+    if rd is None:
+        return conv
+    from bargein.audio.render import as_rendered
+
+    return as_rendered(conv, rd)
+
+
 def conversation_row(conv: Conversation, verified: VerifiedConversation | None,
                      rd: RenderedDialogue | None, audio: AudioResolver) -> dict[str, Any]:
+    conv = _heard(conv, rd)
     sc = conv.scenario
     return {
         "conversation_id": conv.id, "scenario_id": sc.id, "domain": sc.domain.name,
@@ -152,6 +162,7 @@ def ihbench_turns(conv: Conversation) -> list[dict[str, Any]]:
 
 def ihbench_row(conv: Conversation, rd: RenderedDialogue | None, audio: AudioResolver,
                 max_turns: int) -> dict[str, Any]:
+    conv = _heard(conv, rd)
     sc = conv.scenario
     turns = ihbench_turns(conv)
     if len(turns) > max_turns:

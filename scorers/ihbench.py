@@ -377,6 +377,10 @@ def score_ihbench(release: str | Path, responses: str | Path, *, judge: str | No
 
     if epochs < 1:
         raise ConfigError(f"--epochs {epochs}: must be >= 1 (IHBench uses 3)")
+    if n_boot < 1:
+        raise ConfigError(f"--bootstrap {n_boot}: must be >= 1 (IHBench uses 1000)")
+    if concurrency < 1:
+        raise ConfigError(f"--concurrency {concurrency}: must be >= 1")
     workdir = Path(workdir or "work")
     j = judge_obj or get_judge(judge, workdir=workdir)
     path = pull_release(str(release), endpoint=endpoint)

@@ -220,8 +220,16 @@ def generate_responses(release: str | Path, *, llm: str, epochs: int = 3, out: P
     from bargein.runner import run_stage
     from bargein.scorers.ihbench import load_eval_items
 
+    import math
+
     if epochs < 1:
         raise ConfigError(f"--epochs {epochs}: must be >= 1")
+    if concurrency < 1:
+        raise ConfigError(f"--concurrency {concurrency}: must be >= 1")
+    if not (math.isfinite(temperature) and 0 <= temperature <= 2):
+        raise ConfigError(f"--temperature {temperature}: must be a number from 0 to 2")
+    if max_tokens < 1:
+        raise ConfigError(f"--max-tokens {max_tokens}: must be >= 1")
     llm = llm.strip()
     if llm.lower() in ("offline", "rule", "rules"):
         raise ConfigError(f"--llm {llm}: there is no rule-based responder any more. Pass a model "

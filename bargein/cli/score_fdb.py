@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bargein.cli.util import get_globals, require_file
+from bargein.cli.util import fail_if_nothing, get_globals, require_file
 
 
 @click.command("fdb")
@@ -51,3 +51,5 @@ def fdb(recordings: Path, protocol: str, gt_path: Path | None, asr: bool, out: P
     if failures:
         click.echo(f"{len(failures)} recording(s) failed; reasons in {out}/failures.jsonl")
     click.echo(f"-> {out}")
+    fail_if_nothing(summary["recordings"], f"no recording could be scored ({len(failures)} failed); "
+                                           f"reasons in {out}/failures.jsonl")

@@ -13,6 +13,9 @@ Retries are the SDK's (``max_retries``, honouring Retry-After).
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import json
 import os
 from typing import Any
@@ -95,8 +98,8 @@ class AnthropicProvider:
         kw: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": turns}
         if system:
             kw["system"] = system
-        if temperature is not None:
-            kw["temperature"] = temperature
+        if temperature is not None and "temperature" in _create_params():
+            kw["temperature"] = temperature         # newer SDKs dropped sampling parameters
         if json_schema is not None and (mode or self.structured_modes[0]) == MODE_TOOL:
             tool = answer_tool(json_schema)
             kw["tools"] = [tool]
@@ -133,3 +136,11 @@ class AnthropicProvider:
 
 def create(model: str, **kwargs: Any) -> AnthropicProvider:
     return AnthropicProvider(model, **kwargs)
+
+
+@functools.lru_cache(maxsize=1)
+def _create_params() -> frozenset[str]:
+    """The keyword arguments the installed SDK's typed ``messages.create`` accepts."""
+    from anthropic.resources.messages import AsyncMessages
+
+    return frozenset(inspect.signature(AsyncMessages.create).parameters)

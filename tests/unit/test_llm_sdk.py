@@ -429,3 +429,18 @@ def test_an_agent_routed_to_its_own_model_is_answered_by_that_server(keys, tmp_p
     monkeypatch.setenv("BARGEIN_LLM_AGENTS", "verifier")
     with pytest.raises(ConfigError, match="AGENT=PROVIDER:MODEL"):
         get_llm("openai:qwen", workdir=tmp_path)
+
+
+def test_anthropic_temperature_is_sent_only_where_the_sdk_takes_it(keys, tmp_path):
+    """anthropic 2.x dropped sampling parameters from ``messages.create``: passing one is a
+    TypeError before any request. The provider sends what the installed SDK accepts."""
+    import inspect
+
+    from anthropic.resources.messages import AsyncMessages
+
+    takes = "temperature" in inspect.signature(AsyncMessages.create).parameters
+    with LoopbackLLMServer(answers=[ANSWER]) as srv:
+        llm = get_llm("anthropic:claude-haiku-4-5", base_url=srv.anthropic_base_url, workdir=tmp_path)
+        assert ask(llm, temperature=0.7) == Echo(text="ok", n=1)
+        [req] = srv.requests
+    assert ("temperature" in req.json) == takes

@@ -149,7 +149,9 @@ def test_score_commands_on_external_recordings(tmp_path):
     summ = json.loads((tmp_path / "w" / "scores" / "fdb" / "summary.json").read_text())
     assert summ["protocol"]["protocol"] == "fdb-v1.5" and summ["timing"]["response_n"] >= 1
     r = run(cli, ["--workdir", w, "score", "fdb", "--recordings", str(rec)])      # no words, no --asr
-    assert r.exit_code == 0 and "no system word timings" in (tmp_path / "w" / "scores" / "fdb" / "failures.jsonl").read_text()
+    # every recording failed: the reasons are kept, and the command says so with exit 1 (issue 16 #6)
+    assert r.exit_code == 1 and "no recording could be scored" in r.output
+    assert "no system word timings" in (tmp_path / "w" / "scores" / "fdb" / "failures.jsonl").read_text()
     pred = BuiltinPredictor.train([scoring_activity(x, 16000).astype(bool)])
     pred.save(tmp_path / "m.npz")
     r = run(cli, ["--workdir", w, "score", "turnnat", "--recordings", str(rec), "--protocol", "turnnat-ref",
