@@ -99,7 +99,7 @@ def test_out_folder_that_is_not_a_site_is_refused_and_untouched(built, tmp_path)
     proc = subprocess.run([sys.executable, "-m", "bargein.cli", "inspect", str(built["release"]),
                            "--out", str(precious)], capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
-    assert "not an inspection site" in proc.stderr and "Traceback" not in proc.stderr
+    assert str(precious) in proc.stderr and "Fix:" in proc.stderr and "Traceback" not in proc.stderr
     assert sorted(p.name for p in precious.iterdir()) == ["precious.txt"]
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".building")]
 
