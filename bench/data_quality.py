@@ -23,119 +23,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
-from collections import Counter, defaultdict
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]   # bench/inspect.py
 
-from bargein.generators import phrases as P  # noqa: E402,F401
 from bargein.records import Conversation, VerifiedConversation  # noqa: E402
-from bargein.seeding import stable_int  # noqa: E402
 from bargein.verify.checks import run_checks  # noqa: E402
-from bargein.verify.text import sentences, tokens  # noqa: E402
-
-
-def distinct(texts: list[str], n: int) -> float:
-    grams, total = set(), 0
-    for t in texts:
-        toks = tokens(t)
-        for i in range(len(toks) - n + 1):
-            grams.add(tuple(toks[i:i + n]))
-            total += 1
-    return len(grams) / total if total else 0.0
-
-
-def _template_regexes() -> list[tuple[str, re.Pattern[str]]]:
-    out = []
-    for file in P.BANK_FILES:
-        for key, items in P._load(file).items():
-            for j, t in enumerate(items):
-                texts = [t] if isinstance(t, str) else [v for v in t.values() if isinstance(v, str)]
-                for x in texts:
-                    if not x.strip():
-                        continue
-                    parts = re.split(r"\{\w+\}", " ".join(tokens(x)))
-                    pat = r"(?:.+?)".join(re.escape(p.strip()).replace(r"\ ", r"\s*") for p in parts)
-                    out.append((f"{file}.{key}[{j}]", re.compile(rf"^\s*{pat}\s*$")))
-    return out
-
-
-def templated(convs: list[Conversation]) -> tuple[float, int, int]:
-    """(share of assistant sentences that are one template or talking point sentence,
-    distinct templates covering the interjections, interjections)."""
-    regs = _template_regexes()
-    hit = total = 0
-    used: Counter[str] = Counter()
-    n_inter = 0
-    for c in convs:
-        tps = {" ".join(tokens(c.scenario.kb.workflow.stage(s.name).description))
-               for s in c.scenario.kb.workflow.stages}
-        for s in c.scenario.kb.workflow.stages:
-            for tp in s.talking_points:
-                tps |= {" ".join(tokens(tp[a:b])) for a, b in sentences(tp)}
-        for m in c.messages:
-            if m.role == "assistant":
-                for a, b in sentences(m.text):
-                    sent = " ".join(tokens(m.text[a:b]))
-                    total += 1
-                    if sent in tps or any(r.match(sent) for _, r in regs):
-                        hit += 1
-        for _, u in c.interruptions:
-            n_inter += 1
-            norm = " ".join(tokens(u.text))
-            name = next((n for n, r in regs if n.startswith("user.") and r.match(norm)), None)
-            if name is None:    # composed from pieces: count the piece it ends with
-                name = next((n for n, r in regs if n.startswith("user.")
-                             and r.pattern.endswith("$") and re.search(r.pattern[1:], norm)), norm)
-            used[name] += 1
-    return (hit / total if total else 0.0), len(used), n_inter
-
-
-def _features(text: str) -> tuple[str, str, int]:
-    toks = tokens(text)
-    return (toks[0] if toks else "", " ".join(toks[:2]), len(toks))
-
-
-def dpo_separability(rows: list[dict], folds: int = 5) -> dict[str, float]:
-    """Accuracy of first-word, first-two-words and length classifiers, cross-validated by
-    conversation (each response is one example: chosen = 1, rejected = 0)."""
-    data = []
-    for r in rows:
-        g = stable_int("fold", r["conversation_id"]) % folds
-        data.append((g, _features(r["chosen"][0]["content"]), 1))
-        data.append((g, _features(r["rejected"][0]["content"]), 0))
-    acc = {"first_word": 0.0, "first2": 0.0, "length": 0.0}
-    n = 0
-    for f in range(folds):
-        train = [d for d in data if d[0] != f]
-        test = [d for d in data if d[0] == f]
-        if not train or not test:
-            continue
-        for name, i in (("first_word", 0), ("first2", 1)):
-            votes: dict[str, Counter] = defaultdict(Counter)
-            for _, feat, y in train:
-                votes[feat[i]][y] += 1
-            for _, feat, y in test:
-                v = votes.get(feat[i])
-                if not v or v[0] == v[1]:
-                    acc[name] += 0.5
-                else:
-                    acc[name] += 1.0 if (v[1] > v[0]) == (y == 1) else 0.0
-        lens = sorted({feat[2] for _, feat, _ in train})
-        best = (0.0, 0, True)
-        for t in lens:
-            for longer_is_chosen in (True, False):
-                ok = sum(1 for _, feat, y in train if ((feat[2] > t) == longer_is_chosen) == (y == 1))
-                if ok / len(train) > best[0]:
-                    best = (ok / len(train), t, longer_is_chosen)
-        _, t, lc = best
-        acc["length"] += sum(1 for _, feat, y in test if ((feat[2] > t) == lc) == (y == 1))
-        n += len(test)
-    return {k: v / n if n else 0.0 for k, v in acc.items()}
+# the figures are defined once, in the package (the release card shows the same numbers)
+from bargein.verify.report import distinct, dpo_separability, templating  # noqa: E402
 
 
 def point_flags(conv: Conversation) -> tuple[int, int]:
@@ -180,13 +78,12 @@ def main() -> None:
         texts = [m.text for c in accepted for m in c.messages if m.role == role]
         print(f"{role}_distinct1={distinct(texts, 1):.3f}")
         print(f"{role}_distinct2={distinct(texts, 2):.3f}")
-    share, n_templates, n_inter = templated(accepted)
+    share, n_templates, n_inter = templating(accepted)
     print(f"templated_sentence_share={share:.3f}")
     print(f"interjection_templates={n_templates} interjections={n_inter}")
     sep = dpo_separability(dpo)
-    print(f"dpo_first_word_accuracy={sep['first_word']:.3f}")
-    print(f"dpo_first2_accuracy={sep['first2']:.3f}")
-    print(f"dpo_length_accuracy={sep['length']:.3f}")
+    for k in ("dpo_first_word_accuracy", "dpo_first2_accuracy", "dpo_length_accuracy"):
+        print(f"{k}={sep[k]:.3f}")
     conv_goal = {c.id: f"{c.scenario.domain.name}/{c.scenario.goal.name}" for c in accepted}
     test_convs = {i["conversation_id"] for i in items}
     test_goals = {conv_goal.get(c) for c in test_convs}
