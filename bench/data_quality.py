@@ -23,12 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
-
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]   # bench/inspect.py
 
 from bargein.records import Conversation, VerifiedConversation  # noqa: E402
 from bargein.verify.checks import run_checks  # noqa: E402

@@ -29,9 +29,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)             # bench/inspect.py would shadow the standard library's inspect
-
 import argparse  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402

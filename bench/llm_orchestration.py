@@ -30,11 +30,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# run as `python bench/llm_orchestration.py`, this folder comes first on the import path, and
-# bench/inspect.py would shadow the standard library's inspect module: take the folder off
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
-
 import argparse
 import gc
 import hashlib
