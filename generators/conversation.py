@@ -83,7 +83,8 @@ class RuleAgents:
 
 # ---- the loop -------------------------------------------------------------------------------
 def _heard_view(messages: list[Message]) -> list[dict[str, str]]:
-    return [{"role": m.role, "text": m.spoken_text} for m in messages]
+    return [{"role": m.role, "text": m.spoken_text, "cut": m.interruption is not None}
+            for m in messages]
 
 
 async def simulate(scenario: Scenario, rng: random.Random, agents: Any) -> Conversation:
