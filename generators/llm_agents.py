@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bargein import lexicon
 from bargein.errors import BackendUnavailable
 from bargein.generators import phrases as P
 from bargein.generators import assistant_sim
@@ -62,6 +63,19 @@ class UserInterjection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     interjection: str = Field(min_length=1, max_length=300)
+
+
+_SPOKEN_BACKCHANNELS = tuple(sorted({f[:1].upper() + f[1:] + "." for b in lexicon.BACKCHANNELS
+                                     for f in (b, b.replace(" ", "-"), b.replace(" ", ", "))
+                                     if lexicon.is_backchannel(f)}))
+
+
+class FillerInterjection(BaseModel):
+    """A filler cut-in: the schema itself allows only the lexicon's backchannels (the model
+    picks one; constrained decoding cannot write anything else)."""
+
+    model_config = ConfigDict(extra="forbid", title="UserInterjection")
+    interjection: Literal[_SPOKEN_BACKCHANNELS]  # type: ignore[valid-type]
 
 
 async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseModel], *,
@@ -121,8 +135,9 @@ class LLMAgents:
         # the cut, in code: where a caller of this type cuts in (raises PlanBroken if nowhere)
         cut = self.cutter.interject(up, message, content_start, context, rng)
         agent, msgs = user_messages(up, heard, cut.heard, cut.detail)
+        schema = FillerInterjection if up.type == "filler" else UserInterjection
         out = await ask_valid(
-            self.llm, msgs, UserInterjection, agent=agent, sample=sample,
+            self.llm, msgs, schema, agent=agent, sample=sample,
             check=lambda o: check_user_interjection(up, message, content_start, cut.heard,
                                                     o.interjection, context))
         detail = dict(cut.detail)
