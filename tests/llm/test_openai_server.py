@@ -53,7 +53,7 @@ def server(tmp_path_factory):
     # client's concurrency is 1, its one slot); --cache keeps evaluated prompt prefixes (RAM), so
     # an agent's next call in a conversation reads only its new turns
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(GGUF), "--model_alias", MODEL,
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2",
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "1",
            "--seed", "7", "--cache", "true", "--cache_size", str(1 << 30)]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
