@@ -10,8 +10,14 @@ Prints::
     ihbench_public_schema_match= 1 when a release built with the ``ihbench-public`` profile has
                                  the public card's configs, columns, 1-based turns and structs
     turnnat_ref_score_xrt=       audio seconds scored per wall second by the whole ``turnnat-ref``
-                                 scorer (silero VAD of both channels, 50 Hz cleaning, units,
-                                 predictor), ratio to the wall clock of this run (goal >= 500)
+                                 scorer on a first pass (silero VAD of both channels on two threads,
+                                 50 Hz cleaning, units, predictor), ratio to the wall clock of this
+                                 run (goal >= 500)
+    turnnat_ref_score_sequential_xrt=  the same with the channels one after the other (the output is
+                                 checked identical)
+    turnnat_ref_vad_cpu_floor_xrt=   audio seconds per CPU second of the silero model alone on both
+                                 channels: the ceiling of a first pass on one core; x2 for two cores
+                                 (``turnnat_ref_vad_two_core_bound_xrt``)
     turnnat_ref_units_xrt=       the same without the VAD (activity given)
     turnnat_ref_score_cached_vad_xrt=  the file scorer (read, hash, cached reference VAD, units,
                                  predictor) when the clip's VAD is already cached
@@ -77,10 +83,22 @@ def speeds(seconds: float) -> dict[str, float]:
     test = spoken_dialogue(seconds, 2)
     pred = BuiltinPredictor.train([turnnat_ref.scoring_activity(train, 16000).astype(bool)])
     dur = len(test) / 16000
+    from bargein.audio.vad import SileroVAD, silero_probs
+
+    models = (SileroVAD(), SileroVAD())
+    ts0 = time.perf_counter()
+    v_seq = turnnat_ref.scoring_activity(test, 16000, models[0])           # channels one after the other
+    turnnat_ref.score_activity(v_seq, pred, dur)
+    ts1 = time.perf_counter()
     t0 = time.perf_counter()
-    v = turnnat_ref.scoring_activity(test, 16000)
+    v = turnnat_ref.scoring_activity(test, 16000, vads=models)             # channels on two threads
     r = turnnat_ref.score_activity(v, pred, dur)
     t1 = time.perf_counter()
+    assert np.array_equal(v, v_seq), "parallel channels changed the reference VAD's output"
+    c0 = time.thread_time()                       # the model alone: CPU seconds of both channels
+    for c in range(2):
+        silero_probs(np.ascontiguousarray(test[:, c]), 16000, models[0])
+    cpu = time.thread_time() - c0
     reps = 20
     for _ in range(reps):
         turnnat_ref.score_activity(v, pred, dur)
@@ -100,7 +118,9 @@ def speeds(seconds: float) -> dict[str, float]:
         for _ in range(reps):
             scorer.score(path)
         t5 = time.perf_counter()
-    return {"turnnat_ref_score_xrt": dur / (t1 - t0), "turnnat_ref_units_xrt": reps * dur / (t2 - t1),
+    return {"turnnat_ref_score_xrt": dur / (t1 - t0), "turnnat_ref_score_sequential_xrt": dur / (ts1 - ts0),
+            "turnnat_ref_vad_cpu_floor_xrt": dur / cpu, "turnnat_ref_vad_two_core_bound_xrt": 2 * dur / cpu,
+            "turnnat_ref_units_xrt": reps * dur / (t2 - t1),
             "turnnat_ref_score_cached_vad_xrt": reps * dur / (t5 - t4),
             "fdbench_v1_score_xrt": dur / (t3 - t2)}
 
