@@ -149,6 +149,7 @@ def get_llm(
     http: str | None = None,
     frequency_penalty: float | None = None,
     agents: dict[str, str] | None = None,
+    prefix_cache: bool | None = None,
 ) -> LLMClient:
     """An :class:`LLMClient` for ``spec``.
 
@@ -170,7 +171,10 @@ def get_llm(
     clients bargein builds (``auto``: the SDK's aiohttp client where installed, else its httpx
     default; see :func:`bargein.llm.sdkclients.http_client`); ``frequency_penalty`` (-2…2) a
     guard against repetition loops, for OpenAI-compatible servers and ``llamacpp`` (Anthropic's
-    API has none).
+    API has none); ``prefix_cache`` (``llamacpp``; default on) keeps evaluated prompt prefixes
+    so a conversation's next call reads only its new tokens (a llama.cpp server does this
+    itself: ``cache_prompt``, on by default in llama.cpp's server, ``--cache true`` for
+    llama-cpp-python's).
 
     A setting not given here comes from the provider's registry options, which a config or a
     program sets once for every stage and worker process
@@ -191,7 +195,7 @@ def get_llm(
              "timeout_s": timeout_s, "max_retries": max_retries, "structured": structured,
              "api_key_env": api_key_env, "max_tokens": max_tokens, "context_tokens": context_tokens,
              "max_tokens_field": max_tokens_field, "http": http, "budget_usd": budget_usd,
-             "frequency_penalty": frequency_penalty}
+             "frequency_penalty": frequency_penalty, "prefix_cache": prefix_cache}
     configured = {**env_settings(name), **registry.options("llm", name)}
     unknown = sorted(set(configured) - set(given))
     if unknown:
@@ -202,7 +206,7 @@ def get_llm(
     timeout_s, max_retries, structured = s_["timeout_s"], s_["max_retries"], s_["structured"]
     api_key_env, max_tokens, context_tokens = s_["api_key_env"], s_["max_tokens"], s_["context_tokens"]
     max_tokens_field, http, budget_usd = s_["max_tokens_field"], s_["http"], s_["budget_usd"]
-    frequency_penalty = s_["frequency_penalty"]
+    frequency_penalty, prefix_cache = s_["frequency_penalty"], s_["prefix_cache"]
     _check("budget_usd", budget_usd, budget_usd is None or budget_usd >= 0, "a number >= 0 (USD)")
     _check("concurrency", concurrency, concurrency is None or (isinstance(concurrency, int) and concurrency >= 1),
            "an integer >= 1")
@@ -227,6 +231,8 @@ def get_llm(
         options["max_tokens_field"] = max_tokens_field
     if frequency_penalty is not None:
         options["frequency_penalty"] = float(frequency_penalty)
+    if prefix_cache is not None:
+        options["prefix_cache"] = prefix_cache in (True, 1, "1", "true", "True", "yes")
     provider = registry.create("llm", name, model=model, **options)
     model_id = getattr(provider, "model_id", provider.model)
     table = PriceTable.load().with_overrides(prices, name)
