@@ -16,7 +16,7 @@ Every label a release ships is a claim about its audio. These checks read the au
   back; answerable and unanswerable masks must hide the same amount of audio.
 
 The energy detector (:func:`activity`) is separate from the one that settles word ends in
-:mod:`bargein.audio.wordtimes`: 5 ms windows every 1 ms, a threshold 45 dB under the channel's
+:mod:`bargein.audio.wordtimes`: 5 ms windows every 1 ms, a threshold 40 dB under the channel's
 99th-percentile window level (never under -70 dBFS); an active run shorter than 5 ms is a
 click or a breath blip in a pause, not speech::
 
@@ -120,6 +120,7 @@ class VoiceWords:
     words: int = 0
     short: int = 0              # < 30 ms
     in_silence: int = 0         # no active window inside the word
+    offenders: list[dict[str, Any]] = field(default_factory=list)   # which words, for a reader
 
     def summary(self) -> dict[str, Any]:
         e = np.abs(np.asarray(self.errors_ms, dtype=float))
@@ -127,7 +128,8 @@ class VoiceWords:
                 "word_end_within_30ms": round(float(np.mean(e <= WORD_TOL_S * 1000)), 4) if e.size else None,
                 "word_end_error_ms_p50": round(float(np.percentile(e, 50)), 1) if e.size else None,
                 "word_end_error_ms_p95": round(float(np.percentile(e, 95)), 1) if e.size else None,
-                "words": self.words, "words_under_30ms": self.short, "words_in_silence": self.in_silence}
+                "words": self.words, "words_shorter_than_30ms": self.short, "words_in_silence": self.in_silence,
+                "offending_words": self.offenders[:20]}
 
 
 def channel_activity(rd: Any, audio: np.ndarray) -> list[Activity]:
@@ -150,12 +152,20 @@ def word_boundaries(dialogues: Iterable[tuple[Any, np.ndarray]],
             vw = out.setdefault(seg.voice_id or "?", VoiceWords())
             act = acts[seg.channel]
             words = seg.words
-            for w in words:
+            for k, w in enumerate(words):
                 vw.words += 1
-                if w.end_s - w.start_s < MIN_WORD_S - 1e-6:
-                    vw.short += 1
-                if not act.runs(w.start_s, w.end_s):
-                    vw.in_silence += 1
+                short = w.end_s - w.start_s < MIN_WORD_S - 1e-6
+                silent = not act.runs(w.start_s, w.end_s)
+                vw.short += short
+                vw.in_silence += silent
+                if short or silent:
+                    vw.offenders.append({
+                        "dialogue": getattr(rd, "id", "?"), "message": seg.message_index, "word": w.word,
+                        "start_s": round(w.start_s, 3), "end_s": round(w.end_s, 3),
+                        "why": "in silence" if silent else "shorter than 30 ms",
+                        "context": " ".join(v.word for v in words[max(0, k - 3): k + 4]),
+                        "sound_near": [(round(a, 3), round(b, 3))
+                                       for a, b in act.runs(w.start_s - 0.2, w.end_s + 0.2)]})
             sound = act.runs(seg.start_s, seg.end_s + 0.05)
             if not sound:
                 continue

@@ -10,7 +10,7 @@ Every figure is measured on the output audio by an instrument that did not produ
 
     word_end_within_30ms[<voice>]=   word ends before pauses >= 150 ms within 30 ms of the end
                                       of sound (energy detector)                 (goal >= 0.9)
-    words_under_30ms[<voice>]= / words_in_silence[<voice>]=                         (goal 0)
+    words_shorter_than_30ms[<voice>]= / words_in_silence[<voice>]=                         (goal 0)
     stop_error_ms_p95=               |last sound before stop_s - stop_s|           (goal <= 10)
     cut_error_ms_p95= / overlap_error_ms_p95=   the user's onset vs cut_s; stop - onset vs record
     heard_text_asr_agreement=        cuts whose heard text ends as Whisper hears the prefix
@@ -59,8 +59,11 @@ def show(rep: dict, prefix: str = "") -> None:
         print(f"{prefix}word_end_within_30ms[{voice}]={v['word_end_within_30ms']} "
               f"(pauses={v['pauses']}, err_p50={v['word_end_error_ms_p50']} ms, "
               f"p95={v['word_end_error_ms_p95']} ms)")
-        print(f"{prefix}words_under_30ms[{voice}]={v['words_under_30ms']} "
+        print(f"{prefix}words_shorter_than_30ms[{voice}]={v['words_shorter_than_30ms']} "
               f"words_in_silence[{voice}]={v['words_in_silence']} (of {v['words']})")
+        for o in v.get("offending_words", []):
+            print(f"{prefix}  {o['why']}: {o['dialogue']} msg {o['message']} {o['word']!r} "
+                  f"{o['start_s']}-{o['end_s']} s in '{o['context']}'; sound near: {o['sound_near']}")
     c = rep["cuts"]
     print(f"{prefix}stop_error_ms_p95={c['stop_error_ms_p95']} (cuts={c['cuts']}, "
           f"within_10ms={c['stop_within_10ms']})")
@@ -108,7 +111,7 @@ def other_voices(work: Path, voices: list[str], n: int) -> None:
         v = acc.summary()
         print(f"word_end_within_30ms[{voice}]={v['word_end_within_30ms']} (unrendered clips of {len(texts)} "
               f"build texts, pauses={v['pauses']}, p95={v['word_end_error_ms_p95']} ms) "
-              f"words_under_30ms[{voice}]={v['words_under_30ms']} words_in_silence[{voice}]={v['words_in_silence']}")
+              f"words_shorter_than_30ms[{voice}]={v['words_shorter_than_30ms']} words_in_silence[{voice}]={v['words_in_silence']}")
 
 
 def main() -> None:

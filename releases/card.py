@@ -240,7 +240,7 @@ def fidelity_section(fid: dict[str, Any] | None) -> list[str]:
         return []
     voices = fid.get("voices", {})
     rows = [(f"`{v}`", _fmt(x.get("word_end_within_30ms")), x.get("pauses", 0),
-             _fmt(x.get("word_end_error_ms_p95"), " ms"), x.get("words_under_30ms", 0),
+             _fmt(x.get("word_end_error_ms_p95"), " ms"), x.get("words_shorter_than_30ms", 0),
              x.get("words_in_silence", 0)) for v, x in sorted(voices.items())]
     cuts, rep, frames = fid.get("cuts", {}), fid.get("repair", {}), fid.get("frames", {})
     side = fid.get("sidecars", {}).get("sidecar_error_ms_p95", "n/a")

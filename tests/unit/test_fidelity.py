@@ -100,7 +100,7 @@ def test_mask_length_ratio_pairs_and_medians():
 def test_card_fidelity_section():
     assert fidelity_section(None) == []
     fid = {"voices": {"hibari:heart": {"word_end_within_30ms": 0.98, "pauses": 10, "word_end_error_ms_p95": 12.0,
-                                       "words_under_30ms": 0, "words_in_silence": 0}},
+                                       "words_shorter_than_30ms": 0, "words_in_silence": 0}},
            "cuts": {"heard_text_asr_agreement": 0.9, "asr_checked": 10, "stop_error_ms_p95": 3.3,
                     "cut_error_ms_p95": 7.0, "overlap_error_ms_p95": 6.0},
            "frames": {"frame_label_agreement": 0.987},
