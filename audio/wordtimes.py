@@ -75,8 +75,8 @@ def check_audio(samples: np.ndarray, engine: str, text: str) -> None:
 MIN_WORD_S = 0.032         # no word is shorter than this (30 ms, with room for resampling)
 MAX_TAIL_S = 0.3           # a word's sound may run this far past its last phoneme into a pause
 END_DB = -40.0             # word ends settle where the level falls this far under the peak
-OWN_SOUND_DB = -30.0       # a word owns sound: frames this loud (under the peak) ...
-OWN_SOUND_S = 0.010        # ... for at least this long, inside its span
+OWN_SOUND_DB = SILENCE_DB  # a word owns sound: frames over the silence floor (under the peak) ...
+OWN_SOUND_S = 0.010        # ... for at least this long, inside its span (a weak t release counts)
 
 
 def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequence[int],

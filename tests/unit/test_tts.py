@@ -309,6 +309,23 @@ def test_a_word_the_durations_put_in_a_closure_takes_the_sound_before_it():
     assert w[1].end_s - w[1].start_s >= 0.03 and _active_ms(x, sr, w[1].start_s, w[1].end_s) >= 10
 
 
+def test_a_word_whose_only_sound_is_a_weak_release_keeps_its_place():
+    """"look into it." : the vowel of "it" fades into "into", then the t closure, then a release
+    burst 33 dB under the peak before the pause. That burst is the word's sound (an energy
+    detector ends the speech there), so "it." stays on it."""
+    from bargein.audio.wordtimes import timings_from_starts
+
+    sr = 16000
+    rng = np.random.default_rng(1)
+    x = np.zeros(int(1.0 * sr), np.float32)
+    x[int(0.10 * sr):int(0.40 * sr)] = 0.3 * rng.standard_normal(int(0.30 * sr))
+    x[int(0.45 * sr):int(0.47 * sr)] = 0.3 * 10 ** (-33 / 20) * rng.standard_normal(int(0.02 * sr))
+    words = [("into", 0), ("it.", 5)]
+    w = timings_from_starts(words, [int(0.10 * sr), int(0.42 * sr)], x, sr, [int(0.40 * sr), int(0.47 * sr)])
+    assert 0.465 <= w[1].end_s <= 0.485 and 0.40 - 1e-6 <= w[1].start_s <= 0.455   # >= 30 ms long
+    assert w[0].end_s == pytest.approx(0.40, abs=0.006)
+
+
 @pytest.mark.parametrize("text", ["Let's make sure we finish it properly this time.",
                                   "With that, I can file a claim and a replacement ships today."])
 def test_hibari_words_all_own_sound(hibari, text):
