@@ -268,8 +268,10 @@ def fidelity_section(fid: dict[str, Any] | None) -> list[str]:
          f"{_fmt(rep.get('answerable_asr_recovery'))} (of {rep.get('answerable_items', 0)}; "
          f"{_fmt(rep.get('answerable_asr_kept_given_original'))} of the "
          f"{rep.get('answerable_heard_in_original', 0)} whose original it hears)"),
-        ("masked time, answerable / unanswerable (ratio of medians)",
-         _fmt((rep.get("mask_len") or {}).get("ratio_of_medians"))),
+        ("masked time, answerable / unanswerable (ratio of medians; AUC of length alone telling "
+         "them apart, 0.5 = not at all)",
+         f"{_fmt((rep.get('mask_len') or {}).get('ratio_of_medians'))}; "
+         f"AUC {_fmt((rep.get('mask_len') or {}).get('length_auc'))}"),
         ("perturbation sidecar error p95", _fmt(side, " ms") if isinstance(side, (int, float)) else str(side)),
     ], ("measurement", "value")).splitlines() + [""]
     return out
