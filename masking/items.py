@@ -377,8 +377,7 @@ def build_items(source: MaskSource, samples: np.ndarray, sample_rate: int, words
                     expected_behaviour=expected_behaviour(source, cond),
                     context=source.context,
                     masked_transcript=masked_transcript(transcript, words, spans),
-                    measured={**_measure(x, y, stats, sample_rate, level, signal),
-                              **({"target_masked_s": round(target, 6)} if cond == "answerable" else {})}))
+                    measured=_measure(x, y, stats, sample_rate, level, signal)))
     return items
 
 
