@@ -201,6 +201,8 @@ def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
         f"- git commit: `{prov.get('git_commit')}`",
         f"- seed: `{prov.get('seed')}`",
         f"- LLM / agents: `{prov.get('llm', 'offline')}`",
+        *([f"- per-agent models: " + ", ".join(f"{a} `{m}`" for a, m in sorted(prov["llm_agents"].items()))]
+          if prov.get("llm_agents") else []),
         f"- writer: pyarrow `{prov.get('pyarrow_version')}`, datasets "
         f"`{prov.get('datasets_version')}`",
         *([f"- layout profile: {prov['profile']}"] if prov.get("profile") else []),
