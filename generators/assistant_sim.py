@@ -174,7 +174,7 @@ class RuleAssistant:
             elif variant == "volunteer":
                 address = P.pick(rng, "assistant", "recover_volunteer", value=d["value"], label=d["label"])
             elif variant == "constraint":
-                address = P.bank("pairs", "normal_constraint")[int(d["pair"])]["assistant"]
+                address = P.pair(d, "normal_constraint")["assistant"]
             elif d.get("object_kind"):
                 address = G.recover_clarify(rng, d["anchor"])
             else:
@@ -183,7 +183,7 @@ class RuleAssistant:
             address = P.pick(rng, "assistant", "recover_correction", label=d["label"],
                              old=d["old"], new=d["new"])
         else:  # topic_switch: address it, steer back (the steer-back is the resume lead)
-            address = P.bank("pairs", "topic_switch")[int(d["pair"])]["assistant"]
+            address = P.pair(d, "topic_switch")["assistant"]
             return AssistantTurn(acknowledgement=P.join(address, P.pick(rng, "assistant", "back_to_task")),
                                  content=self.content(plan, rng))
         lead, content = _resume(rng, self.content(plan, rng))

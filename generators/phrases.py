@@ -71,6 +71,16 @@ def bank(file: str, key: str) -> tuple[Any, ...]:
     return tuple(data[key])
 
 
+def bank_keys(file: str) -> frozenset[str]:
+    return frozenset(_load(file))
+
+
+def pair(detail: dict[str, str], kind: str) -> dict[str, str]:
+    """The paired lines a plan detail names (``{"bank": "topic_switch.travel", "pair": "3"}``;
+    an older detail without ``bank`` names the generic list)."""
+    return bank("pairs", detail.get("bank") or kind)[int(detail["pair"])]
+
+
 def pick(rng: random.Random, file: str, key: str, **slots: str) -> str:
     """Draw one alternative and fill its slots."""
     return fill(rng.choice(bank(file, key)), where=f"{file}.{key}", **slots)

@@ -358,9 +358,7 @@ class RulePlanner:
             c = st.correction(key)
             return {"key": key, "label": P.label(key), "old": c.first_value, "new": c.corrected_value}
         if itype == "topic_switch":
-            i = rng.choice(st.free_pairs("topic_switch"))
-            st.used_pairs.setdefault("topic_switch", set()).add(i)
-            return {"pair": str(i)}
+            return st.take_pair("topic_switch", rng)
         if itype == "normal":
             options = [] if unit.kind == "close" or unit.purpose == "deescalate" else ["clarify"]
             if st.free_pairs("normal_constraint"):
@@ -372,9 +370,7 @@ class RulePlanner:
                 options += ["volunteer"] * 2
             variant = rng.choice(options or ["clarify"])
             if variant == "constraint":
-                i = rng.choice(st.free_pairs("normal_constraint"))
-                st.used_pairs.setdefault("normal_constraint", set()).add(i)
-                return {"variant": variant, "pair": str(i)}
+                return {"variant": variant, **st.take_pair("normal_constraint", rng)}
             if variant == "volunteer":
                 k = rng.choice(vol)
                 hidden = st.is_hidden(k) or P.clause(st.value_for(k) or "") is not None
