@@ -17,7 +17,6 @@ placed inside it (never inside the acknowledgement of the previous turn).
 
 from __future__ import annotations
 
-import json
 import random
 import re
 
@@ -26,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from bargein.generators import grounded as G
 from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
-from bargein.generators.planner import EDGE_WORDS, MIN_CUT_WORDS, RoundPlan
+from bargein.generators.planner import EDGE_WORDS, RoundPlan
 from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, normalise
 from bargein.verify.tone import dedupe_markers, is_distressing
@@ -225,32 +224,3 @@ def check_turn(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     if rec.type == "impatient" and P.n_words(heard_tail) >= 5 and contains_phrase(turn.text, heard_tail):
         errs.append("after an impatient cut-in the turn re-delivers what the caller already heard")
     return errs
-
-
-# ---- LLM form -------------------------------------------------------------------------------
-def history_view(messages) -> list[dict[str, str]]:
-    """Messages as they were actually spoken; a cut one is marked with what went unsaid."""
-    out = []
-    for m in messages:
-        item = {"index": m.index, "role": m.role, "text": m.spoken_text}
-        if m.interruption is not None:
-            item["cut_off"] = f"(interrupted; unsaid: {m.text[len(m.heard_text or ''):].strip()!r})"
-        out.append(item)
-    return out
-
-
-def llm_messages(plan: RoundPlan, scenario: Scenario, messages) -> tuple[str, list[dict[str, str]]]:
-    """(agent name, chat messages) for the branch the plan calls for."""
-    from bargein.prompts import render
-
-    branch = "interruption" if plan.assistant_mode == "recovery" else "normal"
-    name = f"assistant_simulator.{branch}"
-    # the assistant never learns whether or where it will be cut (no cross-contamination)
-    view = plan.model_dump(mode="json", exclude={
-        "user_style", "user_profile", "user_facts", "user_goal", "user_action", "message_index",
-        "cut_word_index", "interrupt", "type", "detail", "cut_fraction", "overlap_ms", "rationale"})
-    prompt = render(name, system_prompt=scenario.system_prompt, brand=brand(scenario),
-                    history=history_view(messages), plan=json.dumps(view, indent=1),
-                    recovery=json.dumps(plan.recovery.model_dump() if plan.recovery else {}, indent=1),
-                    min_words=1 if plan.assistant_action == "farewell" else MIN_CUT_WORDS)
-    return name, [{"role": "user", "content": prompt}]

@@ -3,13 +3,15 @@
 from bargein.records.audio import Augmentation, RenderedDialogue, Segment, Voice, WordTiming
 from bargein.records.base import Frozen, FrozenDict, Record
 from bargein.records.conversation import (
-    ChatMessage, Conversation, EvalItem, Interruption, Message, Rubric, Verdict,
+    ChatMessage, Conversation, EvalItem, Interruption, Message, Role, Rubric, Verdict,
     VerifiedConversation,
 )
 from bargein.records.derived import (
-    PERTURBATION_TYPES, Edit, MaskedItem, MaskSpan, PerturbationPair,
+    PERTURBATION_TYPES, Edit, MaskedItem, MaskMeasures, MaskSpan, PairMeasures, PerturbationPair,
 )
-from bargein.records.plan import Recovery, RoundPlan, Turn, Unit
+from bargein.records.plan import (
+    Acknowledgement, InterruptionDetail, Recovery, RoundPlan, Turn, Unit,
+)
 from bargein.records.release import (
     Aggregate, Failure, FileEntry, ItemScore, ReleaseManifest, ScoreReport,
 )
@@ -27,5 +29,6 @@ ALL_RECORDS: tuple[type[Record], ...] = (
 )
 
 __all__ = [c.__name__ for c in ALL_RECORDS] + [
-    "Record", "Frozen", "FrozenDict", "RoundPlan", "Unit", "Recovery", "Turn", "ALL_RECORDS", "INTERRUPTION_TYPES", "PERTURBATION_TYPES", "InterruptionType",
+    "Record", "Frozen", "FrozenDict", "RoundPlan", "Unit", "Recovery", "Turn", "InterruptionDetail",
+    "Acknowledgement", "MaskMeasures", "PairMeasures", "Role", "ALL_RECORDS", "INTERRUPTION_TYPES", "PERTURBATION_TYPES", "InterruptionType",
 ]
