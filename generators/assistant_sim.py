@@ -115,7 +115,7 @@ class RuleAssistant:
 
     def _ack(self, info: dict[str, str], rng: random.Random) -> str:
         kind = info.get("kind")
-        if kind in ("fact", "plain") and is_distressing(info.get("said", "") or info.get("value", "")):
+        if kind in ("fact", "plain") and is_distressing(info.get("value", "")):
             return P.pick(rng, "assistant", "ack_sad")
         if kind == "fact":
             key, value = info.get("key", ""), info.get("value", "")

@@ -76,9 +76,10 @@ def bank_keys(file: str) -> frozenset[str]:
 
 
 def pair(detail: dict[str, str], kind: str) -> dict[str, str]:
-    """The paired lines a plan detail names (``{"bank": "topic_switch.travel", "pair": "3"}``;
-    an older detail without ``bank`` names the generic list)."""
-    return bank("pairs", detail.get("bank") or kind)[int(detail["pair"])]
+    """The paired lines a plan detail names: ``{"pair": "topic_switch.travel#3"}`` (a bare
+    index, as older plans have it, names the generic list ``kind``)."""
+    key, _, i = detail["pair"].rpartition("#")
+    return bank("pairs", key or kind)[int(i)]
 
 
 def pick(rng: random.Random, file: str, key: str, **slots: str) -> str:

@@ -224,10 +224,10 @@ class ConversationState:
         return out
 
     def take_pair(self, bank: str, rng) -> dict[str, str]:
-        """Draw and mark one pair of ``bank``: the plan detail ``{"bank": key, "pair": i}``."""
+        """Draw and mark one pair of ``bank``: the plan detail ``{"pair": "<key>#<i>"}``."""
         key, i = rng.choice(self.free_pairs(bank))
         self.used_pairs.setdefault(key, set()).add(i)
-        return {"bank": key, "pair": str(i)}
+        return {"pair": f"{key}#{i}"}
 
     def volunteerable(self, relevant: set[str] | None = None) -> list[str]:
         """Facts the user may offer unasked: hidden facts, and ``provides`` keys that are

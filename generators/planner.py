@@ -428,9 +428,10 @@ class RulePlanner:
             if plan.user_action == "answer" and plan.unit and st.stage == plan.unit.stage:
                 self._readback(st, plan, rng)
             key = next(iter(plan.user_facts), "")
-            st.last_user = {"kind": "fact" if len(plan.user_facts) == 1 else "plain",
-                            "key": key, "value": plan.user_facts.get(key, ""),
-                            "said": " ".join(plan.user_facts.values())}
+            one = len(plan.user_facts) == 1       # several facts: their words, for the tone
+            st.last_user = {"kind": "fact" if one else "plain", "key": key,
+                            "value": plan.user_facts.get(key, "") if one
+                            else " ".join(plan.user_facts.values())}
             hidden = [k for k in plan.user_facts if st.is_hidden(k)]
             if plan.user_action == "volunteer" and hidden:
                 st.last_user = {"kind": "hidden", "key": hidden[0],
