@@ -36,7 +36,8 @@ from bargein.store import atomic_write_text, write_jsonl
 
 REPLANS = 2             # then the round is planned again, at most this often
 SIMULATE_VERSION = "1"
-PROMPTS = ("round_planner", "assistant_simulator.normal", "assistant_simulator.interruption",
+PROMPTS = ("round_planner", "assistant_simulator.system", "assistant_simulator.normal",
+           "assistant_simulator.interruption", "user_simulator.system",
            "user_simulator.normal", "user_simulator.interrupting")
 
 
@@ -83,7 +84,8 @@ class RuleAgents:
 
 # ---- the loop -------------------------------------------------------------------------------
 def _heard_view(messages: list[Message]) -> list[dict[str, str]]:
-    return [{"role": m.role, "text": m.spoken_text} for m in messages]
+    return [{"role": m.role, "text": m.spoken_text, "cut": m.interruption is not None}
+            for m in messages]
 
 
 async def simulate(scenario: Scenario, rng: random.Random, agents: Any) -> Conversation:

@@ -186,5 +186,5 @@ def rubric_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
     from bargein.generators.llm_rubric import rubrics_llm
 
     return Stage(name="conversations", fn=rubrics_llm, output=Conversation, config={"llm": llm},
-                 version=RUBRIC_VERSION, prompts=("rubric_generator",), backends=(llm,),
+                 version=RUBRIC_VERSION, prompts=("rubric_generator", "rubric_interruption"), backends=(llm,),
                  kind="io", concurrency=concurrency)

@@ -1,7 +1,7 @@
 """Typed, immutable records that flow through bargein (see DESIGN.md)."""
 
 from bargein.records.audio import Augmentation, RenderedDialogue, Segment, Voice, WordTiming
-from bargein.records.base import Frozen, FrozenDict, Record
+from bargein.records.base import Frozen, FrozenDict, JSONValue, Record
 from bargein.records.conversation import (
     ChatMessage, Conversation, EvalItem, Interruption, Message, Role, Rubric, Verdict,
     VerifiedConversation,
@@ -13,7 +13,8 @@ from bargein.records.plan import (
     Acknowledgement, InterruptionDetail, Recovery, RoundPlan, Turn, Unit,
 )
 from bargein.records.release import (
-    Aggregate, Failure, FileEntry, ItemScore, ReleaseManifest, ScoreReport,
+    Aggregate, Failure, FileEntry, ItemScore, Provenance, ReleaseManifest, ScoreReport,
+    StageDescription,
 )
 from bargein.records.scenario import (
     INTERRUPTION_TYPES, Correction, Domain, Goal, InterruptionType, KnowledgeBase, Scenario,
@@ -30,5 +31,6 @@ ALL_RECORDS: tuple[type[Record], ...] = (
 
 __all__ = [c.__name__ for c in ALL_RECORDS] + [
     "Record", "Frozen", "FrozenDict", "RoundPlan", "Unit", "Recovery", "Turn", "InterruptionDetail",
-    "Acknowledgement", "MaskMeasures", "PairMeasures", "Role", "ALL_RECORDS", "INTERRUPTION_TYPES", "PERTURBATION_TYPES", "InterruptionType",
+    "Acknowledgement", "MaskMeasures", "PairMeasures", "Role", "Provenance", "StageDescription",
+    "JSONValue", "ALL_RECORDS", "INTERRUPTION_TYPES", "PERTURBATION_TYPES", "InterruptionType",
 ]

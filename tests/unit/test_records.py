@@ -105,6 +105,31 @@ def test_record_maps_have_fixed_typed_keys():
         RenderedDialogue(**rd, voices={"narrator": "v1"})
 
 
+def test_release_payloads_are_typed_or_json():
+    """The manifest's provenance types the keys bargein writes (a wrong type is refused, naming the
+    key) and keeps a user's own additions; scorer evidence and settings are JSON values, frozen."""
+    from bargein.records import ItemScore, ReleaseManifest, ScoreReport
+
+    base = dict(name="r", version="1.0.0", configs={}, files=())
+    stage = {"stage": "render", "inputs": ["VerifiedConversation"], "outputs": ["RenderedDialogue"],
+             "after": ["conversations"], "backend": {"sample_rate": 16000}}
+    m = ReleaseManifest(**base, provenance={"seed": 7, "stages": [stage], "models": {"tts": "piper"}})
+    assert m.provenance["stages"][0]["outputs"] == ("RenderedDialogue",)
+    assert m.provenance["models"] == {"tts": "piper"}           # the user's key is kept
+    assert ReleaseManifest.from_json(m.to_json()) == m
+    with pytest.raises(ValidationError, match="provenance.seed"):
+        ReleaseManifest(**base, provenance={"seed": "seven"})
+    with pytest.raises(ValidationError, match="provenance.stages.0"):
+        ReleaseManifest(**base, provenance={"stages": [{"stage": "render"}]})
+    s = ItemScore(item_id="ev-1", metric="TF", value=1.0, detail={"epochs": [{"epoch": 0, "ok": True}]})
+    assert s.detail["epochs"][0] == {"epoch": 0, "ok": True} and isinstance(s.detail["epochs"], tuple)
+    assert s.with_(detail={**s.detail, "stamp": "smoke"}).detail["stamp"] == "smoke"
+    with pytest.raises(ValidationError, match="detail"):
+        ItemScore(item_id="ev-1", metric="TF", value=1.0, detail={"judge": object()})
+    with pytest.raises(ValidationError, match="config"):
+        ScoreReport(scorer="x", release="r", aggregates=(), config={"phase": 1j})
+
+
 def test_ids_are_content_addressed():
     a = ChatMessage(role="user", content="hello")
     b = ChatMessage(role="user", content="hello")
