@@ -182,7 +182,7 @@ def normalize_stereo(x: np.ndarray, target_dbfs: float = -20.0, peak_dbfs: float
     y = np.asarray(x, dtype=np.float32)
     if y.size == 0:
         return y.copy(), 1.0
-    rms = float(np.sqrt(max(float(np.mean(y.astype(np.float64) ** 2)), 1e-12)))
+    rms = float(np.sqrt(np.maximum(np.mean(y ** 2), 1e-12)))      # in float32, as the reference
     peak = float(np.max(np.abs(y)))
     ceil = 10.0 ** (peak_dbfs / 20.0)
     gain = 10.0 ** (target_dbfs / 20.0) / max(rms, 1e-8)
