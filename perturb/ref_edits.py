@@ -218,6 +218,11 @@ def silent_ends(stereo: np.ndarray, sr: int, lo: int, hi: int, kind: str,
     return [p for p in range(lo + n, hi + 1, step) if pair_silent(a, b, p - n, p, sr, threshold)]
 
 
+def _ms1(t: float) -> float:
+    """A time in seconds at the reference's 0.1 ms resolution."""
+    return round(float(t) * 1000.0, 1) / 1000.0
+
+
 def check_scorer_coverage(boundaries_s: Sequence[float], duration_s: float) -> None:
     """The reference's per-edit guard (applied to every candidate, cropped or not): the first
     protected boundary needs 3 s of scorer context + 2 s of unit window before it inside the
@@ -245,6 +250,9 @@ def choose_crop(stereo: np.ndarray, sr: int, rng: Random, *, boundaries_s: Seque
     candidate before cropping)."""
     total = len(stereo)
     check_scorer_coverage(boundaries_s, total / sr)
+    # the reference keeps every edit time in ms rounded to 0.1 ms and derives samples from that
+    boundaries_s, anchors_s, required_end_s = ([_ms1(t) for t in v] for v in (boundaries_s, anchors_s, required_end_s))
+    early_new_start_s = None if early_new_start_s is None else _ms1(early_new_start_s)
     if total / sr <= max_s:
         return 0, total
     min_len, max_len = int(round(min_s * sr)), int(round(max_s * sr))

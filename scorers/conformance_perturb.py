@@ -378,6 +378,21 @@ def _shift_insert_clips_channel():
     return {"clipped": float(app.audio[SR, 1]), "at_s": app.params["at_s"]}
 
 
+def _crop_grid_0p1ms():
+    # 60 s clip, silent islands 15.0-15.5 s and 36.0-36.5 s; boundaries 21 and 28 s, anchor 22 s,
+    # required end 480001 samples = 30000.0625 ms, stored as 30000.1 ms -> sample 480002 (the
+    # reference keeps ms at 0.1 ms). s_lo = 480002 - 400000 = 80002; starts every 1280 with
+    # 350 ms (5600) of silence after, inside [240000, 248000): 240002, 241282. e_lo = 480002, ends
+    # from 485602 every 1280 with 350 ms before, inside [576000, 584000): 581602, 582882.
+    # target 25 s (8 s span + U(18, 30) > 25), frac target 0.25 + 0.5 x 0.75795 = 0.62898; mid
+    # (352000 + 480002) // 2 = 416001. Scores |d - 25 s| + 1.5 |frac - 0.629|: 240002->581602
+    # 3.650 + 0.171, 240002->582882 3.570 + 0.174 = 3.744 (best), 241282->... >= 3.826.
+    from bargein.perturb import ref_edits as X
+    x = _crop_audio([(15.0, 15.5), (36.0, 36.5)])
+    return {"crop": X.choose_crop(x, SR, Random(0), boundaries_s=[21.0, 28.0], anchors_s=[22.0],
+                                  required_end_s=[480001 / SR])}
+
+
 def _natural_bounds():
     # late response at 16 kHz: anchor sample 160001 = 10000.0625 ms -> 10000.1 ms, delay 19201
     # samples = 1200.0625 ms -> 1200.1 ms (both at 0.1 ms, ``sample_to_ms``). Crop [80001,
@@ -453,6 +468,8 @@ def cases() -> list[tuple[str, str, Any, dict[str, Any]]]:
          {"sources": [("yeah", 4800, 2.0), ("yeah", 6400, 9.0)], "last_frame": 44}),
         ("ref-shift-insert-clips-whole-channel", f"{BP} L3955-3963, L786-797 (paste_replace)",
          _shift_insert_clips_channel, {"clipped": 1.0, "at_s": 20.5}),
+        ("ref-crop-times-in-0.1ms", f"{BP} L2503-2521, L2571-2588, L2676-2694, L2810-2832 (ms values), "
+         "L2524-2550", _crop_grid_0p1ms, {"crop": (240002, 582882)}),
         ("ref-natural-crop-in-0.1ms", f"{BP} L2729-2767 (_source_crop_bounds_from_edits), L3055-3058, L2421-2423",
          _natural_bounds, {"natural": (80002, 480800)}),
     ]
