@@ -374,7 +374,12 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
             f = conv.scenario.kb.fact(k)
             forms = [v for v in (f.value, f.spoken) if v] if f else []
             st = re.search(_STATE.format(label=re.escape(lab)), low)
-            stated = st and _VALUEISH.search(m.text[st.end():])
+            if st and low[st.start():].startswith(("is ", "was ")):   # "<value> is the plan"
+                head = m.text[:st.start()]
+                head = head[max(head.rfind(". "), head.rfind("? "), head.rfind("! ")) + 1:]
+                stated = _VALUEISH.search(head)
+            else:
+                stated = st and _VALUEISH.search(m.text[st.end():])
             new_value = k in scenario_held and any(
                 normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
                 and not said_before(conv, m.index, v, role="assistant") for v in forms)
