@@ -100,8 +100,11 @@ def interruption_context(conv: Conversation, idx: int) -> dict[str, str]:
     rest = cut.text[len(heard):].strip()
     plan = next((p for p in conv.plan if p.message_index == cut.index), None)
     d = dict(plan.detail) if plan is not None else {}
-    rp = recovery_plans(conv).get(idx)      # quote the stage content heard, never the greeting
-    whole = _last_sentence(heard[rp.recovery.content_start if rp and rp.recovery else 0:])
+    rp = recovery_plans(conv).get(idx)      # quote stage content heard, never the acknowledgement
+    cs = rp.recovery.content_start if rp and rp.recovery else 0
+    whole = _last_sentence(heard)
+    if whole and heard.rfind(whole) + len(whole) <= cs:
+        whole = ""
     concern = _assistant_phrase(d.get("anchor") or (f"my {d['label']}" if d.get("label") else ""))
     detail = d.get("value") or (concern if d.get("object_kind") else "") or inter.text.strip()
     slots = {"tail": _words(heard, 4, last=True), "head": _words(rest, 4),

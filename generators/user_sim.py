@@ -164,7 +164,7 @@ class RuleUser:
                     parts.append(f"And my {P.label(key)} is {value}.")
                 else:
                     parts.append(P.pick_filled(rng, "user", bank, value=value, label=P.label(key)))
-            return P.join(*parts)
+            return P.tidy(P.join(*parts))
         if up.action == "unknown":
             key = next(iter(up.facts), "details")
             return P.pick(rng, "user", "answer_unknown", label=P.label(key))

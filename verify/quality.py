@@ -37,7 +37,9 @@ _OBJECTION = re.compile(r"n't\b|\boff\b|\bsit right\b|\b(why|not|no|never|n't|to
                         r"cannot|won't|refuse|problem|worried|concern\w*|seriously|ridiculous|"
                         r"steep|expensive|much|really|suppose[d]?|said|told|thought|long|"
                         r"unreasonable|odd|strange|weird|sure|safe|hold|wait|hang|nobody|expect\w*|necessary|"
-                        r"a lot|comfortable|nervous|warned|frustrat\w*|agree\w*|more than|quoted|okay with)\b|"
+                        r"a lot|comfortable|nervous|warned|frustrat\w*|agree\w*|more than|quoted|okay with|"
+                        r"bother\w*|sticking point|deal-breaker|stuck with|unhappy|happy about|"
+                        r"other options?|supervisor|way around)\b|"
                         r"for, exactly", re.I)
 _GENERIC_REF = re.compile(r"\b(that|this|it|those|these|all that|any of that)\b", re.I)
 _PUSHBACK_KINDS = frozenset({"fee", "requirement", "policy", "value", "fact"})
