@@ -144,6 +144,7 @@ def said(text: str, value: str) -> bool:
     spelled or not, a date in any order). An empty value counts as said."""
     if not value.strip():
         return True
+    value = re.sub(r"(\d)\.00\b", r"\1", value)         # "$45.00" is said "forty-five dollars"
     want = canonical(value)
     got = canonical(text)
     if want and want in got:

@@ -276,10 +276,9 @@ def shift_instead_of_hold(x: np.ndarray, sr: int, c: dict, si: ScanInput, rng: R
     gs, ge = cur.end_sample(sr), nx.start_sample(sr)
     p = gs + max(0, (ge - gs) // 2)
     d = src.end_sample(sr) - src.start_sample(sr)
-    n = int(round(sr * X.SPLICE_MS / 1000.0))
     y = np.zeros((len(x) + d, 2), dtype=np.float32)
-    for ch in (0, 1):
-        y[:, ch] = X.insert(x[:, ch], p, d, _tone(x[:, ch], sr, si.segs_short[ch], p / sr, d + 2 * n), sr)
+    for ch in (0, 1):       # the reference's fill is only d long: its last fade runs out of zeros
+        y[:, ch] = X.insert(x[:, ch], p, d, _tone(x[:, ch], sr, si.segs_short[ch], p / sr, d), sr)
     seg = y[p:p + len(clip), cb]
     seg[:] = np.clip(SHIFT_GAIN * clip[:len(seg)], -1.0, 1.0)
     ds = d / sr

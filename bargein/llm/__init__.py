@@ -41,8 +41,8 @@ from bargein.llm.ledger import CostLedger, PriceTable, ledger_for
 from bargein.llm.limits import Limits
 from bargein.llm.sdkclients import HTTP_CLIENTS
 
-__all__ = ["Completion", "CostLedger", "LLMClient", "PriceTable", "Provider", "Usage", "get_llm",
-           "is_offline", "parse_spec"]
+__all__ = ["Completion", "CostLedger", "LLMClient", "PriceTable", "Provider", "Usage", "agent_models",
+           "get_llm", "is_offline", "parse_spec", "set_agent_models"]
 
 registry.register("llm", "openai", openai_provider.create,
                   "OpenAI API, or any OpenAI-compatible server by base_url (vLLM, Ollama, llama.cpp, LM Studio)")
@@ -91,10 +91,39 @@ def env_settings(provider: str) -> dict[str, Any]:
 AGENTS_ENV = "BARGEIN_LLM_AGENTS"
 
 
+_CONFIGURED_AGENTS: dict[str, str] = {}
+
+
+def check_agent_models(routes: dict[str, str], where: str = "llm_agents") -> dict[str, str]:
+    """``routes`` (agent -> provider:model) checked: a ConfigError names a bad entry."""
+    out = {}
+    for agent, spec in routes.items():
+        if not isinstance(agent, str) or not agent.strip() or not isinstance(spec, str):
+            raise ConfigError(f"{where}: {agent!r}: {spec!r} is not AGENT: PROVIDER:MODEL")
+        if is_offline(spec):
+            raise ConfigError(f"{where}: {agent}={spec!r}: per-agent models are LLM specs "
+                              f"({SPEC_FORMS}); the offline agents go with llm: offline")
+        parse_spec(spec)
+        out[agent.strip()] = spec.strip()
+    return out
+
+
+def set_agent_models(routes: dict[str, str] | None) -> None:
+    """Per-agent models from a build config's ``llm_agents`` key, for every client made from now
+    on in this process (they override ``$BARGEIN_LLM_AGENTS`` agent by agent); None clears them."""
+    global _CONFIGURED_AGENTS
+    _CONFIGURED_AGENTS = check_agent_models(dict(routes or {}))
+
+
 def agent_models() -> dict[str, str]:
-    """Per-agent models from ``$BARGEIN_LLM_AGENTS``:
-    ``"verifier=openai:gpt-4o,judge_repair=anthropic:claude-3-5-haiku-latest"`` (an agent not
-    named uses the stage's ``--llm``). A malformed entry or spec is a ConfigError."""
+    """Per-agent models: ``$BARGEIN_LLM_AGENTS``
+    (``"verifier=openai:gpt-4o,judge_repair=anthropic:claude-3-5-haiku-latest"``), then a build
+    config's ``llm_agents`` (:func:`set_agent_models`) over it; an agent not named uses the
+    stage's ``--llm``. A malformed entry or spec is a ConfigError."""
+    return {**_env_agent_models(), **_CONFIGURED_AGENTS}
+
+
+def _env_agent_models() -> dict[str, str]:
     out: dict[str, str] = {}
     for item in filter(None, (p.strip() for p in os.environ.get(AGENTS_ENV, "").split(","))):
         agent, sep, spec = (x.strip() for x in item.partition("="))
