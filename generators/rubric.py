@@ -145,8 +145,8 @@ def task_criterion(conv: Conversation, idx: int, rng: random.Random) -> str:
     if kind == "ask" and questions:
         q = questions[-1].strip()
         if len(q.split()) < 5 and unit is not None and unit.purpose in ("readback", "recap"):
-            what = " and ".join(P.label(k) for k in unit.keys) or "the details"
-            return f"{lead} reads back the {what} the caller gave and asks them to confirm it."
+            return (f"{lead} reads back what the caller gave and asks them to confirm it is "
+                    "right.")
         if len(q.split()) < 5:                 # "Is that right?" alone says nothing: quote more
             sents = re.findall(r"[^.?!]*[.?!]", text)
             i = next((j for j, x in enumerate(sents) if x.strip() == q), len(sents) - 1)
