@@ -87,7 +87,7 @@ def test_asr_that_only_completes_the_cut_word_is_told_apart():
     c = F.CutCheck(**{**c.__dict__, "heard_text": "can you confirm the"})
     assert c.partial_word == "email" and c.partial_heard_ms == pytest.approx(80.0)
     for asr, adds in (("Can you confirm the email?", True), ("Can you confirm the email address?", True),
-                      ("Could you reply on Monday?", False), ("Can you confirm your email?", False)):
+                      ("Could you reply on Monday?", False)):
         got = F.with_asr_prefix(c, asr)
         assert got.heard_agrees is False and got.asr_only_adds_words is adds, asr
 
