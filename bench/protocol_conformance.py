@@ -26,6 +26,8 @@ Prints::
                                  timing figure of every pair (goal <= 20); the energy detector is
                                  not the detector that placed or measured the edit
     turnnat_ref_sidecar_error_ms_p95=  the same for pairs made with ``perturb --protocol turnnat-ref``
+    turn_segments / shifts=      turns and turn changes the reference rules and bargein's find on
+                                 the same dialogues (informative)
 """
 
 from __future__ import annotations
@@ -175,6 +177,28 @@ def sidecar_errors(tmp: Path, n_dialogues: int, per_type: int,
     return errs, n_pairs, by_type
 
 
+def turn_counts(tmp: Path, n_dialogues: int) -> dict[str, int]:
+    """Turns and turn changes found on the spoken dialogues by the reference perturbation rules
+    (0.1 s VAD on 80 ms frames, proper shifts) and by bargein's (µs VAD, VAP-style shifts)."""
+    from bargein.audio.events import shift_hold_regions
+    from bargein.audio.io import read_audio
+    from bargein.audio.vad import get_vad, segments_to_tuples
+    from bargein.perturb import ref_ops
+    from bargein.perturb import ref_rules as R
+
+    out = {"ref_segments": 0, "bargein_segments": 0, "ref_proper_shifts": 0, "bargein_shifts": 0}
+    vad = get_vad("silero")
+    for i in range(n_dialogues):
+        x, sr = read_audio(tmp / f"d{i}.flac")
+        si = ref_ops.scan_input(x, sr)
+        segs = [segments_to_tuples(s) for s in vad.channel_segments(x, sr)]
+        out["ref_segments"] += sum(len(s) for s in si.segs)
+        out["bargein_segments"] += sum(len(s) for s in segs)
+        out["ref_proper_shifts"] += len(R.proper_shifts(si.segs, si.vads()))
+        out["bargein_shifts"] += len(shift_hold_regions(segs, len(x) / sr)[0])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=120.0, help="length of the spoken test dialogue")
@@ -207,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {key}[{t}]={np.percentile(e, 95):.1f}  (n={len(e)})")
             else:
                 print(f"{key}=n/a  (no pairs)")
+        tc = turn_counts(Path(tmp), args.dialogues)
+        print(f"turn_segments ref={tc['ref_segments']} bargein={tc['bargein_segments']}  "
+              f"shifts ref_proper={tc['ref_proper_shifts']} bargein={tc['bargein_shifts']}  "
+              f"(on the {args.dialogues} spoken dialogues)")
     return 0
 
 

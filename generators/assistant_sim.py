@@ -28,6 +28,7 @@ from bargein.generators.facts import find_placeholders
 from bargein.generators.planner import EDGE_WORDS, RoundPlan
 from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, normalise
+from bargein.verify.tone import dedupe_markers, is_distressing
 
 _GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching)|hello|hi there|welcome|"
                        r"good (morning|afternoon|evening))\b", re.I)
@@ -93,6 +94,9 @@ class RuleAssistant:
         ack, content = P.tidy(turn.acknowledgement), P.tidy(turn.content)
         if ack and not ack.rstrip().endswith((".", "!", "?")):
             content = turn.content          # "So, as I was saying, the ..." continues a sentence
+        pieces = dedupe_markers([*re.split(r"(?<=[.!?])\s+", ack), content])  # no "Okay. Okay,"
+        if ack and len(pieces) >= 2:
+            ack, content = " ".join(pieces[:-1]), pieces[-1]
         return AssistantTurn(acknowledgement=ack, content=content)
 
     # -- normal branch (no interruption awareness) --------------------------------------------
@@ -111,16 +115,21 @@ class RuleAssistant:
 
     def _ack(self, info: dict[str, str], rng: random.Random) -> str:
         kind = info.get("kind")
+        if kind in ("fact", "plain") and is_distressing(info.get("value", "")):
+            return P.pick(rng, "assistant", "ack_sad")
         if kind == "fact":
             key, value = info.get("key", ""), info.get("value", "")
             sensitive = (self.kinds.get(key) in _NO_READBACK
                          or any(w in key for w in _NO_READBACK))
+            if is_distressing(value):
+                return P.pick(rng, "assistant", "ack_sad")
             if value and not sensitive and P.n_words(value) <= 6 and not P.clause(value):
                 return P.pick(rng, "assistant", "ack_fact", value=value)
             return P.pick(rng, "assistant", "ack_plain")
         if kind == "hidden":
-            return P.pick(rng, "assistant", "recover_hidden_fact",
-                          fact=P.second_person(info.get("value", "")))
+            return P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(
+                info.get("value", "")) else "recover_hidden_fact",
+                fact=P.second_person(info.get("value", "")))
         if kind == "unknown":
             return P.pick(rng, "assistant", "ack_unknown")
         if kind == "accept":
@@ -168,12 +177,13 @@ class RuleAssistant:
         if t == "normal":
             variant = d.get("variant")
             if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):
-                address = P.pick(rng, "assistant", "recover_hidden_fact",
-                                 fact=P.second_person(d.get("value", "")))
+                address = P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(
+                    d.get("value", "")) else "recover_hidden_fact",
+                    fact=P.second_person(d.get("value", "")))
             elif variant == "volunteer":
                 address = P.pick(rng, "assistant", "recover_volunteer", value=d["value"], label=d["label"])
             elif variant == "constraint":
-                address = P.bank("pairs", "normal_constraint")[int(d["pair"])]["assistant"]
+                address = P.pair(d, "normal_constraint")["assistant"]
             elif d.get("object_kind"):
                 address = G.recover_clarify(rng, d["anchor"])
             else:
@@ -182,7 +192,7 @@ class RuleAssistant:
             address = P.pick(rng, "assistant", "recover_correction", label=d["label"],
                              old=d["old"], new=d["new"])
         else:  # topic_switch: address it, steer back (the steer-back is the resume lead)
-            address = P.bank("pairs", "topic_switch")[int(d["pair"])]["assistant"]
+            address = P.pair(d, "topic_switch")["assistant"]
             return AssistantTurn(acknowledgement=P.join(address, P.pick(rng, "assistant", "back_to_task")),
                                  content=self.content(plan, rng))
         lead, content = _resume(rng, self.content(plan, rng))

@@ -265,7 +265,7 @@ class RuleUser:
         if t == "correction":
             return P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"])
         if t == "topic_switch":
-            return reopen(P.bank("pairs", "topic_switch")[int(d["pair"])]["user"], rng)
+            return reopen(P.pair(d, "topic_switch")["user"], rng)
         if t == "normal" and variant == "hidden":
             return P.pick(rng, "user", "normal_hidden", value=d["value"])
         if t == "normal" and variant == "volunteer":
@@ -273,7 +273,7 @@ class RuleUser:
                 return P.pick(rng, "user", "normal_hidden", value=P.clause(d["value"]))
             return P.pick(rng, "user", "normal_volunteer", label=d["label"], value=d["value"])
         if t == "normal" and variant == "constraint":
-            return reopen(P.bank("pairs", "normal_constraint")[int(d["pair"])]["user"], rng)
+            return reopen(P.pair(d, "normal_constraint")["user"], rng)
         if t == "pushback" and variant == "sensitive":
             return P.pick(rng, "user", "pushback_sensitive", label=d["label"])
         if t == "pushback" and variant == "persist":

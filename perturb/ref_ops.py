@@ -240,8 +240,9 @@ def early_entry(x: np.ndarray, sr: int, c: dict, si: ScanInput, rng: Random) -> 
                   note="silence after A's turn cut: A's later speech moves earlier"),
              dict(op="remove_silence", channel=cb, at_s=b0 / sr, duration_s=es, source_start_s=b0 / sr,
                   note=f"silence before B's response cut: response advanced by {es:.3f} s")]
+    dur_ms = (post.end_ms - post.start_ms) / 1000.0          # the reference's response length
     return Applied(y, edits, {"advance_s": es}, bounds, [new_on],
-                   required_end_s=[new_on + dur + X_RESP_POST], early_new_start_s=new_on,
+                   required_end_s=[new_on + dur_ms + X_RESP_POST], early_new_start_s=new_on,
                    source_required_end_s=post.end_ms / 1000 + X_RESP_POST, cut=(b0 / sr, es))
 
 

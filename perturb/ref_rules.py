@@ -92,7 +92,7 @@ def seconds_1dp(spans: Sequence[tuple[int, int]], sample_rate: int = 16000) -> l
     return [(round(a / sample_rate, 1), round(b / sample_rate, 1)) for a, b in spans]
 
 
-def _norm(text: str) -> str:
+def normalized(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[^a-z0-9']+", " ", text.lower())).strip()
 
 
@@ -178,7 +178,7 @@ def word_count(text: str) -> int:
 
 
 def backchannel_like(g: RefSeg, max_frames: int = 14, max_words: int = 4) -> bool:
-    raw, text = g.text or "", _norm(g.text or "")
+    raw, text = g.text or "", normalized(g.text or "")
     if "?" in raw or any(w in text.split() for w in REF_WH):
         return False
     if not text:
@@ -346,7 +346,7 @@ def question_like(g: RefSeg) -> bool:
 
 
 def distinct_text(a: RefSeg, b: RefSeg) -> bool:
-    ta, tb = _norm(a.text), _norm(b.text)
+    ta, tb = normalized(a.text), normalized(b.text)
     return bool(ta and tb and ta != tb)
 
 

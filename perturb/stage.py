@@ -136,8 +136,9 @@ def _scan_ref(rd: RenderedDialogue, x: np.ndarray, dur: float, sr: int) -> Dialo
                              "a two-speaker dialogue is needed")
     cands = ref_ops.candidates(x, sr, si)
     v = si.vads(short=True)
-    bcs = [dict(channel=ch, start_s=g.start_s, end_s=g.end_s, text=R._norm(g.text) or None, source="ref")
-           for ch in (0, 1) for g in R.isolated_backchannels(si.segs_short[ch], v[ch], v[1 - ch])]
+    bcs = [dict(channel=ch, start_s=g.start_s, end_s=g.end_s, text=R.normalized(g.text) or None, source="ref")
+           for ch in (0, 1) for g in R.isolated_backchannels(si.segs_short[ch], v[ch], v[1 - ch])
+           if g.text.strip()]                  # the reference needs a transcript for a source
     voices = {r: vid for r, vid in (rd.voices or {}).items() if r in ROLE_CHANNEL}
     ref = {"segs": [[ref_ops.seg_dict(g) for g in ch] for ch in si.segs],
            "short": [[ref_ops.seg_dict(g) for g in ch] for ch in si.segs_short], "n_frames": si.n_frames}

@@ -69,6 +69,28 @@ def _candidates():
             "holds": _spans(R.proper_holds(segs, v)), "returns": _spans(R.shift_returns(segs, v))}
 
 
+def _substantive():
+    # >= 12 frames; with text also >= 4 words and not backchannel-like (a phrase of the list, or
+    # <= 14 frames, <= 4 words and starting "yeah"/"ok"/...; never with "?" or a wh-word).
+    from bargein.perturb import ref_rules as R
+    cases = {"bc_start_4_words": (12, "yeah I think so"), "five_words": (12, "I would like to book"),
+             "two_words": (12, "sure thing"), "no_text_12": (11, ""), "no_text_11": (10, ""),
+             "wh_word": (12, "what do you think right"), "long_yeah": (20, "yeah I think so")}
+    return {k: R.substantive(R.RefSeg(0, e, 0.0, (e + 1) * 0.08, t)) for k, (e, t) in cases.items()}
+
+
+def _isolated_bc():
+    # listener: 30-33 "yeah" (silent 17-29 before and 34-58 after, speaker 10-75 talking before
+    # and during: kept); 70-72 "mhm" (listener back at 80, within 25 frames: no); 80-95 (16 > 13
+    # frames: no); 130-131 "uh-huh" (speaker 131-160 silent in 117-129 before it: no).
+    from bargein.perturb import ref_rules as R
+    lis = [R.RefSeg(30, 33, 2.4, 2.72, "yeah"), R.RefSeg(70, 72, 5.6, 5.84, "mhm"),
+           R.RefSeg(80, 95, 6.4, 7.68, "I see what you mean there"), R.RefSeg(130, 131, 10.4, 10.56, "uh-huh")]
+    spk = [R.RefSeg(10, 75, 0.8, 6.08), R.RefSeg(131, 160, 10.48, 12.88)]
+    got = R.isolated_backchannels(lis, R.activity(lis, 200), R.activity(spk, 200))
+    return {"kept": [(g.start, g.end) for g in got]}
+
+
 def _noise_stereo(spans: list[tuple[int, float, float]], dur_s: float, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     x = np.zeros((int(dur_s * SR), 2), dtype=np.float32)
@@ -264,6 +286,11 @@ def cases() -> list[tuple[str, str, Any, dict[str, Any]]]:
                    (1, (163, 190), (250, 280))],
           "holds": [(0, (48, 70), (74, 100))],
           "returns": [(0, (0, 24), (27, 45), (48, 70)), (1, (163, 190), (250, 280), (282, 300))]}),
+        ("ref-substantive-turn", f"{BP} L1861-1904 (is_backchannel_like, is_substantive_turn)", _substantive,
+         {"bc_start_4_words": False, "five_words": True, "two_words": False, "no_text_12": True,
+          "no_text_11": False, "wh_word": True, "long_yeah": True}),
+        ("ref-isolated-backchannels", f"{BP} L2266-2292 (find_isolated_backchannels)", _isolated_bc,
+         {"kept": [(30, 33)]}),
         ("ref-early-entry-candidates", f"{BP} L3082-3140", _early_candidates,
          {"wide": [40000], "tight": [19200], "short": [], "short_is_proper_shift": True}),
         ("ref-early-entry-moves-both-channels", f"{BP} L3141-3245, L1843-1852, L2729-2745", _early_entry,
