@@ -35,7 +35,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# this folder holds helpers (``_synthetic_release``) but also scripts named like stdlib modules
+# this folder holds helpers (``doubles``) but also scripts named like stdlib modules
 # (``inspect.py``): search it after the standard library, not before
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path.append(sys.path.pop(0))
@@ -135,7 +135,7 @@ def speeds(seconds: float) -> dict[str, float]:
 def public_schema_problems(tmp: Path) -> list[str]:
     """Build a 4-conversation release with ``profile="ihbench-public"`` (bench helper stage
     outputs) and compare it with the public card's layout."""
-    from _synthetic_release import write_synthetic
+    from doubles.synthetic_release import write_synthetic
 
     from bargein.releases.build import ReleaseSources, build_release
     from bargein.releases.public_schema import check_public_schema
@@ -151,7 +151,7 @@ def sidecar_errors(tmp: Path, n_dialogues: int, per_type: int,
                    protocol: str = "turnnat-bargein") -> tuple[list[float], int, dict]:
     """Perturb spoken dialogues (silero placement), then recompute every timing figure of every
     sidecar from the written audio (:mod:`bargein.perturb.fidelity`, energy detector)."""
-    from _synthetic_audio import speech_dialogue
+    from doubles.synthetic_audio import speech_dialogue
 
     from bargein.audio.io import write_audio
     from bargein.perturb.fidelity import sidecar_errors as sidecar_errors_on_audio
