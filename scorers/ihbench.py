@@ -279,6 +279,8 @@ async def _judge_all(items: list[EvalItem], responses: Responses, judge: Judge, 
                 v = await judge.compare(item, a, b, sample=epoch)
                 d.update({"model_position": "A" if first else "B", "winner": v.winner,
                           "loser_deficiency": v.deficiency, "tf_status": v.status})
+                if v.evidence.get("orders"):           # both positions' answers, for the audit
+                    d["tf_orders"] = v.evidence["orders"]
                 if v.status == "unscorable":
                     out.unscorable[TF][key] = {"problem": "judge answer unusable (TF)",
                                                "item_id": item.id, "epoch": epoch, "evidence": v.evidence}

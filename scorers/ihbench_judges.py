@@ -66,6 +66,7 @@ class CriterionVerdict(BaseModel):
     criterion: str
     met: bool
     reason: str = ""
+    evidence: str = ""             # the judge's quote of the response (per-criterion RQ)
 
 
 class RQJudgment(BaseModel):
@@ -282,11 +283,10 @@ class LLMJudge:
                 why = ("judged met, but its evidence is not words of the response: "
                        f"{ans.evidence!r}" if ans.evidence.strip() else
                        "judged met without quoting the response")
-                crit.append(CriterionVerdict(criterion=c, met=False, reason=why))
+                crit.append(CriterionVerdict(criterion=c, met=False, reason=why, evidence=ans.evidence))
             else:
-                crit.append(CriterionVerdict(criterion=c, met=ans.met, reason=(
-                    f"evidence: {ans.evidence!r}" if ans.met else
-                    f"not met (evidence {ans.evidence!r})" if ans.evidence.strip() else "not met")))
+                crit.append(CriterionVerdict(criterion=c, met=ans.met, evidence=ans.evidence,
+                                             reason="met, quoting the response" if ans.met else "not met"))
         return RQJudgment(criteria=crit, verdict="pass" if all(c.met for c in crit) else "fail")
 
     async def _assess_all(self, item: EvalItem, response: str, sample: int) -> RQJudgment | Unscorable:
