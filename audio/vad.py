@@ -247,6 +247,25 @@ def silero_probs(samples: np.ndarray, sample_rate: int, model: SileroVAD | None 
     return m.scores(buf, 16000) if n else np.zeros(0)
 
 
+def silero_probs_channels(stereo: np.ndarray, sample_rate: int,
+                          models: tuple[SileroVAD, ...] | None = None) -> list[np.ndarray]:
+    """:func:`silero_probs` of every channel of (n, channels) audio. With one model instance per
+    channel the channels run on parallel threads (each call into the native model releases the
+    GIL); every instance keeps its own state, so each channel's probabilities are exactly those
+    of a sequential run."""
+    x = np.asarray(stereo, dtype=np.float32)
+    if x.ndim != 2:
+        raise AudioError(f"silero VAD: expected (n, channels) audio, got {x.shape}")
+    chans = [np.ascontiguousarray(x[:, c]) for c in range(x.shape[1])]
+    if models is None or len(models) < len(chans):
+        m = models[0] if models else None
+        return [silero_probs(c, sample_rate, m) for c in chans]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(chans)) as ex:
+        return list(ex.map(lambda cm: silero_probs(cm[0], sample_rate, cm[1]), zip(chans, models)))
+
+
 def silero_timestamps(probs: np.ndarray, n_samples: int, *, threshold: float = 0.5,
                       min_speech_ms: float = 250.0, min_silence_ms: float = 100.0,
                       speech_pad_ms: float = 30.0, neg_threshold: float | None = None,

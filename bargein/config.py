@@ -85,6 +85,8 @@ class BuildConfig(_Section):
     version: str = Field("0.1.0", pattern=r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
     seed: int = 7
     llm: str = Field("offline", description="offline | openai:MODEL | anthropic:MODEL | llamacpp:PATH")
+    llm_agents: dict[str, str] = Field(
+        {}, description="per-agent models, e.g. {verifier: 'openai:gpt-4o'}; other agents use llm")
     budget_usd: float | None = Field(None, ge=0, allow_inf_nan=False,
                                      description="LLM spend cap in USD: a limit on the run, not data",
                                      json_schema_extra={"execution": True})
@@ -162,6 +164,13 @@ def _check_values(cfg: BuildConfig) -> list[str]:
                 raise ConfigError(f"model file {model!r} does not exist; give the path of a .gguf file")
 
         check("llm", cfg.llm, llm)
+    if cfg.llm_agents:
+        def agents() -> None:
+            from bargein.llm import check_agent_models
+
+            check_agent_models(cfg.llm_agents)
+
+        check("llm_agents", cfg.llm_agents, agents)
     if cfg.scenarios.domains:
         def domains() -> None:
             from bargein.generators.catalogue_loader import load_catalogue

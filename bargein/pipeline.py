@@ -298,7 +298,7 @@ def _release(state: BuildState) -> StageOutcome:
     from bargein.releases.build import ReleaseSources, build_release
 
     c, a = state.config, state.artifact
-    routes = {} if c.llm == "offline" else agent_models()     # $BARGEIN_LLM_AGENTS
+    routes = {} if c.llm == "offline" else agent_models()     # llm_agents over $BARGEIN_LLM_AGENTS
     provenance: dict[str, Any] = {
         "bargein_version": __version__,
         "config": c.provenance(),
@@ -409,8 +409,14 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
                        progress=progress, previous=Path(previous) if previous else None)
     from bargein.executors import using_executor
 
-    with using_executor(config.executor):       # CPU stages: local processes or Ray tasks
-        times = run(p, state)
+    from bargein.llm import set_agent_models
+
+    set_agent_models(config.llm_agents)          # every LLM client of this build routes them
+    try:
+        with using_executor(config.executor):       # CPU stages: local processes or Ray tasks
+            times = run(p, state)
+    finally:
+        set_agent_models(None)
     return BuildReport(manifest=state.records[ReleaseManifest][0], out_dir=out_dir,
                        workdir=workdir, stage_seconds=times, counts=state.counts,
                        failures=state.failures, stages=p.names)

@@ -10,8 +10,14 @@ Prints::
     ihbench_public_schema_match= 1 when a release built with the ``ihbench-public`` profile has
                                  the public card's configs, columns, 1-based turns and structs
     turnnat_ref_score_xrt=       audio seconds scored per wall second by the whole ``turnnat-ref``
-                                 scorer (silero VAD of both channels, 50 Hz cleaning, units,
-                                 predictor), ratio to the wall clock of this run (goal >= 500)
+                                 scorer on a first pass (silero VAD of both channels on two threads,
+                                 50 Hz cleaning, units, predictor), ratio to the wall clock of this
+                                 run (goal >= 500)
+    turnnat_ref_score_sequential_xrt=  the same with the channels one after the other (the output is
+                                 checked identical)
+    turnnat_ref_vad_cpu_floor_xrt=   audio seconds per CPU second of the silero model alone on both
+                                 channels: the ceiling of a first pass on one core; x2 for two cores
+                                 (``turnnat_ref_vad_two_core_bound_xrt``)
     turnnat_ref_units_xrt=       the same without the VAD (activity given)
     turnnat_ref_score_cached_vad_xrt=  the file scorer (read, hash, cached reference VAD, units,
                                  predictor) when the clip's VAD is already cached
@@ -19,6 +25,9 @@ Prints::
     sidecar_error_ms_p95=        |sidecar measured - energy VAD on the written audio| over every
                                  timing figure of every pair (goal <= 20); the energy detector is
                                  not the detector that placed or measured the edit
+    turnnat_ref_sidecar_error_ms_p95=  the same for pairs made with ``perturb --protocol turnnat-ref``
+    turn_segments / shifts=      turns and turn changes the reference rules and bargein's find on
+                                 the same dialogues (informative)
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# this folder holds helpers (``_synthetic_release``) but also scripts named like stdlib modules
+# this folder holds helpers (``doubles``) but also scripts named like stdlib modules
 # (``inspect.py``): search it after the standard library, not before
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path.append(sys.path.pop(0))
@@ -77,11 +86,27 @@ def speeds(seconds: float) -> dict[str, float]:
     test = spoken_dialogue(seconds, 2)
     pred = BuiltinPredictor.train([turnnat_ref.scoring_activity(train, 16000).astype(bool)])
     dur = len(test) / 16000
-    t0 = time.perf_counter()
-    v = turnnat_ref.scoring_activity(test, 16000)
-    r = turnnat_ref.score_activity(v, pred, dur)
-    t1 = time.perf_counter()
+    from bargein.audio.vad import SileroVAD, silero_probs
+
+    models = (SileroVAD(), SileroVAD())
+    seq_s, par_s = [], []
+    for _ in range(3):          # interleaved, best of 3 each: the machine is shared
+        ts0 = time.perf_counter()
+        v_seq = turnnat_ref.scoring_activity(test, 16000, models[0])       # channels one after the other
+        turnnat_ref.score_activity(v_seq, pred, dur)
+        t0 = time.perf_counter()
+        v = turnnat_ref.scoring_activity(test, 16000, vads=models)         # channels on two threads
+        r = turnnat_ref.score_activity(v, pred, dur)
+        t1 = time.perf_counter()
+        seq_s.append(t0 - ts0)
+        par_s.append(t1 - t0)
+        assert np.array_equal(v, v_seq), "parallel channels changed the reference VAD's output"
+    c0 = time.thread_time()                       # the model alone: CPU seconds of both channels
+    for c in range(2):
+        silero_probs(np.ascontiguousarray(test[:, c]), 16000, models[0])
+    cpu = time.thread_time() - c0
     reps = 20
+    t1 = time.perf_counter()
     for _ in range(reps):
         turnnat_ref.score_activity(v, pred, dur)
     t2 = time.perf_counter()
@@ -100,7 +125,9 @@ def speeds(seconds: float) -> dict[str, float]:
         for _ in range(reps):
             scorer.score(path)
         t5 = time.perf_counter()
-    return {"turnnat_ref_score_xrt": dur / (t1 - t0), "turnnat_ref_units_xrt": reps * dur / (t2 - t1),
+    return {"turnnat_ref_score_xrt": dur / min(par_s), "turnnat_ref_score_sequential_xrt": dur / min(seq_s),
+            "turnnat_ref_vad_cpu_floor_xrt": dur / cpu, "turnnat_ref_vad_two_core_bound_xrt": 2 * dur / cpu,
+            "turnnat_ref_units_xrt": reps * dur / (t2 - t1),
             "turnnat_ref_score_cached_vad_xrt": reps * dur / (t5 - t4),
             "fdbench_v1_score_xrt": dur / (t3 - t2)}
 
@@ -108,7 +135,7 @@ def speeds(seconds: float) -> dict[str, float]:
 def public_schema_problems(tmp: Path) -> list[str]:
     """Build a 4-conversation release with ``profile="ihbench-public"`` (bench helper stage
     outputs) and compare it with the public card's layout."""
-    from _synthetic_release import write_synthetic
+    from doubles.synthetic_release import write_synthetic
 
     from bargein.releases.build import ReleaseSources, build_release
     from bargein.releases.public_schema import check_public_schema
@@ -120,10 +147,11 @@ def public_schema_problems(tmp: Path) -> list[str]:
     return check_public_schema(tmp / "rel")
 
 
-def sidecar_errors(tmp: Path, n_dialogues: int, per_type: int) -> tuple[list[float], int, dict]:
+def sidecar_errors(tmp: Path, n_dialogues: int, per_type: int,
+                   protocol: str = "turnnat-bargein") -> tuple[list[float], int, dict]:
     """Perturb spoken dialogues (silero placement), then recompute every timing figure of every
     sidecar from the written audio (:mod:`bargein.perturb.fidelity`, energy detector)."""
-    from _synthetic_audio import speech_dialogue
+    from doubles.synthetic_audio import speech_dialogue
 
     from bargein.audio.io import write_audio
     from bargein.perturb.fidelity import sidecar_errors as sidecar_errors_on_audio
@@ -136,15 +164,39 @@ def sidecar_errors(tmp: Path, n_dialogues: int, per_type: int) -> tuple[list[flo
     recs = []
     for i in range(n_dialogues):
         x, segs = speech_dialogue(Random(100 + i), duration_s=90)
-        write_audio(tmp / f"d{i}.flac", x, 16000)
+        if not (tmp / f"d{i}.flac").exists():
+            write_audio(tmp / f"d{i}.flac", x, 16000)
         recs.append(RenderedDialogue(conversation_id=f"d{i}", audio_path=f"d{i}.flac",
                                      duration_s=len(x) / 16000, segments=tuple(segs),
                                      voices={"user": "espeak:en-us", "assistant": "espeak:en-gb+f3"}))
     write_jsonl(tmp / "rendered.jsonl", recs)
+    out = tmp / f"out-{protocol}"
     run_perturb(load_sources(tmp / "rendered.jsonl", tmp / "w"), types=list(PERTURBATION_TYPES),
-                per_type=per_type, out_dir=tmp / "out", workdir=tmp / "w", seed=5, vad="silero")
-    errs, by_type, n_pairs, _ = sidecar_errors_on_audio(tmp / "out" / "pairs.jsonl", [tmp / "out"])
+                per_type=per_type, out_dir=out, workdir=tmp / "w", seed=5, vad="silero", protocol=protocol)
+    errs, by_type, n_pairs, _ = sidecar_errors_on_audio(out / "pairs.jsonl", [out])
     return errs, n_pairs, by_type
+
+
+def turn_counts(tmp: Path, n_dialogues: int) -> dict[str, int]:
+    """Turns and turn changes found on the spoken dialogues by the reference perturbation rules
+    (0.1 s VAD on 80 ms frames, proper shifts) and by bargein's (µs VAD, VAP-style shifts)."""
+    from bargein.audio.events import shift_hold_regions
+    from bargein.audio.io import read_audio
+    from bargein.audio.vad import get_vad, segments_to_tuples
+    from bargein.perturb import ref_ops
+    from bargein.perturb import ref_rules as R
+
+    out = {"ref_segments": 0, "bargein_segments": 0, "ref_proper_shifts": 0, "bargein_shifts": 0}
+    vad = get_vad("silero")
+    for i in range(n_dialogues):
+        x, sr = read_audio(tmp / f"d{i}.flac")
+        si = ref_ops.scan_input(x, sr)
+        segs = [segments_to_tuples(s) for s in vad.channel_segments(x, sr)]
+        out["ref_segments"] += sum(len(s) for s in si.segs)
+        out["bargein_segments"] += sum(len(s) for s in segs)
+        out["ref_proper_shifts"] += len(R.proper_shifts(si.segs, si.vads()))
+        out["bargein_shifts"] += len(shift_hold_regions(segs, len(x) / sr)[0])
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,14 +221,20 @@ def main(argv: list[str] | None = None) -> int:
         goal = "  (goal >= 500)" if k.startswith("turnnat_ref_score") else ""
         print(f"{k}={v:.0f}{goal}")
     with tempfile.TemporaryDirectory() as tmp:
-        errs, n_pairs, per_type = sidecar_errors(Path(tmp), args.dialogues, args.per_type)
-    if errs:
-        print(f"sidecar_error_ms_p95={np.percentile(errs, 95):.1f}  ({len(errs)} figures of {n_pairs} pairs; "
-              f"max {np.max(errs):.1f} ms; goal <= 20)")
-        for t, e in sorted(per_type.items()):
-            print(f"  sidecar_error_ms_p95[{t}]={np.percentile(e, 95):.1f}  (n={len(e)})")
-    else:
-        print("sidecar_error_ms_p95=n/a  (no pairs)")
+        for protocol, key in (("turnnat-bargein", "sidecar_error_ms_p95"),
+                              ("turnnat-ref", "turnnat_ref_sidecar_error_ms_p95")):
+            errs, n_pairs, per_type = sidecar_errors(Path(tmp), args.dialogues, args.per_type, protocol)
+            if errs:
+                print(f"{key}={np.percentile(errs, 95):.1f}  ({len(errs)} figures of {n_pairs} pairs; "
+                      f"max {np.max(errs):.1f} ms; goal <= 20)")
+                for t, e in sorted(per_type.items()):
+                    print(f"  {key}[{t}]={np.percentile(e, 95):.1f}  (n={len(e)})")
+            else:
+                print(f"{key}=n/a  (no pairs)")
+        tc = turn_counts(Path(tmp), args.dialogues)
+        print(f"turn_segments ref={tc['ref_segments']} bargein={tc['bargein_segments']}  "
+              f"shifts ref_proper={tc['ref_proper_shifts']} bargein={tc['bargein_shifts']}  "
+              f"(on the {args.dialogues} spoken dialogues)")
     return 0
 
 

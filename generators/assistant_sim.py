@@ -17,7 +17,6 @@ placed inside it (never inside the acknowledgement of the previous turn).
 
 from __future__ import annotations
 
-import json
 import random
 import re
 
@@ -26,9 +25,10 @@ from pydantic import BaseModel, ConfigDict
 from bargein.generators import grounded as G
 from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
-from bargein.generators.planner import EDGE_WORDS, MIN_CUT_WORDS, RoundPlan
+from bargein.generators.planner import EDGE_WORDS, RoundPlan
 from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, normalise
+from bargein.verify.tone import dedupe_markers, is_distressing
 
 _GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching)|hello|hi there|welcome|"
                        r"good (morning|afternoon|evening))\b", re.I)
@@ -94,6 +94,9 @@ class RuleAssistant:
         ack, content = P.tidy(turn.acknowledgement), P.tidy(turn.content)
         if ack and not ack.rstrip().endswith((".", "!", "?")):
             content = turn.content          # "So, as I was saying, the ..." continues a sentence
+        pieces = dedupe_markers([*re.split(r"(?<=[.!?])\s+", ack), content])  # no "Okay. Okay,"
+        if ack and len(pieces) >= 2:
+            ack, content = " ".join(pieces[:-1]), pieces[-1]
         return AssistantTurn(acknowledgement=ack, content=content)
 
     # -- normal branch (no interruption awareness) --------------------------------------------
@@ -112,16 +115,21 @@ class RuleAssistant:
 
     def _ack(self, info: dict[str, str], rng: random.Random) -> str:
         kind = info.get("kind")
+        if kind in ("fact", "plain") and is_distressing(info.get("value", "")):
+            return P.pick(rng, "assistant", "ack_sad")
         if kind == "fact":
             key, value = info.get("key", ""), info.get("value", "")
             sensitive = (self.kinds.get(key) in _NO_READBACK
                          or any(w in key for w in _NO_READBACK))
+            if is_distressing(value):
+                return P.pick(rng, "assistant", "ack_sad")
             if value and not sensitive and P.n_words(value) <= 6 and not P.clause(value):
                 return P.pick(rng, "assistant", "ack_fact", value=value)
             return P.pick(rng, "assistant", "ack_plain")
         if kind == "hidden":
-            return P.pick(rng, "assistant", "recover_hidden_fact",
-                          fact=P.second_person(info.get("value", "")))
+            return P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(
+                info.get("value", "")) else "recover_hidden_fact",
+                fact=P.second_person(info.get("value", "")))
         if kind == "unknown":
             return P.pick(rng, "assistant", "ack_unknown")
         if kind == "accept":
@@ -169,12 +177,13 @@ class RuleAssistant:
         if t == "normal":
             variant = d.get("variant")
             if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):
-                address = P.pick(rng, "assistant", "recover_hidden_fact",
-                                 fact=P.second_person(d.get("value", "")))
+                address = P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(
+                    d.get("value", "")) else "recover_hidden_fact",
+                    fact=P.second_person(d.get("value", "")))
             elif variant == "volunteer":
                 address = P.pick(rng, "assistant", "recover_volunteer", value=d["value"], label=d["label"])
             elif variant == "constraint":
-                address = P.bank("pairs", "normal_constraint")[int(d["pair"])]["assistant"]
+                address = P.pair(d, "normal_constraint")["assistant"]
             elif d.get("object_kind"):
                 address = G.recover_clarify(rng, d["anchor"])
             else:
@@ -183,7 +192,7 @@ class RuleAssistant:
             address = P.pick(rng, "assistant", "recover_correction", label=d["label"],
                              old=d["old"], new=d["new"])
         else:  # topic_switch: address it, steer back (the steer-back is the resume lead)
-            address = P.bank("pairs", "topic_switch")[int(d["pair"])]["assistant"]
+            address = P.pair(d, "topic_switch")["assistant"]
             return AssistantTurn(acknowledgement=P.join(address, P.pick(rng, "assistant", "back_to_task")),
                                  content=self.content(plan, rng))
         lead, content = _resume(rng, self.content(plan, rng))
@@ -215,32 +224,3 @@ def check_turn(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     if rec.type == "impatient" and P.n_words(heard_tail) >= 5 and contains_phrase(turn.text, heard_tail):
         errs.append("after an impatient cut-in the turn re-delivers what the caller already heard")
     return errs
-
-
-# ---- LLM form -------------------------------------------------------------------------------
-def history_view(messages) -> list[dict[str, str]]:
-    """Messages as they were actually spoken; a cut one is marked with what went unsaid."""
-    out = []
-    for m in messages:
-        item = {"index": m.index, "role": m.role, "text": m.spoken_text}
-        if m.interruption is not None:
-            item["cut_off"] = f"(interrupted; unsaid: {m.text[len(m.heard_text or ''):].strip()!r})"
-        out.append(item)
-    return out
-
-
-def llm_messages(plan: RoundPlan, scenario: Scenario, messages) -> tuple[str, list[dict[str, str]]]:
-    """(agent name, chat messages) for the branch the plan calls for."""
-    from bargein.prompts import render
-
-    branch = "interruption" if plan.assistant_mode == "recovery" else "normal"
-    name = f"assistant_simulator.{branch}"
-    # the assistant never learns whether or where it will be cut (no cross-contamination)
-    view = plan.model_dump(mode="json", exclude={
-        "user_style", "user_profile", "user_facts", "user_goal", "user_action", "message_index",
-        "cut_word_index", "interrupt", "type", "detail", "cut_fraction", "overlap_ms", "rationale"})
-    prompt = render(name, system_prompt=scenario.system_prompt, brand=brand(scenario),
-                    history=history_view(messages), plan=json.dumps(view, indent=1),
-                    recovery=json.dumps(plan.recovery.model_dump() if plan.recovery else {}, indent=1),
-                    min_words=1 if plan.assistant_action == "farewell" else MIN_CUT_WORDS)
-    return name, [{"role": "user", "content": prompt}]

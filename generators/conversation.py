@@ -16,24 +16,17 @@ import dataclasses
 import json
 import os
 import random
-import re
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from bargein.errors import BackendUnavailable, GenerationFailed
+from bargein.errors import GenerationFailed
 from bargein.generators import phrases as P
 from bargein.generators.assistant_sim import AssistantTurn, RuleAssistant, check_turn
-from bargein.generators.assistant_sim import llm_messages as assistant_messages
+from bargein.generators.llm_agents import llm_for  # noqa: F401  (stages of other packages use it)
 from bargein.generators.planner import ConversationState, Recovery, RoundPlan, RulePlanner
-from bargein.generators.user_sim import (
-    Interjected, PlanBroken, anchors, RuleUser, UserInterjection, UserReply, check_interjection,
-    check_reply, user_plan,
-)
-from bargein.generators.user_sim import llm_messages as user_messages
+from bargein.generators.user_sim import Interjected, PlanBroken, RuleUser, user_plan
 from bargein.records import (
     INTERRUPTION_TYPES, Conversation, EvalItem, Interruption, Message, Scenario, VerifiedConversation,
 )
@@ -41,23 +34,11 @@ from bargein.runner import Stage, StageContext, StageResult, run_stage
 from bargein.seeding import stable_hash
 from bargein.store import atomic_write_text, write_jsonl
 
-ASK_ATTEMPTS = 3        # one answer + two re-asks with the errors
 REPLANS = 2             # then the round is planned again, at most this often
 SIMULATE_VERSION = "1"
-PROMPTS = ("round_planner", "assistant_simulator.normal", "assistant_simulator.interruption",
+PROMPTS = ("round_planner", "assistant_simulator.system", "assistant_simulator.normal",
+           "assistant_simulator.interruption", "user_simulator.system",
            "user_simulator.normal", "user_simulator.interrupting")
-
-
-class PlannerOut(BaseModel):
-    """LLM round planner output: the round's content, consistent with the sampled decisions."""
-
-    model_config = ConfigDict(extra="forbid")
-    assistant_goal: str
-    user_goal: str
-    interrupt: bool
-    type: str | None = None
-    cut_after: str = ""
-    rationale: str = ""
 
 
 def conversation_id(scenario: Scenario, agents: str) -> str:
@@ -70,25 +51,6 @@ def _clone(st: ConversationState) -> ConversationState:
         corrected=set(st.corrected), used_pairs={k: set(v) for k, v in st.used_pairs.items()},
         last_user=dict(st.last_user), read_back=set(st.read_back), uttered=set(st.uttered),
         delivered=set(st.delivered))
-
-
-async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseModel], *,
-                    agent: str, check: Callable[[Any], list[str]], sample: int = 0) -> Any:
-    """Ask for ``schema``; re-ask with the plan errors; raise :class:`PlanBroken` with evidence."""
-    attempts: list[dict[str, Any]] = []
-    msgs = list(messages)
-    for n in range(ASK_ATTEMPTS):
-        obj = await llm.structured(msgs, schema, agent=agent, sample=sample * ASK_ATTEMPTS + n)
-        errs = check(obj)
-        if not errs:
-            return obj
-        answer = obj.model_dump_json()
-        attempts.append({"attempt": n, "answer": json.loads(answer), "errors": errs})
-        msgs = msgs + [{"role": "assistant", "content": answer},
-                       {"role": "user", "content": "Your answer breaks the plan:\n- " + "\n- ".join(errs)
-                        + "\nAnswer again with the whole JSON object, fixed."}]
-    raise PlanBroken(f"{agent}: {len(attempts)} answers broke the plan; last: {attempts[-1]['errors']}",
-                     evidence={"agent": agent, "attempts": attempts})
 
 
 # ---- agents ---------------------------------------------------------------------------------
@@ -120,91 +82,16 @@ class RuleAgents:
         return self.user.interject(user_plan(plan), message, content_start, context, rng)
 
 
-class LLMAgents:
-    """Every agent through ``llm.structured`` with its own prompt; answers checked against the plan."""
-
-    def __init__(self, scenario: Scenario, llm: Any, spec: str):
-        self.scenario, self.llm, self.name = scenario, llm, spec
-
-    async def refine_plan(self, plan: RoundPlan, st: ConversationState, messages, rng, sample) -> RoundPlan:
-        from bargein.generators.assistant_sim import history_view
-        from bargein.prompts import render
-
-        sc = self.scenario
-        stage = sc.kb.workflow.stage(plan.stage) if plan.stage in sc.kb.workflow.stage_names else None
-        prompt = render("round_planner", domain=sc.domain.title, goal=sc.goal.description,
-                        profile=sc.intent.profile,
-                        stage=json.dumps(stage.model_dump(exclude={"id"}) if stage else {}, indent=1),
-                        history=history_view(messages), decisions=json.dumps({
-                            "assistant_action": plan.assistant_action,
-                            "content": plan.unit.text if plan.unit else "",
-                            "asks_for": list(plan.unit.keys) if plan.unit else [],
-                            "user_action": plan.user_action, "user_facts": plan.user_facts,
-                            "interrupt": plan.interrupt, "type": plan.type, "detail": plan.detail,
-                            "recovering_from": plan.recovery.type if plan.recovery else None},
-                            indent=1))
-
-        def check(out: PlannerOut) -> list[str]:
-            errs = []
-            if out.interrupt != plan.interrupt:
-                errs.append(f"interrupt must be {plan.interrupt} in this round")
-            if plan.interrupt and out.type != plan.type:
-                errs.append(f"the interruption type must be {plan.type!r}, not {out.type!r}")
-            if not out.assistant_goal.strip():
-                errs.append("assistant_goal is empty")
-            return errs
-
-        out = await ask_valid(self.llm, [{"role": "user", "content": prompt}], PlannerOut,
-                              agent="round_planner", check=check, sample=sample)
-        return plan.model_copy(update={"assistant_goal": out.assistant_goal,
-                                       "user_goal": out.user_goal,
-                                       "rationale": out.rationale or plan.rationale})
-
-    async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
-        agent, msgs = assistant_messages(plan, self.scenario, messages)
-        return await ask_valid(self.llm, msgs, AssistantTurn, agent=agent,
-                               check=lambda t: check_turn(plan, t), sample=sample)
-
-    async def user_reply(self, plan, heard, rng, sample) -> str:
-        up = user_plan(plan)
-        agent, msgs = user_messages(up, heard)
-        out = await ask_valid(self.llm, msgs, UserReply, agent=agent,
-                              check=lambda r: check_reply(up, r.utterance), sample=sample)
-        return out.utterance.strip()
-
-    async def user_interject(self, plan, message, content_start, context, heard, rng, sample) -> Interjected:
-        up = user_plan(plan)
-        agent, msgs = user_messages(up, heard, message, content_start)
-        out = await ask_valid(
-            self.llm, msgs, UserInterjection, agent=agent, sample=sample,
-            check=lambda o: check_interjection(up, message, content_start, o.heard_prefix,
-                                               o.interjection, context))
-        heard_text = out.heard_prefix.rstrip()
-        k = P.word_index_of_prefix(message, heard_text)
-        assert k is not None
-        detail = dict(plan.detail)
-        if plan.type in ("pushback", "normal") and "anchor" not in detail:
-            said = [a for a in anchors(heard_text[content_start:]) if _said(out.interjection, a)]
-            if said:                           # what the caller picked up on, for the recovery
-                detail["anchor"] = said[-1]
-        return Interjected(heard=heard_text, cut_word_index=k, interjection=out.interjection.strip(),
-                           overlap_ms=plan.overlap_ms or 300, detail=detail)
-
-
-def _said(text: str, phrase: str) -> bool:
-    from bargein.verify.text import contains_phrase
-
-    core = re.sub(r"^(?:the|a|an|my|your|this|that|our)\s+", "", phrase)
-    return contains_phrase(text, phrase) or contains_phrase(text, core)
-
-
 # ---- the loop -------------------------------------------------------------------------------
 def _heard_view(messages: list[Message]) -> list[dict[str, str]]:
-    return [{"role": m.role, "text": m.spoken_text} for m in messages]
+    return [{"role": m.role, "text": m.spoken_text, "cut": m.interruption is not None}
+            for m in messages]
 
 
-async def simulate(scenario: Scenario, rng: random.Random, agents: RuleAgents | LLMAgents) -> Conversation:
-    """One conversation; raises :class:`GenerationFailed` with evidence when a round cannot be made."""
+async def simulate(scenario: Scenario, rng: random.Random, agents: Any) -> Conversation:
+    """One conversation; raises :class:`GenerationFailed` with evidence when a round cannot be made.
+
+    ``agents``: :class:`RuleAgents`, or :class:`bargein.generators.llm_agents.LLMAgents`."""
     planner = RulePlanner(scenario)
     st = planner.new_state(rng)
     messages: list[Message] = []
@@ -289,31 +176,15 @@ def _run_sync(coro: Awaitable[Conversation]) -> Conversation:
     raise RuntimeError("offline simulation tried to await I/O")
 
 
-def llm_for(ctx: StageContext, spec: str) -> Any:
-    """The stage's LLM client: ``ctx.resources['llm']`` or ``get_llm(spec)``."""
-    llm = ctx.resources.get("llm")
-    if llm is None:
-        try:
-            from bargein.llm import get_llm
-        except ImportError as e:
-            raise BackendUnavailable(f"--llm {spec}: bargein.llm.get_llm is not available ({e}). "
-                                     "Fix: use --llm offline") from e
-        llm = ctx.resources["llm"] = get_llm(spec, workdir=ctx.workdir)
-    return llm
-
-
-async def _simulate_llm(scenario: Scenario, ctx: StageContext) -> Conversation:
-    spec = ctx.config["llm"]
-    return await simulate(scenario, ctx.rng, LLMAgents(scenario, llm_for(ctx, spec), spec))
-
-
 def simulate_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
     from bargein.llm.base import is_offline
 
     if is_offline(llm):
         return Stage(name="simulate", fn=_simulate_offline, output=Conversation,
                      config={"llm": "offline", "phrases": P.fingerprint()}, version=SIMULATE_VERSION)
-    return Stage(name="simulate", fn=_simulate_llm, output=Conversation, config={"llm": llm},
+    from bargein.generators.llm_agents import simulate_llm
+
+    return Stage(name="simulate", fn=simulate_llm, output=Conversation, config={"llm": llm},
                  version=SIMULATE_VERSION, prompts=PROMPTS, backends=(llm,), kind="io",
                  concurrency=concurrency)
 

@@ -13,16 +13,10 @@ corrected value, the caller's concern), before any model response exists::
 
 from __future__ import annotations
 
-import asyncio
-import json
 import random
 import re
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from bargein.generators import phrases as P
-from bargein.generators.facts import find_placeholders
 from bargein.records import Conversation, Rubric
 from bargein.records.plan import RoundPlan
 from bargein.runner import Stage, StageContext
@@ -65,14 +59,6 @@ RQ: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "Offers at least one concrete alternative way forward."),
         ("Neither caves by dropping the requirement nor stonewalls by repeating it.",)),
 }
-
-
-class RubricOut(BaseModel):
-    """LLM rubric generator output."""
-
-    model_config = ConfigDict(extra="forbid")
-    tf_criterion: str
-    rq_criteria: list[str]
 
 
 def _words(text: str, n: int, last: bool = False) -> str:
@@ -180,40 +166,6 @@ def rule_rubric(conv: Conversation, idx: int, rng: random.Random) -> Rubric:
                   rq_criteria=tuple(criteria))
 
 
-def check_rubric(out: RubricOut) -> list[str]:
-    errs = []
-    rq = [c.strip() for c in out.rq_criteria if c.strip()]
-    if not out.tf_criterion.strip():
-        errs.append("tf_criterion is empty")
-    if not 2 <= len(rq) <= 4 or len(set(rq)) != len(rq):
-        errs.append(f"rq_criteria must be 2-4 distinct pass/fail checks, got {len(rq)}")
-    found = find_placeholders(" ".join([out.tf_criterion, *rq]))
-    if found:
-        errs.append(f"placeholders: {found[:3]}")
-    return errs
-
-
-async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random) -> Rubric:
-    from bargein.generators.assistant_sim import history_view
-    from bargein.generators.conversation import ask_valid
-    from bargein.prompts import render
-
-    cut = conv.messages[idx - 1]
-    nxt = recovery_plans(conv).get(idx)
-    prompt = render("rubric_generator", system_prompt=conv.scenario.system_prompt,
-                    history=history_view(conv.messages[: idx + 1]), type=cut.interruption.type,
-                    heard=json.dumps(cut.interruption.heard_text),
-                    unsaid=json.dumps(cut.text[len(cut.interruption.heard_text):]),
-                    interjection=json.dumps(conv.messages[idx].text),
-                    next_step=json.dumps((nxt.assistant_goal or nxt.rationale) if nxt is not None else ""),
-                    details=json.dumps(interruption_context(conv, idx)))
-    out = await ask_valid(llm, [{"role": "user", "content": prompt}], RubricOut,
-                          agent="rubric_generator", check=check_rubric)
-    return Rubric(message_index=idx, type=cut.interruption.type,
-                  tf_criterion=out.tf_criterion.strip(),
-                  rq_criteria=tuple(c.strip() for c in out.rq_criteria if c.strip()))
-
-
 # ---- runner stages --------------------------------------------------------------------------
 def _indices(conv: Conversation) -> list[int]:
     return [u.index for _, u in conv.interruptions]
@@ -224,15 +176,6 @@ def _rubrics_offline(conv: Conversation, ctx: StageContext) -> Conversation:
     return conv.with_(rubrics=tuple(rule_rubric(conv, i, rng) for i in _indices(conv)))
 
 
-async def _rubrics_llm(conv: Conversation, ctx: StageContext) -> Conversation:
-    from bargein.generators.conversation import llm_for
-
-    llm = llm_for(ctx, ctx.config["llm"])
-    rubrics = await asyncio.gather(*(llm_rubric(conv, i, llm, random.Random(ctx.item_seed + i))
-                                     for i in _indices(conv)))
-    return conv.with_(rubrics=tuple(rubrics))
-
-
 def rubric_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
     """Conversation -> Conversation with one rubric per interjection (output: conversations.jsonl)."""
     from bargein.llm.base import is_offline
@@ -240,6 +183,8 @@ def rubric_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
     if is_offline(llm):
         return Stage(name="conversations", fn=_rubrics_offline, output=Conversation,
                      config={"llm": "offline"}, version=RUBRIC_VERSION)
-    return Stage(name="conversations", fn=_rubrics_llm, output=Conversation, config={"llm": llm},
-                 version=RUBRIC_VERSION, prompts=("rubric_generator",), backends=(llm,),
+    from bargein.generators.llm_rubric import rubrics_llm
+
+    return Stage(name="conversations", fn=rubrics_llm, output=Conversation, config={"llm": llm},
+                 version=RUBRIC_VERSION, prompts=("rubric_generator", "rubric_interruption"), backends=(llm,),
                  kind="io", concurrency=concurrency)

@@ -14,7 +14,6 @@ the first ``k`` words, char-exact) and an interjection that reacts only to the h
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import dataclass
@@ -266,7 +265,7 @@ class RuleUser:
         if t == "correction":
             return P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"])
         if t == "topic_switch":
-            return reopen(P.bank("pairs", "topic_switch")[int(d["pair"])]["user"], rng)
+            return reopen(P.pair(d, "topic_switch")["user"], rng)
         if t == "normal" and variant == "hidden":
             return P.pick(rng, "user", "normal_hidden", value=d["value"])
         if t == "normal" and variant == "volunteer":
@@ -274,7 +273,7 @@ class RuleUser:
                 return P.pick(rng, "user", "normal_hidden", value=P.clause(d["value"]))
             return P.pick(rng, "user", "normal_volunteer", label=d["label"], value=d["value"])
         if t == "normal" and variant == "constraint":
-            return reopen(P.bank("pairs", "normal_constraint")[int(d["pair"])]["user"], rng)
+            return reopen(P.pair(d, "normal_constraint")["user"], rng)
         if t == "pushback" and variant == "sensitive":
             return P.pick(rng, "user", "pushback_sensitive", label=d["label"])
         if t == "pushback" and variant == "persist":
@@ -413,23 +412,3 @@ def check_reply(up: UserPlan, utterance: str) -> list[str]:
         if missing:
             errs.append(f"the plan says the user gives {missing}, which the reply lacks")
     return errs
-
-
-# ---- LLM form -------------------------------------------------------------------------------
-def llm_messages(up: UserPlan, heard_history: list[dict], message: str | None = None,
-                 content_start: int = 0) -> tuple[str, list[dict[str, str]]]:
-    from bargein.prompts import render
-
-    if up.interrupt:
-        n = P.n_words(message or "")
-        first = P.n_words((message or "")[:content_start])
-        name = "user_simulator.interrupting"
-        prompt = render(name, plan=json.dumps(up.model_dump(mode="json"), indent=1),
-                        history=heard_history, assistant_message=message,
-                        min_cut=max(first + EDGE_WORDS, EDGE_WORDS), max_cut=n - EDGE_WORDS,
-                        type=up.type, detail=json.dumps(up.detail))
-    else:
-        name = "user_simulator.normal"
-        prompt = render(name, plan=json.dumps(up.model_dump(mode="json"), indent=1),
-                        history=heard_history)
-    return name, [{"role": "user", "content": prompt}]

@@ -61,6 +61,9 @@ def sidecar_errors(pairs_jsonl: Path, roots: list[Path]) -> tuple[list[float], d
             y, sr = read_audio(path)
             y = y if y.ndim == 2 else y[:, None]
             segs.append([energy_spans(np.ascontiguousarray(y[:, c]), sr) for c in range(y.shape[1])])
+        if "perturbed_crop_edited_timeline_s" in side:      # turnnat-ref: the natural clip may start later
+            off = float(side["crop_start_s"]) - float(side["perturbed_crop_edited_timeline_s"][0])
+            segs[0] = [[(a + off, b + off) for a, b in ch] for ch in segs[0]]
         mine = measure(p.type, segs[0], segs[1], side["candidate"], side["params"])
         n += 1
         for k, v in side.get("measured", {}).items():

@@ -53,6 +53,7 @@ class DialogueScan(Record):
     candidates: dict[str, tuple[dict, ...]] = {}
     vad: str = ""
     voices: dict[str, str] = {}         # role -> voice id (to synthesise missing backchannels)
+    ref_segments: dict = {}             # turnnat-ref: 80 ms frame segments (see perturb.ref_ops)
 
 
 class PerturbJob(Record):
@@ -68,6 +69,7 @@ class PerturbJob(Record):
     type: str
     candidate: dict
     voices: dict[str, str] = {}
+    ref_segments: dict = {}
 
 
 def _vad(ctx: StageContext):
@@ -96,6 +98,8 @@ def scan_dialogue(rd: RenderedDialogue, ctx: StageContext) -> DialogueScan:
     if dur < CROP_MIN_S:
         raise AudioError(f"dialogue {rd.id}: {dur:.1f} s is shorter than a {CROP_MIN_S:.0f}-"
                          f"{CROP_MAX_S:.0f} s crop; nothing to perturb")
+    if cfg.get("protocol") == "turnnat-ref":
+        return _scan_ref(rd, x, dur, cfg["sample_rate"])
     vad = _vad(ctx)
     segs = exact_channel_segments(cfg["vad"], x, cfg["sample_rate"])
     for c, s in enumerate(segs):
@@ -117,9 +121,76 @@ def scan_dialogue(rd: RenderedDialogue, ctx: StageContext) -> DialogueScan:
                         candidates=cands, vad=f"{vad.id}@{vad.version}", voices=voices)
 
 
+def _scan_ref(rd: RenderedDialogue, x: np.ndarray, dur: float, sr: int) -> DialogueScan:
+    """``turnnat-ref`` scan: the reference turn VAD (silero, 0.1 s timestamps, 80 ms frames,
+    merge <= 3 frames), its candidate rules and its isolated backchannels as sources."""
+    from bargein.perturb import ref_ops
+    from bargein.perturb import ref_rules as R
+
+    texts = [[(s.start_s, s.end_s, s.spoken_text if s.spoken_text is not None else s.text)
+              for s in (rd.segments or ()) if s.channel == ch] for ch in (0, 1)]
+    si = ref_ops.scan_input(x, sr, texts)
+    for c, s in enumerate(si.segs):
+        if not s:
+            raise AudioError(f"dialogue {rd.id}: channel {c} has no speech (reference turn VAD); "
+                             "a two-speaker dialogue is needed")
+    cands = ref_ops.candidates(x, sr, si)
+    v = si.vads(short=True)
+    bcs = [dict(channel=ch, start_s=g.start_s, end_s=g.end_s, text=R.normalized(g.text) or None, source="ref")
+           for ch in (0, 1) for g in R.isolated_backchannels(si.segs_short[ch], v[ch], v[1 - ch])
+           if g.text.strip()]                  # the reference needs a transcript for a source
+    voices = {r: vid for r, vid in (rd.voices or {}).items() if r in ROLE_CHANNEL}
+    ref = {"segs": [[ref_ops.seg_dict(g) for g in ch] for ch in si.segs],
+           "short": [[ref_ops.seg_dict(g) for g in ch] for ch in si.segs_short], "n_frames": si.n_frames}
+    return DialogueScan(id=rd.id, source_id=rd.id, audio_path=rd.audio_path,
+                        audio_sha256=file_sha256(rd.audio_path), duration_s=round(dur, 6),
+                        segments=tuple(tuple((round(g.start_s, 6), round(g.end_s, 6)) for g in ch)
+                                       for ch in si.segs),
+                        backchannels=tuple(_round(b) for b in bcs),
+                        candidates={t: tuple(_round(c) for c in v) for t, v in cands.items()},
+                        vad="silero@turnnat-ref (0.1 s, 80 ms frames)", voices=voices, ref_segments=ref)
+
+
+def _make_pair_ref(job: "PerturbJob", ctx: StageContext, x: np.ndarray):
+    """``turnnat-ref`` pair: edit the whole dialogue, crop the result by the reference rule, cut
+    the natural clip at the mapped source bounds, normalise each whole file separately."""
+    from random import Random as _R
+
+    from bargein.perturb import ref_edits, ref_ops
+
+    cfg, rng, sr = ctx.config, ctx.rng, ctx.config["sample_rate"]
+    rs = job.ref_segments
+    si = ref_ops.ScanInput(tuple(tuple(ref_ops.seg_of(d) for d in ch) for ch in rs["segs"]),
+                           tuple(tuple(ref_ops.seg_of(d) for d in ch) for ch in rs["short"]), int(rs["n_frames"]))
+    c = dict(job.candidate)
+    if job.type == "excessive_backchannel":
+        bcs = [Backchannel(**b) for b in job.backchannels]
+        pool = ops.backchannel_pool(c, x, sr, bcs, (0.0, 0.0))
+        if len(pool) < ref_ops.BC_COUNT:
+            speech = [(a, b) for a, b in job.segments[c["b"]]]
+            pool += synth_backchannels(job, c["b"], x[:, c["b"]], speech, sr, rng,
+                                       have={t for t, _, _ in pool}, n=ref_ops.BC_COUNT - len(pool))
+        app = ref_ops.excessive_backchannel(x, sr, c, si, rng, pool)
+    else:
+        app = ref_ops.APPLY[job.type](x, sr, c, si, rng)
+    (p0, p1), (n0, n1) = ref_ops.crop_pair(x, app, sr, _R(rng.random()))
+    pert, nat = app.audio[p0:p1], x[n0:n1]
+    a_s = p0 / sr
+    edits = [ops._edit(**{**e, "at_s": e["at_s"] - a_s}) for e in app.edits]
+    shift = {"at_s"} if "at_s" in app.params else set()
+    params = {k: (v - a_s if k in shift else v) for k, v in app.params.items()}
+    cc = {k: (v - a_s if isinstance(v, float) and k in ("a0", "a1", "b0", "b1", "s", "e", "t_a", "bt1", "w0", "w1")
+              else v) for k, v in c.items()}
+    nat, g_nat = ref_edits.normalize_stereo(nat)
+    pert, g_pert = ref_edits.normalize_stereo(pert)
+    params.update(loudness_gain_natural=g_nat, loudness_gain_perturbed=g_pert)
+    return nat, pert, edits, params, cc, (a_s, p1 / sr), (n0 / sr, n1 / sr)
+
+
 def _round(d: dict) -> dict:
     return {k: (round(v, 6) if isinstance(v, float) else
-                tuple(round(x, 6) for x in v) if isinstance(v, tuple) else v) for k, v in d.items()}
+                tuple(round(x, 6) if isinstance(x, float) else x for x in v) if isinstance(v, tuple) else v)
+            for k, v in d.items()}
 
 
 def _normalise_pair(nat: np.ndarray, pert: np.ndarray, sr: int, segs) -> tuple[np.ndarray, np.ndarray]:
@@ -212,6 +283,54 @@ def make_pair(job: PerturbJob, ctx: StageContext) -> PerturbationPair:
     if file_sha256(job.audio_path) != job.audio_sha256:
         raise GenerationFailed(f"{job.audio_path} changed since it was scanned; re-run perturb")
     x = load_stereo(job.audio_path, sr, f"job {job.id}")
+    if cfg.get("protocol") == "turnnat-ref" and job.ref_segments:
+        nat, pert, edits, params, c, pcrop, crop = _make_pair_ref(job, ctx, x)
+        a_s, b_s = crop
+        fade_ms = 60.0
+    else:
+        nat, pert, edits, params, c, crop, fade_ms = _make_pair_bargein(job, ctx, x)
+        a_s, b_s = pcrop = crop
+    vad = _vad(ctx)
+    # measured on the written result with exact boundaries (detector without padding, edges
+    # re-placed on the audio's energy): the sidecar reports what the audio does
+    m_nat = exact_channel_segments(cfg["vad"], nat, sr)
+    m_pert = exact_channel_segments(cfg["vad"], pert, sr)
+    off = a_s - pcrop[0]                 # natural clip time -> perturbed clip time
+    if off:
+        m_nat = [[(s0 + off, s1 + off) for s0, s1 in ch] for ch in m_nat]
+    measured = measure(job.type, m_nat, m_pert, c, params)
+    if job.type == "hold_instead_of_shift":
+        _check_removed(pert, sr, c, m_pert, measured)
+    evidence = {"measured": measured, "params": params, "crop": crop}
+    if measured["in_spec"] != 1.0 and cfg.get("strict", True):
+        raise GenerationFailed(f"{job.type}: re-measured edit outside the specified range "
+                               f"{measured}", evidence=evidence)
+    out = Path(cfg["out_dir"])
+    nat_rel, pert_rel = f"audio/{job.id}.natural.flac", f"audio/{job.id}.perturbed.flac"
+    write_audio(out / nat_rel, nat, sr)
+    write_audio(out / pert_rel, pert, sr)
+    pair = PerturbationPair(id=job.id, source_id=job.source_id, type=job.type, natural_path=nat_rel,
+                            perturbed_path=pert_rel, sample_rate=sr, crop_start_s=round(a_s, 6),
+                            crop_end_s=round(b_s, 6), edits=tuple(edits),
+                            measured={k: v for k, v in measured.items()})
+    sidecar = {"pair_id": job.id, "type": job.type, "source_id": job.source_id,
+               "source_audio": Path(job.audio_path).name, "crop_start_s": a_s, "crop_end_s": b_s,
+               "sample_rate": sr, "fade_ms": round(fade_ms, 4), "params": _round(params),
+               "edits": [json.loads(e.model_dump_json()) for e in edits], "measured": measured,
+               "candidate": _round({k: v for k, v in c.items() if k != "need"}),
+               "natural_path": nat_rel, "perturbed_path": pert_rel,
+               "vad": f"{vad.id}@{vad.version} (no pad, no merge) + energy boundaries",
+               "tolerance_s": TOLERANCE_S, "protocol": cfg.get("protocol", "turnnat-bargein"), "times": "seconds from the start of the perturbed clip"}
+    if pcrop != crop:
+        sidecar["perturbed_crop_edited_timeline_s"] = [round(pcrop[0], 6), round(pcrop[1], 6)]
+    atomic_write_text(out / "sidecars" / f"{job.id}.json", json.dumps(sidecar, indent=2, sort_keys=True) + "\n")
+    return pair
+
+
+def _make_pair_bargein(job: PerturbJob, ctx: StageContext, x: np.ndarray):
+    """bargein's pair: crop the natural dialogue first, edit the crop, normalise per channel."""
+    cfg, rng = ctx.config, ctx.rng
+    sr = cfg["sample_rate"]
     fade_ms = rng.uniform(10.0, 12.0)
     target = rng.uniform(CROP_MIN_S, CROP_MAX_S)
     c_abs = job.candidate
@@ -240,36 +359,7 @@ def make_pair(job: PerturbJob, ctx: StageContext) -> PerturbationPair:
     else:
         pert, edits, params = getattr(ops, job.type)(clip, c, rng)
     nat, pert = _normalise_pair(nat, pert, sr, segs)
-    vad = _vad(ctx)
-    # measured on the written result with exact boundaries (detector without padding, edges
-    # re-placed on the audio's energy): the sidecar reports what the audio does
-    m_nat = exact_channel_segments(cfg["vad"], nat, sr)
-    m_pert = exact_channel_segments(cfg["vad"], pert, sr)
-    measured = measure(job.type, m_nat, m_pert, c, params)
-    if job.type == "hold_instead_of_shift":
-        _check_removed(pert, sr, c, m_pert, measured)
-    evidence = {"measured": measured, "params": params, "crop": crop}
-    if measured["in_spec"] != 1.0 and cfg.get("strict", True):
-        raise GenerationFailed(f"{job.type}: re-measured edit outside the specified range "
-                               f"{measured}", evidence=evidence)
-    out = Path(cfg["out_dir"])
-    nat_rel, pert_rel = f"audio/{job.id}.natural.flac", f"audio/{job.id}.perturbed.flac"
-    write_audio(out / nat_rel, nat, sr)
-    write_audio(out / pert_rel, pert, sr)
-    pair = PerturbationPair(id=job.id, source_id=job.source_id, type=job.type, natural_path=nat_rel,
-                            perturbed_path=pert_rel, sample_rate=sr, crop_start_s=round(a_s, 6),
-                            crop_end_s=round(b_s, 6), edits=tuple(edits),
-                            measured={k: v for k, v in measured.items()})
-    sidecar = {"pair_id": job.id, "type": job.type, "source_id": job.source_id,
-               "source_audio": Path(job.audio_path).name, "crop_start_s": a_s, "crop_end_s": b_s,
-               "sample_rate": sr, "fade_ms": round(fade_ms, 4), "params": _round(params),
-               "edits": [json.loads(e.model_dump_json()) for e in edits], "measured": measured,
-               "candidate": _round({k: v for k, v in c.items() if k != "need"}),
-               "natural_path": nat_rel, "perturbed_path": pert_rel,
-               "vad": f"{vad.id}@{vad.version} (no pad, no merge) + energy boundaries",
-               "tolerance_s": TOLERANCE_S, "protocol": cfg.get("protocol", "turnnat-bargein"), "times": "seconds from the start of the perturbed clip"}
-    atomic_write_text(out / "sidecars" / f"{job.id}.json", json.dumps(sidecar, indent=2, sort_keys=True) + "\n")
-    return pair
+    return nat, pert, edits, params, c, crop, fade_ms
 
 
 def plan_jobs(scans: list[DialogueScan], kind: str, seed: int) -> list[PerturbJob]:
@@ -283,7 +373,7 @@ def plan_jobs(scans: list[DialogueScan], kind: str, seed: int) -> list[PerturbJo
                                audio_path=scan.audio_path, audio_sha256=scan.audio_sha256,
                                duration_s=scan.duration_s, segments=scan.segments,
                                backchannels=scan.backchannels, type=kind, candidate=cand,
-                               voices=scan.voices)
+                               voices=scan.voices, ref_segments=scan.ref_segments)
                     for k, cand in cands])
     rng.shuffle(per)
     order = []
@@ -302,25 +392,28 @@ def run_perturb(dialogues: list[RenderedDialogue], *, types: list[str], per_type
                 protocol: str = "turnnat-bargein") -> dict[str, Any]:
     """Scan, plan and build pairs; writes out/pairs.jsonl and out/skipped.jsonl. Returns a summary.
 
-    ``protocol``: ``turnnat-bargein`` (2-3 crossfaded backchannels, offset-to-onset spacing) or
-    ``turnnat-ref`` (the reference's 2 added backchannels, onset-to-onset spacing). Early
-    entry cuts silence from both channels in both."""
+    ``protocol``: ``turnnat-bargein`` (bargein's rules) or ``turnnat-ref`` (the public TurnNat
+    generator: its turn VAD, candidate rules, 60 ms splices, edit-then-crop with its crop rule,
+    whole-file stereo loudness per clip; :mod:`bargein.perturb.ref_ops`). Early entry cuts
+    silence from both channels in both."""
     bad = [t for t in types if t not in PERTURBATION_TYPES]
     if bad:
         raise ConfigError(f"--types: unknown {bad}; valid: {', '.join(PERTURBATION_TYPES)}")
     if per_type < 1:
         raise ConfigError(f"--per-type must be >= 1, got {per_type}")
+    from bargein.scorers.protocols import get_protocol
+
+    get_protocol(protocol, "turnnat")
     factory = functools.partial(_resources, vad)
     base = {"vad": vad, "sample_rate": sample_rate}
+    if protocol == "turnnat-ref":
+        base["protocol"] = protocol             # the reference turn VAD and candidate rules
     scan_stage = Stage("perturb_scan", scan_dialogue, DialogueScan, config=base, version="2", kind="cpu",
                        backends=(vad,))
     res = run_stage(scan_stage, dialogues, workdir=workdir, seed=seed, resources_factory=factory,
                     workers=workers)
     scans = res.outputs
     skipped: list[Failure] = list(res.failures)
-    from bargein.scorers.protocols import get_protocol
-
-    get_protocol(protocol, "turnnat")
     cfg = dict(base, out_dir=str(Path(out_dir).resolve()), strict=strict, protocol=protocol)
     pair_stage = Stage("perturb", make_pair, PerturbationPair, config=cfg, version="3", kind="cpu",
                        backends=(vad,))

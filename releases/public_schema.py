@@ -12,6 +12,14 @@ viewer's schema, not from bargein's own writer::
               turn_k_rq_rubrics list
 
 The card does not give the structs' inner fields or the ``baseline`` columns; they are not checked.
+Re-checked against the stored public sources (the card README of commit ``54b35fb`` "Add dataset
+(#2)", 147 lines: YAML configs, prose, quick start; and the dataset viewer's column header, which
+lists ``domain dict``, ``knowledge_base dict``, ``user_intent dict`` and no inner fields): neither
+names the inner fields, and the evaluation toolkit ``boson-ai/ihbench`` that reads them is not
+available here. The inner fields bargein writes are therefore its own (``releases.rows``
+``_public_structs``: domain name/title/description/guidelines; knowledge_base domain, goal, start,
+terminals, stages, transitions, guidelines, user_facts; user_intent profile, interruption rate and
+probabilities, hidden_facts, provides, corrections) and are documented as such in docs/protocols.md.
 """
 
 from __future__ import annotations

@@ -344,6 +344,13 @@ TURNNAT_CASES = [
           "added_without_fades": True, "untouched_elsewhere": True}),
 ]
 
+def _perturb_cases() -> list[Case]:
+    from bargein.scorers.conformance_perturb import cases
+    return [Case("turnnat", name, ref, run, expected) for name, ref, run, expected in cases()]
+
+
+TURNNAT_CASES += _perturb_cases()
+
 CASES: dict[str, list[Case]] = {"fdbench": FDBENCH_CASES, "fdb": FDB_CASES, "turnnat": TURNNAT_CASES}
 
 

@@ -38,7 +38,16 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
                  "utterances >= 0.2 s; [t - 2 s, t] at start and end",
         "context_s": 3.0, "min_unit_frames": 5, "fallback": "VAD-change frames, then all frames",
         "tail": 0.25, "lambda": 0.5,
-        "perturbation": "early entry cuts the silence from both channels (everything after moves)"}),
+        "perturbation": "turnnat/scripts/build_perturbations.py (public revision): silero 0.5/120/120/40 ms "
+                        "read at 0.1 s, pieces < 250 ms dropped (40 ms for excessive backchannel and "
+                        "shift-instead-of-hold), 80 ms frames, same-speaker gaps <= 3 frames merged; proper "
+                        "shift/hold: 13 frames (1.04 s) of one speaker alone before and after, >= 2 silent "
+                        "frames, turns >= 12 frames; edit the whole dialogue, then crop 20-25 s with >= 350 ms "
+                        "stereo RMS silence at both ends, the event at 18-82 %, 5 s of context before; 60 ms "
+                        "splices; 2 backchannels added at 80 ms onsets >= 0.8 s apart; early entry cuts the "
+                        "same length of silence from both channels; hold-instead-of-shift replaces the "
+                        "responder with room tone (no compaction); whole-file stereo RMS -20 dBFS / peak "
+                        "-1 dBFS per clip"}),
     Protocol("turnnat-bargein", "turnnat", "bargein", {
         "vad": "the perturbation VAD (silero 0.5, 120/120 ms, pad 40 ms, merge < 180 ms)",
         "units": "every VAD segment >= 0.2 s; [t - 2 s, t] at onset and offset", "context_s": 0.0,

@@ -160,6 +160,7 @@ class RefClipScorer:
 
         self.predictor, self.cache_dir = predictor, cache_dir
         self.vad = SileroVAD()
+        self.vads = (self.vad, SileroVAD())          # one per channel: both run in parallel
 
     def activity(self, path: Path) -> tuple[np.ndarray, np.ndarray, int]:
         from bargein.perturb.stage import load_stereo
@@ -172,7 +173,7 @@ class RefClipScorer:
         if text is not None:
             act = np.array(json.loads(text), dtype=np.int8).reshape(-1, 2)
         else:
-            act = scoring_activity(x, 16000, self.vad)
+            act = scoring_activity(x, 16000, vads=self.vads)
             if cache is not None:
                 cache.put_text(key, json.dumps(act.tolist()))
         return act, x, 16000

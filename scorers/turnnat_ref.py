@@ -64,17 +64,19 @@ def clean(v: np.ndarray, min_speech_ms: int = CLEAN_MS, min_silence_ms: int = CL
     return out
 
 
-def scoring_activity(stereo: np.ndarray, sample_rate: int, vad=None) -> np.ndarray:
-    """(frames, 2) cleaned 0/1 activity of a two-channel clip, by the reference scoring VAD."""
-    from bargein.audio.io import resample
-    from bargein.audio.vad import silero_probs, silero_timestamps
+def scoring_activity(stereo: np.ndarray, sample_rate: int, vad=None, vads=None) -> np.ndarray:
+    """(frames, 2) cleaned 0/1 activity of a two-channel clip, by the reference scoring VAD.
 
-    chans = []
-    for c in range(2):
-        x = np.ascontiguousarray(stereo[:, c], dtype=np.float32)
-        x = resample(x, sample_rate, 16000) if sample_rate != 16000 else x
-        spans = silero_timestamps(silero_probs(x, 16000, vad), len(x), **SCORE_VAD)
-        chans.append(spans_to_frames(spans, len(x)))
+    ``vads``: two silero instances -> the two channels run in parallel (same output)."""
+    from bargein.audio.io import resample
+    from bargein.audio.vad import silero_probs_channels, silero_timestamps
+
+    chans16 = [np.ascontiguousarray(stereo[:, c], dtype=np.float32) for c in range(2)]
+    if sample_rate != 16000:            # per channel, as the reference resamples each file
+        chans16 = [resample(c, sample_rate, 16000) for c in chans16]
+    x = np.stack(chans16, axis=1)
+    probs = silero_probs_channels(x, 16000, tuple(vads) if vads else ((vad,) if vad is not None else None))
+    chans = [spans_to_frames(silero_timestamps(p, len(x), **SCORE_VAD), len(x)) for p in probs]
     n = min(len(chans[0]), len(chans[1]))
     raw = np.stack([chans[0][:n], chans[1][:n]], axis=1)
     return np.stack([clean(raw[:, c]) for c in range(2)], axis=1)

@@ -8,6 +8,7 @@ labels on the messages.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -72,6 +73,31 @@ def message_view(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
+MAX_GROWTH_WORDS = 12        # a rewrite may add at most this many words beyond twice the original
+COPY_SIMILARITY = 0.8
+
+
+def _similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a.lower().split(), b.lower().split(), autojunk=False).ratio()
+
+
+def _not_minimal(messages: Sequence[Message], original: Message, text: str) -> str:
+    """Why a rewrite is not a minimal edit of ``original`` ('' when it is): it copies another
+    message (two messages' content swapped or duplicated), or it grows far beyond the original."""
+    own = _similarity(text, original.text)
+    for m in messages:
+        if m.index != original.index and m.text.strip():
+            other = _similarity(text, m.text)
+            if other >= COPY_SIMILARITY and other > own:
+                return (f"the rewrite copies message {m.index} instead of editing this message; "
+                        "change only what the instruction asks, in this message's own words")
+    n, limit = len(text.split()), 2 * len(original.text.split()) + MAX_GROWTH_WORDS
+    if n > limit:
+        return (f"the rewrite has {n} words where the original has {len(original.text.split())}; "
+                f"a minimal edit stays under {limit}")
+    return ""
+
+
 def _check_rewrites(messages: Sequence[Message], wanted: dict[int, EditCommand],
                     out: ModifierOutput) -> tuple[list[EditCommand], list[str]]:
     """Turn the LLM answer into exact ``set text`` edits; the errors to re-ask with."""
@@ -81,6 +107,10 @@ def _check_rewrites(messages: Sequence[Message], wanted: dict[int, EditCommand],
         if r.message_index not in wanted:
             errors.append(f"message {r.message_index} was not to be edited "
                           f"(only {sorted(wanted)})")
+            continue
+        problem = _not_minimal(messages, by_index[r.message_index], r.text.strip())
+        if problem:
+            errors.append(f"message {r.message_index}: {problem}")
             continue
         edit = set_edit(by_index[r.message_index], "text", r.text.strip())
         res = apply_edits(tuple(messages), [edit])

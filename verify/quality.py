@@ -205,6 +205,8 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
         found.append((mm.start(2), mm.end(2), fix, f"'{mm.group(1)} {mm.group(2)}': the verb "
                       "does not agree"))
     for mm in _A_AN.finditer(text):
+        if mm.group(1) == "A" and re.search(r"(?:^|\s)[A-Z]\s+$", text[:mm.start()]):
+            continue                                  # spelled letters: "M A and is"
         if not _A_OK.match(mm.group(2)):
             found.append((mm.start(1), mm.end(1), mm.group(1) + "n",
                           f"'a {mm.group(2)}': 'an' before a vowel sound"))

@@ -41,8 +41,8 @@ from bargein.llm.ledger import CostLedger, PriceTable, ledger_for
 from bargein.llm.limits import Limits
 from bargein.llm.sdkclients import HTTP_CLIENTS
 
-__all__ = ["Completion", "CostLedger", "LLMClient", "PriceTable", "Provider", "Usage", "get_llm",
-           "is_offline", "parse_spec"]
+__all__ = ["Completion", "CostLedger", "LLMClient", "PriceTable", "Provider", "Usage", "agent_models",
+           "get_llm", "is_offline", "parse_spec", "set_agent_models"]
 
 registry.register("llm", "openai", openai_provider.create,
                   "OpenAI API, or any OpenAI-compatible server by base_url (vLLM, Ollama, llama.cpp, LM Studio)")
@@ -91,10 +91,39 @@ def env_settings(provider: str) -> dict[str, Any]:
 AGENTS_ENV = "BARGEIN_LLM_AGENTS"
 
 
+_CONFIGURED_AGENTS: dict[str, str] = {}
+
+
+def check_agent_models(routes: dict[str, str], where: str = "llm_agents") -> dict[str, str]:
+    """``routes`` (agent -> provider:model) checked: a ConfigError names a bad entry."""
+    out = {}
+    for agent, spec in routes.items():
+        if not isinstance(agent, str) or not agent.strip() or not isinstance(spec, str):
+            raise ConfigError(f"{where}: {agent!r}: {spec!r} is not AGENT: PROVIDER:MODEL")
+        if is_offline(spec):
+            raise ConfigError(f"{where}: {agent}={spec!r}: per-agent models are LLM specs "
+                              f"({SPEC_FORMS}); the offline agents go with llm: offline")
+        parse_spec(spec)
+        out[agent.strip()] = spec.strip()
+    return out
+
+
+def set_agent_models(routes: dict[str, str] | None) -> None:
+    """Per-agent models from a build config's ``llm_agents`` key, for every client made from now
+    on in this process (they override ``$BARGEIN_LLM_AGENTS`` agent by agent); None clears them."""
+    global _CONFIGURED_AGENTS
+    _CONFIGURED_AGENTS = check_agent_models(dict(routes or {}))
+
+
 def agent_models() -> dict[str, str]:
-    """Per-agent models from ``$BARGEIN_LLM_AGENTS``:
-    ``"verifier=openai:gpt-4o,judge_repair=anthropic:claude-3-5-haiku-latest"`` (an agent not
-    named uses the stage's ``--llm``). A malformed entry or spec is a ConfigError."""
+    """Per-agent models: ``$BARGEIN_LLM_AGENTS``
+    (``"verifier=openai:gpt-4o,judge_repair=anthropic:claude-3-5-haiku-latest"``), then a build
+    config's ``llm_agents`` (:func:`set_agent_models`) over it; an agent not named uses the
+    stage's ``--llm``. A malformed entry or spec is a ConfigError."""
+    return {**_env_agent_models(), **_CONFIGURED_AGENTS}
+
+
+def _env_agent_models() -> dict[str, str]:
     out: dict[str, str] = {}
     for item in filter(None, (p.strip() for p in os.environ.get(AGENTS_ENV, "").split(","))):
         agent, sep, spec = (x.strip() for x in item.partition("="))
@@ -149,6 +178,7 @@ def get_llm(
     http: str | None = None,
     frequency_penalty: float | None = None,
     agents: dict[str, str] | None = None,
+    prefix_cache: bool | None = None,
 ) -> LLMClient:
     """An :class:`LLMClient` for ``spec``.
 
@@ -170,7 +200,10 @@ def get_llm(
     clients bargein builds (``auto``: the SDK's aiohttp client where installed, else its httpx
     default; see :func:`bargein.llm.sdkclients.http_client`); ``frequency_penalty`` (-2…2) a
     guard against repetition loops, for OpenAI-compatible servers and ``llamacpp`` (Anthropic's
-    API has none).
+    API has none); ``prefix_cache`` (``llamacpp``; default on) keeps evaluated prompt prefixes
+    so a conversation's next call reads only its new tokens (a llama.cpp server does this
+    itself: ``cache_prompt``, on by default in llama.cpp's server, ``--cache true`` for
+    llama-cpp-python's).
 
     A setting not given here comes from the provider's registry options, which a config or a
     program sets once for every stage and worker process
@@ -191,7 +224,7 @@ def get_llm(
              "timeout_s": timeout_s, "max_retries": max_retries, "structured": structured,
              "api_key_env": api_key_env, "max_tokens": max_tokens, "context_tokens": context_tokens,
              "max_tokens_field": max_tokens_field, "http": http, "budget_usd": budget_usd,
-             "frequency_penalty": frequency_penalty}
+             "frequency_penalty": frequency_penalty, "prefix_cache": prefix_cache}
     configured = {**env_settings(name), **registry.options("llm", name)}
     unknown = sorted(set(configured) - set(given))
     if unknown:
@@ -202,7 +235,7 @@ def get_llm(
     timeout_s, max_retries, structured = s_["timeout_s"], s_["max_retries"], s_["structured"]
     api_key_env, max_tokens, context_tokens = s_["api_key_env"], s_["max_tokens"], s_["context_tokens"]
     max_tokens_field, http, budget_usd = s_["max_tokens_field"], s_["http"], s_["budget_usd"]
-    frequency_penalty = s_["frequency_penalty"]
+    frequency_penalty, prefix_cache = s_["frequency_penalty"], s_["prefix_cache"]
     _check("budget_usd", budget_usd, budget_usd is None or budget_usd >= 0, "a number >= 0 (USD)")
     _check("concurrency", concurrency, concurrency is None or (isinstance(concurrency, int) and concurrency >= 1),
            "an integer >= 1")
@@ -227,6 +260,8 @@ def get_llm(
         options["max_tokens_field"] = max_tokens_field
     if frequency_penalty is not None:
         options["frequency_penalty"] = float(frequency_penalty)
+    if prefix_cache is not None:
+        options["prefix_cache"] = prefix_cache in (True, 1, "1", "true", "True", "yes")
     provider = registry.create("llm", name, model=model, **options)
     model_id = getattr(provider, "model_id", provider.model)
     table = PriceTable.load().with_overrides(prices, name)

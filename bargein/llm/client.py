@@ -100,6 +100,8 @@ class LLMClient:
         self._schemas: dict[type, dict[str, Any]] = {}
         self._modal = hasattr(provider, "structured_modes")
         self.requests_sent = 0                  # requests handed to the provider (SDK retries aside)
+        # structured asks, first answers that failed the schema, and schema re-asks (this client)
+        self.structured_counts = {"asks": 0, "invalid_first": 0, "reasks": 0}
         self._routes: dict[str, Any] = {}       # agent -> factory of its own client, then the client
         weakref.finalize(self, ledger.flush, False)     # no waiting in a finalizer; atexit waits
 
@@ -379,9 +381,12 @@ class LLMClient:
                 attempts.append({"error": str(e), "details": e.evidence})
                 raise GenerationFailed(str(e), evidence=evidence()) from None
             total = total + comp.usage
+            self.structured_counts["asks" if k == 0 else "reasks"] += 1
             try:
                 return S.parse(comp, schema, max_tokens or self.default_max_tokens)
             except S.StructuredError as e:
+                if k == 0:
+                    self.structured_counts["invalid_first"] += 1
                 # no "cached" flag here: a re-run from the cache must fail with the same evidence
                 attempts.append({"raw": comp.text, "errors": e.errors, "finish_reason": comp.finish_reason,
                                  "usage": _usage_dict(comp.usage)})

@@ -3,6 +3,13 @@
 Optional: ``pip install 'bargein[llamacpp]'``. Structured output is grammar-constrained
 (``response_format={"type": "json_object", "schema": ...}``). One call at a time (a llama
 context is not thread-safe); calls run in a worker thread so the event loop stays free.
+
+Prefix reuse (``prefix_cache=True``, the default): a call whose prompt starts like an earlier
+one evaluates only the new tokens. llama.cpp keeps the last prompt's state; a RAM cache of
+states (``LlamaRAMCache``, ``cache_bytes``) keeps one per prefix, so the assistant's, the
+caller's and the planner's conversations, interleaved, each find their own. Agents send their
+stable part first (system message and KB, then the call as turns) so the prefix is long.
+``prefix_cache=False`` re-reads every prompt from its first token (for measuring the gain).
 """
 
 from __future__ import annotations
@@ -17,13 +24,15 @@ from bargein.errors import ConfigError, missing_extra
 from bargein.llm.base import MODE_PROMPT, MODE_SCHEMA, SEED, Completion, ProviderRequestError, Usage
 
 DEFAULT_N_CTX = 4096
+DEFAULT_CACHE_BYTES = 2 << 30
 
 
 class LlamaCppProvider:
     name = "llamacpp"
 
     def __init__(self, model: str, *, context_tokens: int | str | None = None, n_threads: int | None = None,
-                 structured: str = "auto", frequency_penalty: float | None = None, **_ignored: Any):
+                 structured: str = "auto", frequency_penalty: float | None = None,
+                 prefix_cache: bool | None = None, cache_bytes: int | None = None, **_ignored: Any):
         try:
             import llama_cpp  # noqa: F401
         except ImportError:
@@ -44,6 +53,8 @@ class LlamaCppProvider:
         self.structured_modes = (MODE_PROMPT,) if structured == "prompt" else (MODE_SCHEMA,)
         self.server_key = (self.name, self.model)
         self.sampling = {} if frequency_penalty is None else {"frequency_penalty": frequency_penalty}
+        self.prefix_cache = True if prefix_cache is None else bool(prefix_cache)
+        self.cache_bytes = cache_bytes or DEFAULT_CACHE_BYTES
         self._llm: Any = None
         self._lock = threading.Lock()
 
@@ -56,12 +67,17 @@ class LlamaCppProvider:
 
             self._llm = llama_cpp.Llama(model_path=self.model, n_ctx=self.n_ctx,
                                         n_threads=self.n_threads, verbose=False)
+            if self.prefix_cache:
+                self._llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=self.cache_bytes))
         return self._llm
 
     def _complete_sync(self, messages: list[dict[str, str]], kwargs: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             try:
-                return self._load().create_chat_completion(messages=messages, **kwargs)
+                llm = self._load()
+                if not self.prefix_cache:
+                    llm.reset()            # forget the last prompt: evaluate this one in full
+                return llm.create_chat_completion(messages=messages, **kwargs)
             except ValueError as e:        # e.g. the prompt exceeds n_ctx
                 raise ProviderRequestError(f"llamacpp: {e}") from None
 

@@ -1,17 +1,20 @@
 """Typed, immutable records that flow through bargein (see DESIGN.md)."""
 
 from bargein.records.audio import Augmentation, RenderedDialogue, Segment, Voice, WordTiming
-from bargein.records.base import Frozen, FrozenDict, Record
+from bargein.records.base import Frozen, FrozenDict, JSONValue, Record
 from bargein.records.conversation import (
-    ChatMessage, Conversation, EvalItem, Interruption, Message, Rubric, Verdict,
+    ChatMessage, Conversation, EvalItem, Interruption, Message, Role, Rubric, Verdict,
     VerifiedConversation,
 )
 from bargein.records.derived import (
-    PERTURBATION_TYPES, Edit, MaskedItem, MaskSpan, PerturbationPair,
+    PERTURBATION_TYPES, Edit, MaskedItem, MaskMeasures, MaskSpan, PairMeasures, PerturbationPair,
 )
-from bargein.records.plan import Recovery, RoundPlan, Turn, Unit
+from bargein.records.plan import (
+    Acknowledgement, InterruptionDetail, Recovery, RoundPlan, Turn, Unit,
+)
 from bargein.records.release import (
-    Aggregate, Failure, FileEntry, ItemScore, ReleaseManifest, ScoreReport,
+    Aggregate, Failure, FileEntry, ItemScore, Provenance, ReleaseManifest, ScoreReport,
+    StageDescription,
 )
 from bargein.records.scenario import (
     INTERRUPTION_TYPES, Correction, Domain, Goal, InterruptionType, KnowledgeBase, Scenario,
@@ -27,5 +30,7 @@ ALL_RECORDS: tuple[type[Record], ...] = (
 )
 
 __all__ = [c.__name__ for c in ALL_RECORDS] + [
-    "Record", "Frozen", "FrozenDict", "RoundPlan", "Unit", "Recovery", "Turn", "ALL_RECORDS", "INTERRUPTION_TYPES", "PERTURBATION_TYPES", "InterruptionType",
+    "Record", "Frozen", "FrozenDict", "RoundPlan", "Unit", "Recovery", "Turn", "InterruptionDetail",
+    "Acknowledgement", "MaskMeasures", "PairMeasures", "Role", "Provenance", "StageDescription",
+    "JSONValue", "ALL_RECORDS", "INTERRUPTION_TYPES", "PERTURBATION_TYPES", "InterruptionType",
 ]

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from bargein.records.base import Record
+from bargein.records.conversation import Role
 
 Channel = Literal[0, 1]
 
@@ -71,7 +72,9 @@ class RenderedDialogue(Record):
     sample_rate: int = 16000
     duration_s: float
     segments: tuple[Segment, ...]
-    voices: dict[str, str] = {}                 # role -> voice id
+    # role -> voice id. A map rather than two fields: renderers look voices up by a message's
+    # role (``voices[m.role]``); the keys are the closed Role set, checked on validation.
+    voices: dict[Role, str] = {}
     augmentation: Augmentation = Field(default_factory=Augmentation)
     frame_labels_path: str | None = None        # .npz with VAP and Talking-Turns labels
     engines: tuple[str, ...] = ()               # engine ids and versions used

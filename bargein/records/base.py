@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, Union
 
 from pydantic import BaseModel, ConfigDict, model_validator
+from typing_extensions import TypeAliasType
 
 from bargein.seeding import stable_hash
+
+
+#: A JSON value inside a record: the type of the few payloads whose keys are truly open (a
+#: scorer's own evidence and settings, a user's provenance additions). Arrays are tuples and
+#: objects :class:`FrozenDict` once inside a record.
+JSONValue = TypeAliasType(  # type: ignore[misc]
+    "JSONValue",
+    Union[str, bool, int, float, None, tuple["JSONValue", ...], dict[str, "JSONValue"]],
+)
 
 
 class FrozenDict(dict):

@@ -38,8 +38,8 @@ def _entries(prompt: str) -> list[tuple[int, str, str, bool]]:
 
 
 class Script:
-    """Overrides: A's first interjection breaks the plan once (re-asked); C's always do (the
-    conversation fails); the verifier finds a fixable issue in A and an unfixable one in B."""
+    """Overrides: A's first interjection it can tell is A's breaks the plan once (re-asked); C's
+    assistant turns always do (the conversation fails); the verifier finds a fixable issue in A and an unfixable one in B."""
 
     def __init__(self, a: Scenario, b: Scenario, c: Scenario):
         self.a, self.b, self.c = brand(a), brand(b), brand(c)
@@ -47,13 +47,13 @@ class Script:
 
     def __call__(self, call: Call) -> str | None:
         p = call.prompt
+        if call.schema == "AssistantTurn" and self.c in p:     # C's system prompt
+            return json.dumps({"acknowledgement": "", "content": "Your order [order_id] is ready."})
         if call.schema == "UserInterjection":
-            if self.c in p:
-                return json.dumps({"heard_prefix": "words that were never said",
-                                   "interjection": "Wait, what?"})
+            p = json.dumps(call.request["messages"])       # the call's turns name the brand
             if self.a in p and not self.broke_a:
                 self.broke_a = True
-                return json.dumps({"heard_prefix": "Completely different", "interjection": "Hm?"})
+                return json.dumps({"interjection": " "})
         if call.schema == "VerifierReport":
             entries = _entries(p)
             if self.a in p:
@@ -103,13 +103,13 @@ def test_llm_path_end_to_end(scenarios, tmp_path):
     assert [conv.scenario.id for conv in sim.outputs] == [a.id, b.id, d.id]
     assert all(conv.agents == SPEC for conv in sim.outputs)
 
-    # C: every interjection broke the plan -> re-asked, re-planned, then failed with evidence
+    # C: every assistant turn broke the plan -> re-asked, re-planned, then failed with evidence
     (fail,) = sim.failures
     assert fail.item_id == c.id and fail.error_type == "GenerationFailed"
     rounds = fail.evidence["rounds"]
     assert len(rounds) == 3 and [r["replan"] for r in rounds] == [0, 1, 2]
     attempts = rounds[0]["evidence"]["attempts"]
-    assert len(attempts) == 3 and "heard_prefix is not exactly" in attempts[0]["errors"][0]
+    assert len(attempts) == 3 and any("does not deliver the planned content" in e for e in attempts[0]["errors"])
 
     # A: the first bad interjection was re-asked with the errors, then answered validly
     reasks = [r for r in requests if "breaks the plan" in json.dumps(r.json["messages"])]
@@ -117,17 +117,28 @@ def test_llm_path_end_to_end(scenarios, tmp_path):
                           ("UserInterjection", "PlannerOut", "AssistantTurn", "UserReply")
                           for r in reasks)
 
-    # the caller heard the assistant message it answers: the last line of its history
+    # prompts are conversations: the caller's instructions in the system role, the call as real
+    # turns (the assistant's words as the other side), then a direction for this turn; the turn
+    # answered is the last heard one
     replies = [r for r in requests if r.json["response_format"]["json_schema"]["name"] == "UserReply"]
     assert replies
     for r in replies:
-        heard = r.json["messages"][0]["content"].split("Conversation so far (what you heard):")[1]
-        heard = heard.split("Your plan for this turn")[0].strip().splitlines()
-        assert heard and heard[-1].startswith("assistant: "), heard
+        msgs = r.json["messages"]
+        assert msgs[0]["role"] == "system" and "caller" in msgs[0]["content"]
+        di = next(i for i, m in enumerate(msgs) if m["content"].startswith("(Direction"))
+        assert di >= 2 and msgs[di - 1]["role"] == "user", msgs   # the assistant's words, heard
     said = {m.text for v in run.verified for m in v.conversation.messages if m.role == "assistant"}
-    answered = {r.json["messages"][0]["content"].split("Your plan for this turn")[0]
-                .strip().splitlines()[-1].removeprefix("assistant: ") for r in replies}
+    answered = {next(m for m in reversed(r.json["messages"][:-1]) if not m["content"].startswith(
+        "(Direction"))["content"] for r in replies if r.json["messages"][-1]["content"].startswith("(Direction")}
     assert answered & said
+    # the system message is the same on every call of one agent in a conversation (prefix reuse)
+    systems = {}
+    for r in requests:
+        name = r.json["response_format"]["json_schema"]["name"]
+        if name in ("UserReply", "AssistantTurn"):
+            first = r.json["messages"][0]["content"]
+            systems.setdefault((name, first.splitlines()[0]), set()).add(first)
+    assert systems and all(len(v) == 1 for v in systems.values())
 
     # verifier-modifier: A repaired in one round, B discarded with the unfixable reason
     by_scn = {v.conversation.scenario.id: v for v in run.verified}
@@ -160,7 +171,9 @@ def test_llm_path_end_to_end(scenarios, tmp_path):
     # the assistant never learned whether it would be cut
     for r in requests:
         if r.json["response_format"]["json_schema"]["name"] == "AssistantTurn":
-            plan = json.loads(re.search(r"<plan>\n(.*?)\n</plan>", r.json["messages"][0]["content"],
+            direction = next(m["content"] for m in r.json["messages"]
+                             if m["content"].startswith("(Direction"))
+            plan = json.loads(re.search(r"<plan>\n(.*?)\n</plan>", direction,
                                         re.S).group(1))
             assert not {"interrupt", "cut_fraction", "overlap_ms"} & set(plan)
 

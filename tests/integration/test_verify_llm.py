@@ -186,3 +186,23 @@ def test_cli_with_llm(server, tmp_path, monkeypatch):
     rows = read_jsonl(tmp_path / "w" / "verified.jsonl", VerifiedConversation)
     assert [r.accepted for r in rows] == [True, False]
     assert rows[0].conversation.messages[19].text == FIXED_19
+
+
+def test_llm_modifier_refuses_an_edit_that_swaps_two_messages(tmp_path):
+    """Edits are checked against the original message: swapping two messages' content (each
+    text valid on its own) is refused and re-asked, and never applied."""
+    conv = conv_with({})
+    i, j = [m.index for m in conv.messages if m.role == "user" and m.interruption is None
+            and len(m.text.split()) >= 4][:2]
+    a, b = conv.messages[i].text, conv.messages[j].text
+    swap = {"edits": [{"message_index": i, "text": b}, {"message_index": j, "text": a}]}
+    with LoopbackLLMServer(answers=[json.dumps(swap)] * 3) as srv:
+        llm = get_llm("openai:loopback-modifier", workdir=tmp_path, base_url=srv.openai_base_url)
+        edits = [EditCommand(op="rewrite", message=k, instruction="make it sound natural")
+                 for k in (i, j)]
+        res = asyncio.run(amodify(conv.messages, edits, llm=llm))
+        assert srv.request_count == 3
+        reask = srv.requests[-1].json["messages"][-1]["content"]
+    assert f"copies message {j}" in reask and f"copies message {i}" in reask
+    assert res.applied == [] and res.messages == conv.messages
+    assert all("copies message" in why for _, why in res.skipped)

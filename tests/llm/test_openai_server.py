@@ -49,10 +49,12 @@ def server(tmp_path_factory):
         pytest.skip(f"{GGUF} missing: run tests/llm/setup_llamacpp.sh first")
     port = _free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
-    # this llama-cpp-python server answers one request at a time (no --n_parallel flag)
+    # this llama-cpp-python server answers one request at a time (no --n_parallel flag: the
+    # client's concurrency is 1, its one slot); --cache keeps evaluated prompt prefixes (RAM), so
+    # an agent's next call in a conversation reads only its new turns
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(GGUF), "--model_alias", MODEL,
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2",
-           "--seed", "7"]
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "1",
+           "--seed", "7", "--cache", "true", "--cache_size", str(1 << 30)]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"

@@ -431,6 +431,31 @@ def test_an_agent_routed_to_its_own_model_is_answered_by_that_server(keys, tmp_p
         get_llm("openai:qwen", workdir=tmp_path)
 
 
+def test_per_agent_models_from_the_build_config_key(keys, tmp_path, monkeypatch):
+    """``llm_agents`` in a build config routes agents for every client the build makes (over
+    $BARGEIN_LLM_AGENTS, agent by agent), is checked with the config, and is recorded."""
+    from bargein.config import BuildConfig, parse_config
+    from bargein.llm import agent_models, set_agent_models
+
+    monkeypatch.setenv("BARGEIN_LLM_AGENTS", "verifier=openai:from-env,baseline=openai:env-base")
+    with LoopbackLLMServer(responder=lambda req: ANSWER) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        set_agent_models({"verifier": "openai:from-config"})
+        try:
+            assert agent_models() == {"verifier": "openai:from-config", "baseline": "openai:env-base"}
+            llm = get_llm("openai:sim", workdir=tmp_path)
+            asyncio.run(llm.structured([{"role": "user", "content": "v"}], Echo, agent="verifier"))
+            assert [r.json["model"] for r in srv.requests] == ["from-config"]
+            assert llm.agent_specs["verifier"] == "openai:from-config"
+        finally:
+            set_agent_models(None)
+    assert agent_models()["verifier"] == "openai:from-env"
+    with pytest.raises(ConfigError, match="llm_agents"):
+        parse_config({"llm": "openai:sim", "llm_agents": {"verifier": "offline"}})
+    assert BuildConfig(llm="openai:sim", llm_agents={"verifier": "openai:x"}).provenance()[
+        "llm_agents"] == {"verifier": "openai:x"}
+
+
 def test_anthropic_temperature_is_sent_only_where_the_sdk_takes_it(keys, tmp_path):
     """anthropic 2.x dropped sampling parameters from ``messages.create``: passing one is a
     TypeError before any request. The provider sends what the installed SDK accepts."""

@@ -16,7 +16,8 @@ from bargein.generators.planner import (
     stage_units,
 )
 from bargein.generators.scenarios import generate_scenarios
-from bargein.generators.user_sim import RuleUser, UserPlan, llm_messages, user_plan
+from bargein.generators.llm_messages import user_messages as llm_messages
+from bargein.generators.user_sim import RuleUser, UserPlan, user_plan
 from bargein.records import Conversation, Scenario, UserIntent
 
 

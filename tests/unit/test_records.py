@@ -57,11 +57,11 @@ def test_deep_immutability():
 
     assert pickle.loads(pickle.dumps(f)) == f and copy.deepcopy(f) == f
     item = MaskedItem(source_id="rd-1", audio_path="a.flac", transcript="my number is 12", words=(),
-                      spans=(), condition="answerable", signal="silence", measured={"snr_db": 3.0},
+                      spans=(), condition="answerable", signal="silence", measured={"masked_s": 3.0},
                       context=({"role": "system", "content": "You are an agent."},))
     assert isinstance(item.context[0], Turn) and item.context[0].role == "system"
     with pytest.raises(TypeError):
-        item.measured["snr_db"] = 9.0
+        item.measured["masked_s"] = 9.0
     with pytest.raises(ValidationError):
         item.context[0].content = "changed"
     plan = RoundPlan(round=0, stage=None, assistant_action="open", detail={"variant": "x"})
@@ -70,6 +70,64 @@ def test_deep_immutability():
     import yaml
 
     assert yaml.safe_load(yaml.safe_dump(f.model_dump())) == json.loads(f.to_json())
+
+
+def test_record_maps_have_fixed_typed_keys():
+    """The payload maps whose keys are a fixed set (measures, interruption detail, acknowledgement,
+    voices by role) refuse an unknown key or a wrongly typed value, naming it; they serialise as
+    plain JSON objects, so a record's JSON and content id do not depend on how they are typed."""
+    from bargein.records import MaskedItem, PerturbationPair, RenderedDialogue, RoundPlan
+
+    pair = dict(source_id="rd-1", type="late_response", natural_path="n.flac",
+                perturbed_path="p.flac", crop_start_s=0.0, crop_end_s=4.0,
+                edits=({"op": "shift", "channel": 1, "at_s": 1.0, "duration_s": 0.5},))
+    p = PerturbationPair(**pair, measured={"delay_s": 0.5, "gap_s": 0.9, "in_spec": 1.0})
+    assert json.loads(p.to_json())["measured"] == {"delay_s": 0.5, "gap_s": 0.9, "in_spec": 1.0}
+    assert PerturbationPair.from_json(p.to_json()) == p
+    with pytest.raises(ValidationError, match="measured.delay_ms"):
+        PerturbationPair(**pair, measured={"delay_ms": 500.0})
+    with pytest.raises(ValidationError, match="measured.in_spec"):
+        PerturbationPair(**pair, measured={"in_spec": "yes"})
+    with pytest.raises(ValidationError, match="measured.snr_db"):
+        MaskedItem(source_id="rd-1", audio_path="a.flac", transcript="t", words=(), spans=(),
+                   condition="answerable", signal="silence", measured={"snr_db": 3.0})
+    with pytest.raises(ValidationError, match="detail.colour"):
+        RoundPlan(round=0, stage=None, assistant_action="open", detail={"colour": "red"})
+    with pytest.raises(ValidationError, match="ack.kind"):
+        RoundPlan(round=0, stage=None, assistant_action="open", ack={"kind": "shrug"})
+    plan = RoundPlan(round=0, stage=None, assistant_action="open", user_facts={"any_fact_key": "x"},
+                     detail={"variant": "constraint", "pair": "3"}, ack={"kind": "plain"})
+    assert plan.detail.get("pair") == "3" and "anchor" not in plan.detail
+    assert json.loads(plan.model_dump_json())["detail"] == {"variant": "constraint", "pair": "3"}
+    rd = dict(conversation_id="c", audio_path="a.flac", duration_s=1.0, segments=())
+    assert RenderedDialogue(**rd, voices={"user": "v1", "assistant": "v2"}).voices["user"] == "v1"
+    with pytest.raises(ValidationError, match="voices"):
+        RenderedDialogue(**rd, voices={"narrator": "v1"})
+
+
+def test_release_payloads_are_typed_or_json():
+    """The manifest's provenance types the keys bargein writes (a wrong type is refused, naming the
+    key) and keeps a user's own additions; scorer evidence and settings are JSON values, frozen."""
+    from bargein.records import ItemScore, ReleaseManifest, ScoreReport
+
+    base = dict(name="r", version="1.0.0", configs={}, files=())
+    stage = {"stage": "render", "inputs": ["VerifiedConversation"], "outputs": ["RenderedDialogue"],
+             "after": ["conversations"], "backend": {"sample_rate": 16000}}
+    m = ReleaseManifest(**base, provenance={"seed": 7, "stages": [stage], "models": {"tts": "piper"}})
+    assert m.provenance["stages"][0]["outputs"] == ("RenderedDialogue",)
+    assert m.provenance["models"] == {"tts": "piper"}           # the user's key is kept
+    assert ReleaseManifest.from_json(m.to_json()) == m
+    with pytest.raises(ValidationError, match="provenance.seed"):
+        ReleaseManifest(**base, provenance={"seed": "seven"})
+    with pytest.raises(ValidationError, match="provenance.stages.0"):
+        ReleaseManifest(**base, provenance={"stages": [{"stage": "render"}]})
+    s = ItemScore(item_id="ev-1", metric="TF", value=1.0, detail={"epochs": [{"epoch": 0, "ok": True}]})
+    assert s.detail["epochs"][0] == {"epoch": 0, "ok": True} and isinstance(s.detail["epochs"], tuple)
+    assert s.with_(detail={**s.detail, "stamp": "smoke"}).detail["stamp"] == "smoke"
+    with pytest.raises(ValidationError, match="detail"):
+        ItemScore(item_id="ev-1", metric="TF", value=1.0, detail={"judge": object()})
+    with pytest.raises(ValidationError, match="config"):
+        ScoreReport(scorer="x", release="r", aggregates=(), config={"phase": 1j})
 
 
 def test_ids_are_content_addressed():

@@ -99,3 +99,19 @@ def test_postprocess_min_speech_min_silence_pad_and_merge():
     segs = postprocess(_scores("..######............######......"), hop, 32 * hop, s)
     assert len(segs) == 2
     assert segs[1].start_s - segs[0].end_s == pytest.approx(12 * hop - 0.08)
+
+
+def test_silero_channels_in_parallel_match_sequential_runs():
+    """Both channels of a clip on two model instances (two threads) give exactly the
+    probabilities of one instance run over the channels one after the other."""
+    from bargein.audio.vad import SileroVAD, silero_probs, silero_probs_channels
+
+    rng = np.random.default_rng(3)
+    x = np.zeros((16000 * 4, 2), dtype=np.float32)
+    x[8000:40000, 0] = 0.3 * np.sin(np.arange(32000) * 0.07) * rng.standard_normal(32000)
+    x[30000:60000, 1] = 0.2 * rng.standard_normal(30000)
+    m = SileroVAD()
+    seq = [silero_probs(np.ascontiguousarray(x[:, c]), 16000, m) for c in (0, 1)]
+    par = silero_probs_channels(x, 16000, (SileroVAD(), SileroVAD()))
+    assert all(np.array_equal(a, b) for a, b in zip(seq, par))
+    assert not np.array_equal(seq[0], seq[1])

@@ -1,6 +1,4 @@
-"""A scripted stand-in model for the LLM path, for ``bench/generation.py``.
-(The benchmark's own copy: benchmarks import only the package and their own helpers; the tests keep theirs under ``tests/doubles/``.)
-
+"""A scripted stand-in model for the LLM path (bench/generation.py and the LLM tests).
 
 It answers bargein's conversation-agent prompts, sent through a real provider SDK to
 :class:`bargein.testing.loopback.LoopbackLLMServer`, with schema-valid JSON that the rule-based
@@ -24,9 +22,10 @@ from typing import Any
 
 from bargein.generators import phrases as P
 from bargein.generators.assistant_sim import RuleAssistant
-from bargein.generators.planner import EDGE_WORDS, RoundPlan
+from bargein.generators.llm_messages import DIRECTION
+from bargein.generators.planner import RoundPlan
 from bargein.generators.rubric import RQ
-from bargein.generators.user_sim import PlanBroken, RuleUser, UserPlan
+from bargein.generators.user_sim import RuleUser, UserPlan
 from bargein.records import Scenario
 from bargein.seeding import stable_int
 
@@ -65,9 +64,21 @@ class ScriptedLLM:
         self.calls: Counter[str] = Counter()
 
     def __call__(self, req: dict[str, Any]) -> str:
-        users = [m["content"] for m in req.get("messages", []) if m.get("role") == "user"]
-        call = Call(schema=schema_name(req), prompt=users[0] if users else "",
-                    attempt=len(users), request=req)
+        msgs = req.get("messages", [])
+        users = [m["content"] for m in msgs if m.get("role") == "user"]
+        # an agent's conversation: system, the call as turns, a direction, then re-asks; the
+        # prompt a script reads is the system text and the direction (or the one user message)
+        first = next((i for i, m in enumerate(msgs) if m.get("role") == "user"
+                      and m["content"].startswith(DIRECTION)), None)
+        if first is None:       # no direction: the user messages before the first answer
+            first = next((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), len(msgs))
+            shown = [m["content"] for m in msgs[:first] if m.get("role") == "user"]
+            first = next((i for i, m in enumerate(msgs) if m.get("role") == "user"), len(msgs))
+        else:
+            shown = [msgs[first]["content"]]
+        prompt = "\n".join([m["content"] for m in msgs if m.get("role") == "system"] + shown)
+        call = Call(schema=schema_name(req), prompt=prompt,
+                    attempt=sum(1 for m in msgs[first:] if m.get("role") == "user"), request=req)
         self.calls[call.schema] += 1
         if self.override is not None:
             out = self.override(call)
@@ -84,8 +95,7 @@ class ScriptedLLM:
         d = json.loads(_section(call.prompt, "plan") or "{}")
         return {"assistant_goal": f"{d.get('assistant_action', 'continue')}: "
                                   f"{(d.get('content') or 'the next step')[:80]}",
-                "user_goal": d.get("user_action", "reply"), "interrupt": bool(d.get("interrupt")),
-                "type": d.get("type"), "cut_after": "",
+                "user_goal": d.get("user_action", "reply"),
                 "rationale": f"realises the sampled decisions ({d.get('type') or 'no interruption'})"}
 
     def _AssistantTurn(self, call: Call, rng: random.Random) -> dict:
@@ -102,18 +112,13 @@ class ScriptedLLM:
 
     def _UserInterjection(self, call: Call, rng: random.Random) -> dict:
         up = UserPlan.model_validate_json(_section(call.prompt, "plan") or "{}")
-        message = _section(call.prompt, "assistant_message") or ""
-        lo = int(re.search(r'<cut_range min="(\d+)"', call.prompt).group(1))
-        first = max(0, lo - EDGE_WORDS)
-        spans = P.word_spans(message)
-        content_start = spans[first][0] if first < len(spans) else 0
-        history = call.prompt.split("The assistant's full planned message")[0]
-        try:
-            out = RuleUser().interject(up, message, content_start, (history,), rng)
-        except PlanBroken:      # like a real model: answer anyway; the caller's checks re-ask
-            return {"heard_prefix": P.prefix_words(message, max(1, min(lo, P.n_words(message)))),
-                    "interjection": "Sorry, what was that?"}
-        return {"heard_prefix": out.heard, "interjection": out.interjection}
+        heard = _section(call.prompt, "heard") or ""
+        detail = dict(up.detail)
+        m = re.search(r'^Push back on "(.*)"|^Ask a quick question about "(.*)"', call.prompt, re.M)
+        if m:
+            detail["anchor"] = m.group(1) or m.group(2)
+        # what the rule-based caller says at this cut (the heard words only)
+        return {"interjection": RuleUser()._say(up, detail.get("variant", ""), heard, detail, rng)}
 
     def _RubricOut(self, call: Call, rng: random.Random) -> dict:
         itype = re.search(r"^Interruption type: (\w+)", call.prompt, re.M).group(1)

@@ -1,0 +1,222 @@
+"""Real-model benchmark (slow): the LLM conversation path on a local GGUF model, in-process
+through llama-cpp-python, with the same gates as offline output (verifier + quality checks).
+
+    python bench/llm_real.py [--model PATH.gguf] [--scenarios 4] [--replay 8] [--minutes 60]
+
+Scenarios come from the offline scenario generator (their KBs are checked by code); the
+shortest ones (fewest rounds when simulated offline) are taken so a run fits the time given.
+Every conversation agent (planner, assistant, caller, rubric writer, verifier, modifier) is the
+model. Scenarios run one at a time until ``--minutes`` is spent; the figures say how many ran.
+It prints::
+
+    schema_failure_rate=     first answers that failed the schema / structured asks   (goal <= 0.02)
+    verified_rate=           conversations accepted by the verifier and the quality gates
+                             / conversations attempted                                (goal >= 0.5)
+    prefix_reuse_speedup=    wall of the first --replay calls of conversation 1 re-sent with
+                             prefix reuse off / the same calls with it on, in this run (goal >= 1.5)
+    reasks_per_call=         re-asks (schema and plan) / first asks                  (for the record)
+    tokens_per_s=            output tokens / seconds inside the model               (for the record)
+    conversations_per_hour=  conversations attempted / wall hours of the pipeline   (for the record)
+
+and the discard reasons, the per-check defect counts and each conversation's outcome. A goal not
+met is printed as not met; the exit status is 0 unless the run itself broke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bargein.generators.conversation import RuleAgents, _run_sync, generate_conversations, simulate
+from bargein.generators.scenarios import generate_scenarios
+from bargein.llm import get_llm
+from bargein.llm.llamacpp_provider import LlamaCppProvider
+
+DEFAULT_MODEL = "/work/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+GOALS = {"schema_failure_rate": ("<=", 0.02), "verified_rate": (">=", 0.5),
+         "prefix_reuse_speedup": (">=", 1.5)}
+
+
+class Recorder:
+    """The client's provider, recording each request (messages and settings), its wall time
+    and usage, so the same calls can be re-sent later."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+        self.calls: list[dict[str, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def complete(self, messages, **kw):
+        t = time.perf_counter()
+        comp = await self._inner.complete(messages, **kw)
+        self.calls.append({"messages": messages, "kw": kw, "seconds": time.perf_counter() - t,
+                           "input_tokens": comp.usage.input_tokens,
+                           "output_tokens": comp.usage.output_tokens})
+        return comp
+
+
+class Counting:
+    """The LLM client as the stages see it, counting plan re-asks (answers that were valid
+    JSON but broke the round plan, or a modifier edit that could not be applied)."""
+
+    def __init__(self, client: Any):
+        self._client = client
+        self.plan_reasks = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def structured(self, messages, schema, **kw):
+        last = messages[-1]["content"] if messages else ""
+        if last.startswith(("Your answer breaks the plan", "Your answer cannot be applied")):
+            self.plan_reasks += 1
+        return await self._client.structured(messages, schema, **kw)
+
+
+def shortest_scenarios(n: int, seed: int, pool: int, workdir: Path) -> list:
+    res = generate_scenarios(pool, seed, workdir=workdir, progress=False)
+    sized = []
+    for s in res.outputs:
+        conv = _run_sync(simulate(s, random.Random(seed), RuleAgents(s)))
+        sized.append((len(conv.messages), len(conv.interruptions) == 0, s.id, s))
+    sized.sort(key=lambda x: x[:3])
+    return [s for *_, s in sized[:n]]
+
+
+def replay(model: str, calls: list[dict[str, Any]], *, prefix_cache: bool, ctx: int,
+           threads: int) -> float:
+    """Seconds to send ``calls`` again, in order, to a fresh model (load time excluded)."""
+    prov = LlamaCppProvider(model, context_tokens=ctx, n_threads=threads, prefix_cache=prefix_cache)
+    prov._load()
+    t = time.perf_counter()
+    for c in calls:
+        asyncio.run(prov.complete(c["messages"], **c["kw"]))
+    took = time.perf_counter() - t
+    del prov
+    gc.collect()
+    return took
+
+
+def verdict(name: str, value: float) -> str:
+    if name not in GOALS:
+        return "(for the record)"
+    op, goal = GOALS[name]
+    ok = value <= goal if op == "<=" else value >= goal
+    return f"(goal {op} {goal}: {'met' if ok else 'NOT met'})"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default=DEFAULT_MODEL)
+    ap.add_argument("--scenarios", type=int, default=4)
+    ap.add_argument("--pool", type=int, default=12, help="offline scenarios to pick the shortest from")
+    ap.add_argument("--replay", type=int, default=8, help="calls of conversation 1 re-sent per mode")
+    ap.add_argument("--minutes", type=float, default=60.0, help="no new scenario after this")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--ctx", type=int, default=8192)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--max-tokens", type=int, default=384)
+    ap.add_argument("--workdir", default=None)
+    a = ap.parse_args()
+    if not Path(a.model).is_file():
+        print(f"bench/llm_real.py: no GGUF model at {a.model}. Fix: --model PATH.gguf", file=sys.stderr)
+        return 2
+    work = Path(a.workdir or tempfile.mkdtemp(prefix="llm_real_"))
+    work.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    scenarios = shortest_scenarios(a.scenarios, a.seed, max(a.pool, a.scenarios), work / "scenarios")
+    spec = f"llamacpp:{a.model}"
+    client = get_llm(spec, workdir=work, cache=False, context_tokens=a.ctx, max_tokens=a.max_tokens,
+                     frequency_penalty=0.3, agents={})
+    rec = Recorder(client.provider)
+    client.provider = rec
+    client.provider._inner.n_threads = a.threads
+    counting = Counting(client)
+    per_conv: list[dict[str, Any]] = []
+    totals: Counter[str] = Counter()
+    discards: Counter[str] = Counter()
+    defects: Counter[str] = Counter()
+    pipeline_s = 0.0
+    first_calls: list[dict[str, Any]] = []
+    for i, scn in enumerate(scenarios):
+        if i and (time.perf_counter() - t_start) / 60 > a.minutes:
+            break
+        t = time.perf_counter()
+        n0 = len(rec.calls)
+        run = generate_conversations([scn], seed=a.seed, workdir=work / f"conv{i}", llm=spec,
+                                     verify_rounds=1, sft=False, dpo=False,
+                                     resources={"llm": counting}, progress=False)
+        took = time.perf_counter() - t
+        pipeline_s += took
+        if i == 0:
+            first_calls = rec.calls[n0:n0 + a.replay]
+        accepted = sum(1 for v in run.verified if v.accepted)
+        for name, res in run.results.items():
+            for f in res.failures:
+                discards[f"{name}: {f.reason[:140]}"] += 1
+        for v in run.verified:
+            for r in v.discard_reasons:
+                discards[f"verify: {r[:140]}"] += 1
+            for verdict_ in v.verdicts:
+                defects[verdict_.check] += 1
+        calls = rec.calls[n0:]
+        per_conv.append({"scenario": scn.id, "domain": scn.domain.name, "seconds": round(took),
+                         "calls": len(calls), "messages": [len(v.conversation.messages) for v in run.verified],
+                         "accepted": accepted, "simulated": len(run.results["simulate"].outputs)})
+        totals["attempted"] += 1
+        totals["accepted"] += accepted
+        print(f"conversation {i}: {json.dumps(per_conv[-1])}", flush=True)
+        for v in run.verified:          # a sample to read, as a buyer would
+            for m in v.conversation.messages[:8]:
+                cut = f"  [cut: heard {m.heard_text!r}]" if m.interruption else ""
+                print(f"    {m.role}: {m.text}{cut}")
+    model_s = sum(c["seconds"] for c in rec.calls)
+    out_tokens = sum(c["output_tokens"] for c in rec.calls)
+    in_tokens = sum(c["input_tokens"] for c in rec.calls)
+    sc = client.structured_counts
+    figures = {
+        "schema_failure_rate": sc["invalid_first"] / max(1, sc["asks"]),
+        "verified_rate": totals["accepted"] / max(1, totals["attempted"]),
+        "reasks_per_call": (sc["reasks"] + counting.plan_reasks) / max(1, sc["asks"] - counting.plan_reasks),
+        "tokens_per_s": out_tokens / max(1e-9, model_s),
+        "conversations_per_hour": totals["attempted"] / max(1e-9, pipeline_s / 3600),
+    }
+    print(f"model calls: {len(rec.calls)}; prompt tokens {in_tokens}, output tokens {out_tokens}; "
+          f"{model_s:.0f} s in the model of {pipeline_s:.0f} s of pipeline; structured {dict(sc)}, "
+          f"plan re-asks {counting.plan_reasks}", flush=True)
+    # prefix reuse: the same calls of conversation 1, re-sent to a fresh model both ways
+    rec._inner._llm = None
+    del client, rec, counting
+    gc.collect()
+    if first_calls:
+        off = replay(a.model, first_calls, prefix_cache=False, ctx=a.ctx, threads=a.threads)
+        on = replay(a.model, first_calls, prefix_cache=True, ctx=a.ctx, threads=a.threads)
+        figures["prefix_reuse_speedup"] = off / on
+        print(f"replay of {len(first_calls)} calls of conversation 1: {off:.1f} s without prefix "
+              f"reuse, {on:.1f} s with it", flush=True)
+    print(f"scenarios run: {totals['attempted']} of {len(scenarios)} asked ({a.model}, "
+          f"{a.threads} threads, context {a.ctx})")
+    print("discard reasons:", json.dumps(dict(discards.most_common(12)), indent=1))
+    print("verifier verdicts by check:", json.dumps(dict(defects.most_common())))
+    for name in ("schema_failure_rate", "verified_rate", "prefix_reuse_speedup", "reasks_per_call",
+                 "tokens_per_s", "conversations_per_hour"):
+        if name in figures:
+            print(f"{name}= {figures[name]:.3f} {verdict(name, figures[name])}")
+        else:
+            print(f"{name}= not measured")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

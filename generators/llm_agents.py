@@ -1,0 +1,253 @@
+"""The LLM agents of the simulate stage: round planner, assistant and user simulators.
+
+Each agent renders its prompt (:mod:`bargein.generators.llm_messages`), asks
+``llm.structured`` for a schema-checked object and checks it against the round plan with the
+same checks the rule-based agents pass (:func:`ask_valid`): an answer that breaks the plan is
+re-asked with the errors and a new sampling seed, then :class:`PlanBroken` carries every attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bargein import lexicon
+from bargein.errors import BackendUnavailable
+from bargein.generators import phrases as P
+from bargein.generators import assistant_sim
+from bargein.generators.assistant_sim import check_turn
+from bargein.generators.llm_messages import assistant_messages, planner_messages, user_messages
+from bargein.generators.facts import find_placeholders
+from bargein.generators.llm_values import said
+from bargein.generators.planner import ConversationState, RoundPlan
+from bargein.generators.user_sim import (
+    Interjected, PlanBroken, RuleUser, UserPlan, anchors, check_interjection, check_reply, user_plan,
+)
+from bargein.verify.text import content_words
+from bargein.records import Conversation, Scenario
+from bargein.runner import StageContext
+
+ASK_ATTEMPTS = 3        # one answer + two re-asks with the errors
+
+
+class PlannerOut(BaseModel):
+    """LLM round planner output: the round's content in words. The decisions themselves
+    (interrupt or not, the type, the stage) are sampled in code and never asked back."""
+
+    model_config = ConfigDict(extra="forbid")
+    assistant_goal: str = Field(min_length=8, max_length=300)
+    user_goal: str = Field(max_length=300)
+    rationale: str = Field("", max_length=300)
+
+
+class AssistantTurn(assistant_sim.AssistantTurn):
+    """The assistant simulator's answer (LLM schema): spoken sentences, not a document."""
+
+    acknowledgement: str = Field("", max_length=300)
+    content: str = Field(min_length=1, max_length=900)
+
+
+class UserReply(BaseModel):
+    """What the caller says (LLM schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+    utterance: str = Field(min_length=1, max_length=400)
+
+
+class UserInterjection(BaseModel):
+    """What the caller says when cutting in; the cut itself is computed, never asked for."""
+
+    model_config = ConfigDict(extra="forbid")
+    interjection: str = Field(min_length=1, max_length=300)
+
+
+_SPOKEN_BACKCHANNELS = tuple(sorted({f[:1].upper() + f[1:] + "." for b in lexicon.BACKCHANNELS
+                                     for f in (b, b.replace(" ", "-"), b.replace(" ", ", "))
+                                     if lexicon.is_backchannel(f)}))
+
+
+class FillerInterjection(BaseModel):
+    """A filler cut-in: the schema itself allows only the lexicon's backchannels (the model
+    picks one; constrained decoding cannot write anything else)."""
+
+    model_config = ConfigDict(extra="forbid", title="UserInterjection")
+    interjection: Literal[_SPOKEN_BACKCHANNELS]  # type: ignore[valid-type]
+
+
+async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseModel], *,
+                    agent: str, check: Callable[[Any], list[str]], sample: int = 0) -> Any:
+    """Ask for ``schema``; re-ask with the plan errors; raise :class:`PlanBroken` with evidence."""
+    attempts: list[dict[str, Any]] = []
+    msgs = list(messages)
+    for n in range(ASK_ATTEMPTS):
+        obj = await llm.structured(msgs, schema, agent=agent, sample=sample * ASK_ATTEMPTS + n)
+        errs = check(obj)
+        if not errs:
+            return obj
+        answer = obj.model_dump_json()
+        attempts.append({"attempt": n, "answer": json.loads(answer), "errors": errs})
+        msgs = msgs + [{"role": "assistant", "content": answer},
+                       {"role": "user", "content": "Your answer breaks the plan:\n- " + "\n- ".join(errs)
+                        + "\nAnswer again with the whole JSON object, fixed."}]
+    raise PlanBroken(f"{agent}: {len(attempts)} answers broke the plan; last: {attempts[-1]['errors']}",
+                     evidence={"agent": agent, "attempts": attempts})
+
+
+class LLMAgents:
+    """Every agent through ``llm.structured`` with its own conversation; answers checked against
+    the plan. What can be computed is computed here and given to the model: the cut word index
+    and the heard prefix of an interruption (the rule-based caller's cut for the planned type),
+    the content a turn delivers, the values a reply gives. The model writes only the words."""
+
+    def __init__(self, scenario: Scenario, llm: Any, spec: str):
+        self.scenario, self.llm, self.name = scenario, llm, spec
+        self.cutter = RuleUser()
+
+    async def refine_plan(self, plan: RoundPlan, st: ConversationState, messages, rng, sample) -> RoundPlan:
+        def check(out: PlannerOut) -> list[str]:
+            return [] if find_placeholders(out.assistant_goal + " " + out.user_goal) == [] else \
+                [f"placeholders: {find_placeholders(out.assistant_goal + ' ' + out.user_goal)[:3]}"]
+
+        out = await ask_valid(self.llm, planner_messages(self.scenario, plan, messages), PlannerOut,
+                              agent="round_planner", check=check, sample=sample)
+        return plan.model_copy(update={"assistant_goal": out.assistant_goal,
+                                       "user_goal": out.user_goal,
+                                       "rationale": out.rationale or plan.rationale})
+
+    async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
+        agent, msgs = assistant_messages(plan, self.scenario, messages)
+        return await ask_valid(self.llm, msgs, AssistantTurn, agent=agent,
+                               check=lambda t: check_assistant(plan, t), sample=sample)
+
+    async def user_reply(self, plan, heard, rng, sample) -> str:
+        up = user_plan(plan)
+        agent, msgs = user_messages(up, heard)
+        out = await ask_valid(self.llm, msgs, UserReply, agent=agent,
+                              check=lambda r: check_user_reply(up, r.utterance), sample=sample)
+        return out.utterance.strip()
+
+    async def user_interject(self, plan, message, content_start, context, heard, rng, sample) -> Interjected:
+        up = user_plan(plan)
+        # the cut, in code: where a caller of this type cuts in (raises PlanBroken if nowhere)
+        cut = self.cutter.interject(up, message, content_start, context, rng)
+        agent, msgs = user_messages(up, heard, cut.heard, cut.detail)
+        schema = FillerInterjection if up.type == "filler" else UserInterjection
+        out = await ask_valid(
+            self.llm, msgs, schema, agent=agent, sample=sample,
+            check=lambda o: check_user_interjection(up, message, content_start, cut.heard,
+                                                    o.interjection, context))
+        detail = dict(cut.detail)
+        if plan.type in ("pushback", "normal"):
+            said = [a for a in anchors(cut.heard[content_start:]) if _said(out.interjection, a)]
+            if said:                           # what the caller picked up on, for the recovery
+                detail["anchor"] = said[-1]
+        return Interjected(heard=cut.heard, cut_word_index=cut.cut_word_index,
+                           interjection=out.interjection.strip(), overlap_ms=cut.overlap_ms,
+                           detail=detail)
+
+
+def _said(text: str, phrase: str) -> bool:
+    from bargein.verify.text import contains_phrase
+
+    core = re.sub(r"^(?:the|a|an|my|your|this|that|our)\s+", "", phrase)
+    return contains_phrase(text, phrase) or contains_phrase(text, core)
+
+
+# ---- checks on what the model wrote (the rule-based agents' checks, values in any spoken form,
+# and the planned content delivered) -----------------------------------------------------------
+_VALUE_ERRORS = ("the corrected value", "the correction must give the corrected value",
+                 "the plan says the user gives")
+_VALUE_TOKEN = re.compile(r"\$?\d[\d,.:/-]*\d|\$?\d")
+
+
+def _values_in(text: str) -> list[str]:
+    """The numbers, amounts, codes and dates a talking point states ('$45.50', 'June 3')."""
+    from bargein.generators.llm_values import _MONTHS
+
+    out = [m.group(0).rstrip(".,") for m in _VALUE_TOKEN.finditer(text)]
+    words = text.split()
+    for i, w in enumerate(words):
+        if w.lower().strip(".,") in _MONTHS and len(w) > 3 and i + 1 < len(words) \
+                and words[i + 1].strip(".,").rstrip("stndrh").isdigit():
+            out.append(f"{w} {words[i + 1].strip('.,')}")
+    return out
+
+
+def check_delivered(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
+    """Whether the turn delivers what the plan says it does: a talking point's values and most
+    of its words; an ``ask`` a question about what it asks for."""
+    unit, rec = plan.unit, plan.recovery
+    if unit is None or (rec is not None and rec.type == "filler"):
+        return []
+    errs = []
+    if unit.text:
+        missing = [v for v in _values_in(unit.text) if not said(turn.content, v)]
+        if missing:
+            errs.append(f"the content must state {missing} from the planned content "
+                        f"\"{unit.text}\" (any spoken form)")
+        want = content_words(unit.text)
+        got = content_words(turn.content)
+        if want and len(want & got) < DELIVERED_SHARE * len(want):
+            errs.append(f"the content does not deliver the planned content \"{unit.text}\" "
+                        f"(it shares {len(want & got)} of its {len(want)} content words)")
+    elif unit.kind == "ask" and unit.keys:
+        if "?" not in turn.content:
+            errs.append("the content must ask the caller a question")
+        labels = content_words(" ".join(P.label(k) for k in unit.keys))
+        if labels and not (labels & content_words(turn.content)):
+            errs.append(f"the question must ask for the caller's "
+                        f"{' and '.join(P.label(k) for k in unit.keys)}")
+    return errs
+
+
+DELIVERED_SHARE = 0.5
+
+
+def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
+    errs = [e for e in check_turn(plan, turn) if not e.startswith(_VALUE_ERRORS)]
+    rec = plan.recovery
+    if rec is not None and rec.type == "correction" and not said(turn.text, rec.detail.get("new", "")):
+        errs.append(f"the corrected value {rec.detail.get('new')!r} is not used")
+    return errs + check_delivered(plan, turn)
+
+
+def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
+    errs = [e for e in check_reply(up, utterance) if not e.startswith(_VALUE_ERRORS)]
+    if up.action == "answer":
+        missing = [v for v in up.facts.values() if v and not said(utterance, v)]
+        if missing:
+            errs.append(f"the reply must give {missing} (in any spoken form)")
+    return errs
+
+
+def check_user_interjection(up: UserPlan, message: str, content_start: int, heard: str,
+                            interjection: str, context: tuple[str, ...]) -> list[str]:
+    errs = [e for e in check_interjection(up, message, content_start, heard, interjection, context)
+            if not e.startswith(_VALUE_ERRORS)]
+    if up.type == "correction" and not said(interjection, up.detail.get("new", "")):
+        errs.append(f"the correction must give the corrected value {up.detail.get('new')!r}")
+    return errs
+
+
+def llm_for(ctx: StageContext, spec: str) -> Any:
+    """The stage's LLM client: ``ctx.resources['llm']`` or ``get_llm(spec)``."""
+    llm = ctx.resources.get("llm")
+    if llm is None:
+        try:
+            from bargein.llm import get_llm
+        except ImportError as e:
+            raise BackendUnavailable(f"--llm {spec}: bargein.llm.get_llm is not available ({e}). "
+                                     "Fix: use --llm offline") from e
+        llm = ctx.resources["llm"] = get_llm(spec, workdir=ctx.workdir)
+    return llm
+
+
+async def simulate_llm(scenario: Scenario, ctx: StageContext) -> Conversation:
+    from bargein.generators.conversation import simulate
+
+    spec = ctx.config["llm"]
+    return await simulate(scenario, ctx.rng, LLMAgents(scenario, llm_for(ctx, spec), spec))

@@ -1,0 +1,124 @@
+"""Value checks on LLM answers accept every spoken and written form of a value (issue: a model
+that said "H H, one three eight nine, four zero zero five" for HH-1389-4005 was refused).
+
+The spoken forms come from two instruments other than the matcher: hand-written lines, and the
+written-to-spoken converters the TTS path uses (:mod:`bargein.generators.speech_forms`)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from bargein.generators import speech_forms as SF
+from bargein.generators.llm_values import said
+
+SAID = [
+    ("H H, one three eight nine, four zero zero five", "HH-1389-4005"),
+    ("It's double H, thirteen eighty-nine, forty oh five", "HH-1389-4005"),
+    ("hh 1389 4005", "HH-1389-4005"),
+    ("the third of June, twenty twenty-five", "June 3, 2025"),
+    ("June third", "June 3"),
+    ("on 6/3", "June 3"),
+    ("forty-five dollars and fifty cents", "$45.50"),
+    ("my zip is nine oh two one oh", "90210"),
+    ("one thousand two hundred forty-nine", "1249"),
+    ("m dot lopez eight four at gmail dot com", "m.lopez84@gmail.com"),
+    ("It's Latoya Lee.", "Latoya Lee"),
+    ("forty-five dollars", "$45.00"),
+]
+NOT_SAID = [
+    ("I said 1389", "HH-1389-4005"),
+    ("June fourth", "June 3"),
+    ("June third, twenty twenty-four", "June 3, 2025"),
+    ("forty-five dollars", "$54.00"),
+    ("nine oh two one", "90210"),
+    ("It's Latoya.", "Latoya Lee"),
+]
+
+
+@pytest.mark.parametrize("text,value", SAID)
+def test_every_form_of_a_value_counts(text, value):
+    assert said(text, value)
+
+
+@pytest.mark.parametrize("text,value", NOT_SAID)
+def test_another_value_does_not(text, value):
+    assert not said(text, value)
+
+
+def test_the_spoken_forms_the_tts_path_writes_are_recognised():
+    cases = [(SF.code_spoken("4471 0932"), "4471 0932"),
+             (SF.amount_spoken(1249.5), "$1,249.50"),
+             (SF.date_spoken(date(2025, 6, 12)), "June 12, 2025"),
+             (SF.email_spoken("m.lopez84@gmail.com"), "m.lopez84@gmail.com")]
+    cases += [(SF.int_words(n), str(n)) for n in (7, 19, 40, 85, 101, 999, 2025, 13000)]
+    missed = [(t, v) for t, v in cases if not said(t, v)]
+    assert not missed
+
+
+def test_planned_content_must_be_delivered():
+    """The assistant turn is checked against its plan: a talking point's values (in any form)
+    and most of its words; an ask is a question about what it asks for. The issue's case: an
+    opener that said "I don't have your order number handy" instead of the planned line."""
+    from bargein.generators.llm_agents import AssistantTurn, check_delivered
+    from bargein.records import RoundPlan, Unit
+
+    point = "There is a one-time $45.50 activation fee, and the router ships within 3 business days."
+    plan = RoundPlan(round=1, stage="setup", assistant_action="inform",
+                     unit=Unit(kind="inform", stage="setup", text=point))
+    ok = AssistantTurn(content="There's a one-time activation fee of forty-five fifty, and the "
+                               "router ships within three business days.")
+    assert check_delivered(plan, ok) == []
+    off = AssistantTurn(content="I'm sorry, but I don't have your order number handy right now.")
+    errs = check_delivered(plan, off)
+    assert any("$45.50" in e for e in errs) and any("does not deliver" in e for e in errs)
+
+    ask = RoundPlan(round=2, stage="verify", assistant_action="ask",
+                    unit=Unit(kind="ask", stage="verify", keys=("date_of_birth",)))
+    assert check_delivered(ask, AssistantTurn(content="Could you tell me your date of birth?")) == []
+    assert check_delivered(ask, AssistantTurn(content="Thanks, let me look into that for you now.")) != []
+
+
+def test_the_cut_and_the_heard_words_are_computed_never_asked(tmp_path):
+    """The interrupting caller is told where it cut in and what it heard; it writes only the
+    interjection, and never sees the unheard rest of the assistant's message."""
+    import asyncio
+    import random
+
+    from bargein.generators import phrases as P
+    from bargein.generators.assistant_sim import RuleAssistant
+    from bargein.generators.llm_agents import LLMAgents, UserInterjection
+    from bargein.generators.planner import RulePlanner
+    from bargein.generators.scenarios import generate_scenarios
+
+    class Model:                          # answers one interjection, keeps what it was sent
+        def __init__(self):
+            self.sent = []
+
+        async def structured(self, messages, schema, **kw):
+            self.sent.append((messages, schema))
+            heard = messages[-1]["content"].split("<heard>\n")[1].split("\n</heard>")[0]
+            return schema(interjection="Sorry, " + " ".join(heard.split()[-2:]) + "?") \
+                if schema is UserInterjection else schema(interjection="Mm-hm.")
+
+    scn = generate_scenarios(3, 5, workdir=tmp_path, progress=False).outputs[0]
+    rng = random.Random(3)
+    planner = RulePlanner(scn)
+    st = planner.new_state(rng)
+    for _ in range(40):
+        plan = planner.plan(st, rng, frozenset({"pushback", "correction", "topic_switch", "impatient"}))
+        turn = RuleAssistant(scn).respond(plan, rng)
+        if plan.interrupt:
+            break
+        planner.apply(st, plan, turn.content, None, rng)
+    assert plan.interrupt
+    model = Model()
+    out = asyncio.run(LLMAgents(scn, model, "test").user_interject(
+        plan, turn.text, turn.content_start, (), [], rng, 0))
+    assert out.heard == P.prefix_words(turn.text, out.cut_word_index)
+    unheard = turn.text[len(out.heard):].strip()
+    (messages, _), = model.sent
+    sent = "\n".join(m["content"] for m in messages)
+    assert out.heard in sent and unheard not in sent
+    assert "heard_prefix" not in sent and "cut_range" not in sent
