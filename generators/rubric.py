@@ -21,7 +21,7 @@ from bargein.records import Conversation, Rubric
 from bargein.records.plan import RoundPlan
 from bargein.runner import Stage, StageContext
 
-RUBRIC_VERSION = "1"
+RUBRIC_VERSION = "2"
 
 # (core criteria, optional criteria); slots come from the interruption's details
 RQ: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -100,7 +100,11 @@ def interruption_context(conv: Conversation, idx: int) -> dict[str, str]:
     rest = cut.text[len(heard):].strip()
     plan = next((p for p in conv.plan if p.message_index == cut.index), None)
     d = dict(plan.detail) if plan is not None else {}
+    rp = recovery_plans(conv).get(idx)      # quote stage content heard, never the acknowledgement
+    cs = rp.recovery.content_start if rp and rp.recovery else 0
     whole = _last_sentence(heard)
+    if whole and heard.rfind(whole) + len(whole) <= cs:
+        whole = ""
     concern = _assistant_phrase(d.get("anchor") or (f"my {d['label']}" if d.get("label") else ""))
     detail = d.get("value") or (concern if d.get("object_kind") else "") or inter.text.strip()
     slots = {"tail": _words(heard, 4, last=True), "head": _words(rest, 4),

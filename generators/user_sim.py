@@ -164,7 +164,7 @@ class RuleUser:
                     parts.append(f"And my {P.label(key)} is {value}.")
                 else:
                     parts.append(P.pick_filled(rng, "user", bank, value=value, label=P.label(key)))
-            return P.join(*parts)
+            return P.tidy(P.join(*parts))
         if up.action == "unknown":
             key = next(iter(up.facts), "details")
             return P.pick(rng, "user", "answer_unknown", label=P.label(key))
@@ -314,9 +314,14 @@ def impatient_cuts(message: str, content_start: int) -> list[int]:
 
     spans = P.word_spans(message)
     first = P.n_words(message[:content_start])
+    # something must have been said already: the content's first sentence, or 8 of its words
+    opening = sentences(message[content_start:])
+    heard_from = content_start + opening[0][1] if opening else 0
     out = []
     for k in range(max(first + EDGE_WORDS, EDGE_WORDS), len(spans) - EDGE_WORDS + 1):
         cut = spans[k - 1][1]
+        if cut < heard_from and k - first < 8:
+            continue
         sent = next((message[a:b] for a, b in sentences(message) if a <= cut <= b), "")
         if sent.rstrip().endswith("?"):
             continue
