@@ -143,7 +143,15 @@ def task_criterion(conv: Conversation, idx: int, rng: random.Random) -> str:
     keys = [P.label(k) for k in (unit.keys if unit is not None else ()) if k not in given]
     questions = re.findall(r"[^.?!]*\?", text)
     if kind == "ask" and questions:
-        return f"{lead} asks the caller: \"{questions[-1].strip()}\""
+        q = questions[-1].strip()
+        if len(q.split()) < 5 and unit is not None and unit.purpose in ("readback", "recap"):
+            return (f"{lead} reads back what the caller gave and asks them to confirm it is "
+                    "right.")
+        if len(q.split()) < 5:                 # "Is that right?" alone says nothing: quote more
+            sents = re.findall(r"[^.?!]*[.?!]", text)
+            i = next((j for j, x in enumerate(sents) if x.strip() == q), len(sents) - 1)
+            q = " ".join(x.strip() for x in sents[max(0, i - 1):i + 1]) or q
+        return f"{lead} asks the caller: \"{q}\""
     if keys and kind == "ask" and not text:
         return f"{lead} asks the caller for their {' and '.join(keys)} to continue the {stage} step."
     if kind == "ask" and not text:
