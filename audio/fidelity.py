@@ -8,9 +8,10 @@ Every label a release ships is a claim about its audio. These checks read the au
 * **cuts** - the assistant's last sound before ``stop_s`` and the user's first sound after
   ``cut_s`` are found on their channels; ``stop_s``, ``cut_s`` and the overlap
   ``stop_s - cut_s`` are compared with them. Whisper transcribes the assistant channel up to the
-  cut; its last words must be the heard text's. A disagreement where Whisper only adds the word
-  the cut fell in (started, not ended: not heard by definition) is counted apart: Whisper tiny
-  completes a word from its first phonemes, and often a sentence from none.
+  cut; its last words must be the heard text's. A disagreement where Whisper only adds words
+  after the heard ones (the word the cut fell in: started, not ended, so not heard by
+  definition) is counted apart: Whisper tiny completes a word from its first phonemes, and
+  sometimes a sentence from none.
 * **frame labels** - the VAP classes shipped in ``labels.npz`` against VAP classes of the
   activity the energy detector measures (speech runs merged across gaps < 180 ms, as the
   labels' speech units are).
@@ -198,7 +199,7 @@ class CutCheck:
     partial_heard_ms: float = 0.0       # how much of it lies before the cut
     asr_prefix: str | None = None
     heard_agrees: bool | None = None
-    asr_adds_partial_word: bool | None = None   # disagreeing only by that word (ASR completes it)
+    asr_only_adds_words: bool | None = None     # disagreeing only by words after the heard ones
 
 
 def cut_checks(rd: Any, audio: np.ndarray | list[Activity]) -> list[CutCheck]:
@@ -272,12 +273,14 @@ def asr_heard_prefix(rd: Any, audio: np.ndarray, check: CutCheck) -> CutCheck:
 
 def with_asr_prefix(check: CutCheck, text: str) -> CutCheck:
     """``check`` with what the ASR heard on the prefix: agreement, and whether a disagreement is
-    only the ASR adding the word the cut fell in."""
+    only the ASR going on past the heard words (completing the word the cut fell in, or a
+    sentence from nothing): some shorter prefix of the ASR text agrees with the heard text."""
     agrees = heard_text_agrees(check.heard_text, text)
-    adds = (not agrees and bool(check.partial_word)
-            and heard_text_agrees(f"{check.heard_text} {check.partial_word}", text))
+    words = text.split()
+    adds = not agrees and any(heard_text_agrees(check.heard_text, " ".join(words[:k]))
+                              for k in range(1, len(words)))
     return CutCheck(**{**check.__dict__, "asr_prefix": text, "heard_agrees": agrees,
-                       "asr_adds_partial_word": adds})
+                       "asr_only_adds_words": adds})
 
 
 # ---------------------------------------------------------------- frame labels

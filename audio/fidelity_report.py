@@ -91,11 +91,11 @@ def fidelity_report(rendered: str | Path | None, repair: str | Path | None = Non
                  "asr_checked": len(heard),
                  "heard_text_asr_agreement": round(float(np.mean([h.heard_agrees for h in heard])), 4)
                  if heard else None,
-                 "disagreements_asr_adds_partial_word": sum(bool(h.asr_adds_partial_word) for h in heard),
+                 "disagreements_asr_only_adds_words": sum(bool(h.asr_only_adds_words) for h in heard),
                  "disagreements": [{"dialogue": h.dialogue_id, "message": h.message_index,
                                     "heard_text": h.heard_text[-60:], "asr": (h.asr_prefix or "")[-60:],
                                     "partial_word": h.partial_word, "partial_heard_ms": h.partial_heard_ms,
-                                    "asr_adds_partial_word": h.asr_adds_partial_word}
+                                    "asr_only_adds_words": h.asr_only_adds_words}
                                    for h in heard if not h.heard_agrees][:20]},
         "frames": {"frames": valid,
                    "frame_label_agreement": round(agree / valid, 4) if valid else None},

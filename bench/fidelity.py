@@ -71,8 +71,8 @@ def show(rep: dict, prefix: str = "") -> None:
     print(f"{prefix}cut_error_ms_p95={c['cut_error_ms_p95']} overlap_error_ms_p95={c['overlap_error_ms_p95']}")
     dis = c.get("disagreements", [])
     print(f"{prefix}heard_text_asr_agreement={c['heard_text_asr_agreement']} (of {c.get('asr_checked')}; "
-          f"disagreements={len(dis)}, of which Whisper only adds the word the cut fell in="
-          f"{c.get('disagreements_asr_adds_partial_word')})")
+          f"disagreements={len(dis)}, of which Whisper only adds words after the heard ones="
+          f"{c.get('disagreements_asr_only_adds_words')})")
     for d in dis:
         print(f"{prefix}  {d['dialogue']} msg {d['message']}: heard '...{d['heard_text'][-40:]}' | "
               f"ASR '...{d['asr'][-40:]}' | cut in {d['partial_word']!r} after {d['partial_heard_ms']} ms")

@@ -79,6 +79,26 @@ def _resume(rng: random.Random, content: str) -> tuple[str, str]:
     return lead, (low if lead.endswith(",") else content)
 
 
+_ROLE = re.compile(r"\bthe (?:caller|customer|member|patient|applicant|student|client|owner|"
+                   r"account holder|traveller|traveler|subscriber|head of household)('s)?", re.I)
+
+
+def stage_reason(scenario: Scenario, stage: str | None) -> str:
+    """Why the assistant asks, from the stage's own description ("Find the order by order
+    number and confirm ..." -> "That's so I can find the order by order number."); '' when the
+    description does not read as a verb and a noun phrase."""
+    if not stage:
+        return ""
+    desc = scenario.kb.workflow.stage(stage).description.strip().rstrip(".")
+    first = re.split(r",| and (?=[a-z]+ (?:the|a|an|your|any)\b)|;", desc)[0].strip()
+    m = re.match(r"^([A-Z][a-z]+) (the|a|an|your|any) (.+)$", first)
+    if not m or len(first.split()) > 12 or not m.group(1).lower().isalpha():
+        return ""
+    clause = f"{m.group(1).lower()} {m.group(2)} {m.group(3)}"
+    clause = _ROLE.sub(lambda x: "your" if x.group(1) else "you", clause)
+    return f"That's so I can {clause}."
+
+
 # ---- rule-based -----------------------------------------------------------------------------
 class RuleAssistant:
     """The offline assistant: phrase banks + the plan + the scenario's facts."""
@@ -148,7 +168,13 @@ class RuleAssistant:
             q = P.pick(rng, "assistant", "ask", label=labels)
             if not lead:
                 return q
-            return P.join(P.pick(rng, "assistant", "ask_lead"), q, P.pick(rng, "assistant", "ask_reason"))
+            r = rng.random()
+            if r < 0.35:                        # a plain question, as agents mostly ask
+                return q
+            if r < 0.6:
+                return P.join(P.pick(rng, "assistant", "ask_lead"), q)
+            why = stage_reason(self.scenario, unit.stage) if rng.random() < 0.6 else ""
+            return P.join(q, why or P.pick(rng, "assistant", "ask_reason"))
         if unit.kind == "close":
             if "cap" in unit.keys:
                 return P.pick(rng, "assistant", "closing_cap")

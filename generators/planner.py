@@ -510,6 +510,11 @@ def resume_text(text: str, rec: Recovery) -> str:
         if text[i] == " " and text[i - 1] in ".!?" and not _ABBREV_END.search(text[:i]):
             start = i + 1
             break
+    if "?" not in text[start:] and "?" in text[:start]:
+        # the question was heard but the cut fell after it (in a reason): ask it again
+        q = text.rfind("?", 0, start)
+        prev = max(text.rfind(". ", 0, q), text.rfind("? ", 0, q), text.rfind("! ", 0, q))
+        start = prev + 2 if prev >= 0 else 0
     return text[start:].strip() or text
 
 

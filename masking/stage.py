@@ -194,29 +194,30 @@ def mask_rendered(rendered: Sequence[RenderedDialogue], conversations: Sequence[
 
 
 def cap_sources(sources: Sequence[MaskSource], max_items: int, per_source: int) -> list[MaskSource]:
-    """At most ``max_items // per_source`` sources (>= 1), one per dialogue in turn. Two sources
-    that copy each other's mask length (``length_partner``) are taken together or not at all,
-    so the capped items keep one length distribution."""
+    """At most ``max_items // per_source`` sources (>= 1 when any matches its own length), one per
+    dialogue in turn: first those whose answerable mask matches their own value, then pairs that
+    copy each other's mask length (``length_partner``), taken together or not at all so the
+    capped items keep one length distribution."""
     keep = max(1, int(max_items) // max(1, per_source))
     by_id = {s.id: s for s in sources}
-    by_dialogue: dict[str, list[MaskSource]] = {}
-    for s in sources:
-        by_dialogue.setdefault(s.source_id, []).append(s)
-    queues = list(by_dialogue.values())
     chosen: dict[str, MaskSource] = {}
-    while len(chosen) < keep and any(queues):
-        for q in queues:
-            while q and q[0].id in chosen:
-                q.pop(0)
-            if not q or len(chosen) >= keep:
-                continue
-            s = q.pop(0)
-            unit = [s] + [by_id[s.length_partner]] if s.length_partner in by_id else [s]
-            if len(chosen) + len(unit) <= keep:
-                chosen.update((u.id, u) for u in unit)
-    if not chosen and sources:                  # at least one: a source without a partner
-        first = next((s for s in sources if s.length_partner not in by_id), None)
-        chosen = {first.id: first} if first is not None else {}
+    # sources matched by their own value first, then partners (their pairs match only together)
+    for pool in ([s for s in sources if s.length_partner not in by_id],
+                 [s for s in sources if s.length_partner in by_id]):
+        by_dialogue: dict[str, list[MaskSource]] = {}
+        for s in pool:
+            by_dialogue.setdefault(s.source_id, []).append(s)
+        queues = list(by_dialogue.values())
+        while len(chosen) < keep and any(queues):
+            for q in queues:
+                while q and q[0].id in chosen:
+                    q.pop(0)
+                if not q or len(chosen) >= keep:
+                    continue
+                s = q.pop(0)
+                unit = [s] + [by_id[s.length_partner]] if s.length_partner in by_id else [s]
+                if len(chosen) + len(unit) <= keep:
+                    chosen.update((u.id, u) for u in unit)
     order = {s.id: n for n, s in enumerate(sources)}
     return sorted(chosen.values(), key=lambda s: order[s.id])
 

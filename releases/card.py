@@ -257,8 +257,8 @@ def fidelity_section(fid: dict[str, Any] | None) -> list[str]:
     out += _table([
         ("cuts whose heard text agrees with ASR on the prefix",
          f"{_fmt(cuts.get('heard_text_asr_agreement'))} (of {cuts.get('asr_checked', 0)}"
-         + (f"; in {cuts['disagreements_asr_adds_partial_word']} of the {len(cuts.get('disagreements', []))} "
-            "disagreements ASR only adds the word the cut fell in" if cuts.get("disagreements") else "")
+         + (f"; in {cuts.get('disagreements_asr_only_adds_words')} of the {len(cuts['disagreements'])} "
+            "disagreements ASR only adds words after the heard ones" if cuts.get("disagreements") else "")
          + ")"),
         ("stop error p95 (last sound vs `stop_s`)", _fmt(cuts.get("stop_error_ms_p95"), " ms")),
         ("cut onset error p95 / overlap error p95",

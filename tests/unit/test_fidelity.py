@@ -76,8 +76,8 @@ def test_cut_checks_measure_stop_cut_and_overlap():
 
 def test_asr_that_only_completes_the_cut_word_is_told_apart():
     """Whisper hears "...confirm the email" where the cut fell 80 ms into "email": a disagreement
-    (heard text is what ended before the cut), told apart as ASR completing a started word; a
-    different extra word is not."""
+    (heard text is what ended before the cut), told apart as ASR going on past the heard words;
+    an ASR that hears the heard words differently is not."""
     words = [WordTiming(word=w, start_s=0.1 + 0.2 * i, end_s=0.28 + 0.2 * i)
              for i, w in enumerate(["can", "you", "confirm", "the", "email"])]
     ch1 = _bursts([(0.1, 1.08)], 2.0)
@@ -86,9 +86,10 @@ def test_asr_that_only_completes_the_cut_word_is_told_apart():
     (c,) = F.cut_checks(rd, audio)
     c = F.CutCheck(**{**c.__dict__, "heard_text": "can you confirm the"})
     assert c.partial_word == "email" and c.partial_heard_ms == pytest.approx(80.0)
-    for asr, adds in (("Can you confirm the email?", True), ("Can you confirm the address?", False)):
+    for asr, adds in (("Can you confirm the email?", True), ("Can you confirm the email address?", True),
+                      ("Could you reply on Monday?", False)):
         got = F.with_asr_prefix(c, asr)
-        assert got.heard_agrees is False and got.asr_adds_partial_word is adds
+        assert got.heard_agrees is False and got.asr_only_adds_words is adds, asr
 
 
 @pytest.mark.parametrize("heard,asr,ok", [
