@@ -8,7 +8,10 @@ Every label a release ships is a claim about its audio. These checks read the au
 * **cuts** - the assistant's last sound before ``stop_s`` and the user's first sound after
   ``cut_s`` are found on their channels; ``stop_s``, ``cut_s`` and the overlap
   ``stop_s - cut_s`` are compared with them. Whisper transcribes the assistant channel up to the
-  cut; its last words must be the heard text's.
+  cut; its last words must be the heard text's. A disagreement where Whisper only adds words
+  after the heard ones (the word the cut fell in: started, not ended, so not heard by
+  definition) is counted apart: Whisper tiny completes a word from its first phonemes, and
+  sometimes a sentence from none.
 * **frame labels** - the VAP classes shipped in ``labels.npz`` against VAP classes of the
   activity the energy detector measures (speech runs merged across gaps < 180 ms, as the
   labels' speech units are).
@@ -16,7 +19,7 @@ Every label a release ships is a claim about its audio. These checks read the au
   back; answerable and unanswerable masks must hide the same amount of audio.
 
 The energy detector (:func:`activity`) is separate from the one that settles word ends in
-:mod:`bargein.audio.wordtimes`: 5 ms windows every 1 ms, a threshold 45 dB under the channel's
+:mod:`bargein.audio.wordtimes`: 5 ms windows every 1 ms, a threshold 40 dB under the channel's
 99th-percentile window level (never under -70 dBFS); an active run shorter than 5 ms is a
 click or a breath blip in a pause, not speech::
 
@@ -120,6 +123,7 @@ class VoiceWords:
     words: int = 0
     short: int = 0              # < 30 ms
     in_silence: int = 0         # no active window inside the word
+    offenders: list[dict[str, Any]] = field(default_factory=list)   # which words, for a reader
 
     def summary(self) -> dict[str, Any]:
         e = np.abs(np.asarray(self.errors_ms, dtype=float))
@@ -127,7 +131,8 @@ class VoiceWords:
                 "word_end_within_30ms": round(float(np.mean(e <= WORD_TOL_S * 1000)), 4) if e.size else None,
                 "word_end_error_ms_p50": round(float(np.percentile(e, 50)), 1) if e.size else None,
                 "word_end_error_ms_p95": round(float(np.percentile(e, 95)), 1) if e.size else None,
-                "words": self.words, "words_under_30ms": self.short, "words_in_silence": self.in_silence}
+                "words": self.words, "words_shorter_than_30ms": self.short, "words_in_silence": self.in_silence,
+                "offending_words": self.offenders[:20]}
 
 
 def channel_activity(rd: Any, audio: np.ndarray) -> list[Activity]:
@@ -150,12 +155,20 @@ def word_boundaries(dialogues: Iterable[tuple[Any, np.ndarray]],
             vw = out.setdefault(seg.voice_id or "?", VoiceWords())
             act = acts[seg.channel]
             words = seg.words
-            for w in words:
+            for k, w in enumerate(words):
                 vw.words += 1
-                if w.end_s - w.start_s < MIN_WORD_S - 1e-6:
-                    vw.short += 1
-                if not act.runs(w.start_s, w.end_s):
-                    vw.in_silence += 1
+                short = w.end_s - w.start_s < MIN_WORD_S - 1e-6
+                silent = not act.runs(w.start_s, w.end_s)
+                vw.short += short
+                vw.in_silence += silent
+                if short or silent:
+                    vw.offenders.append({
+                        "dialogue": getattr(rd, "id", "?"), "message": seg.message_index, "word": w.word,
+                        "start_s": round(w.start_s, 3), "end_s": round(w.end_s, 3),
+                        "why": "in silence" if silent else "shorter than 30 ms",
+                        "context": " ".join(v.word for v in words[max(0, k - 3): k + 4]),
+                        "sound_near": [(round(a, 3), round(b, 3))
+                                       for a, b in act.runs(w.start_s - 0.2, w.end_s + 0.2)]})
             sound = act.runs(seg.start_s, seg.end_s + 0.05)
             if not sound:
                 continue
@@ -182,8 +195,11 @@ class CutCheck:
     cut_error_ms: float | None          # measured onset of the interjection - cut_s
     overlap_error_ms: float | None      # measured overlap - (stop_s - cut_s)
     heard_text: str
+    partial_word: str = ""              # the word sounding at the cut (started, not ended)
+    partial_heard_ms: float = 0.0       # how much of it lies before the cut
     asr_prefix: str | None = None
     heard_agrees: bool | None = None
+    asr_only_adds_words: bool | None = None     # disagreeing only by words after the heard ones
 
 
 def cut_checks(rd: Any, audio: np.ndarray | list[Activity]) -> list[CutCheck]:
@@ -206,13 +222,16 @@ def cut_checks(rd: Any, audio: np.ndarray | list[Activity]) -> list[CutCheck]:
             runs = acts[1 - ch].runs(seg.cut_s - 0.3, seg.cut_s + 0.5)
             onset = runs[0][0] if runs else None
         planned_overlap = seg.stop_s - seg.cut_s
+        partial = next((w for w in seg.words if w.start_s < seg.cut_s < w.end_s), None)
         out.append(CutCheck(
             dialogue_id=rd.id, message_index=seg.message_index,
             stop_error_ms=None if stop is None else (stop - seg.stop_s) * 1000.0,
             cut_error_ms=None if onset is None else (onset - seg.cut_s) * 1000.0,
             overlap_error_ms=None if stop is None or onset is None else
             ((stop - onset) - planned_overlap) * 1000.0,
-            heard_text=seg.heard_text or ""))
+            heard_text=seg.heard_text or "",
+            partial_word=partial.word if partial else "",
+            partial_heard_ms=round((seg.cut_s - partial.start_s) * 1000.0, 1) if partial else 0.0))
     return out
 
 
@@ -249,8 +268,19 @@ def asr_heard_prefix(rd: Any, audio: np.ndarray, check: CutCheck) -> CutCheck:
         text = ""
     else:
         text = asr_text(np.ascontiguousarray(x, dtype=np.float32), sr)
-    return CutCheck(**{**check.__dict__, "asr_prefix": text,
-                       "heard_agrees": heard_text_agrees(check.heard_text, text)})
+    return with_asr_prefix(check, text)
+
+
+def with_asr_prefix(check: CutCheck, text: str) -> CutCheck:
+    """``check`` with what the ASR heard on the prefix: agreement, and whether a disagreement is
+    only the ASR going on past the heard words (completing the word the cut fell in, or a
+    sentence from nothing): some shorter prefix of the ASR text agrees with the heard text."""
+    agrees = heard_text_agrees(check.heard_text, text)
+    words = text.split()
+    adds = not agrees and any(heard_text_agrees(check.heard_text, " ".join(words[:k]))
+                              for k in range(1, len(words)))
+    return CutCheck(**{**check.__dict__, "asr_prefix": text, "heard_agrees": agrees,
+                       "asr_only_adds_words": adds})
 
 
 # ---------------------------------------------------------------- frame labels
@@ -288,7 +318,9 @@ def mask_recovery(item: Any, samples: np.ndarray, sample_rate: int) -> tuple[boo
 
 
 def mask_length_ratio(items: Iterable[Any]) -> dict[str, Any]:
-    """Masked seconds, answerable vs unanswerable: ratio of medians and per-pair ratios."""
+    """Masked seconds, answerable vs unanswerable: ratio of medians, ratios at the quartiles,
+    per-pair ratios, and ``length_auc``: how well mask length alone tells an unanswerable item
+    from an answerable one (0.5: not at all; 1.0: always)."""
     by_pair: dict[tuple, dict[str, float]] = {}
     for it in items:
         s = it.measured.get("masked_s")
@@ -303,7 +335,12 @@ def mask_length_ratio(items: Iterable[Any]) -> dict[str, Any]:
     if not ans or not una:
         return {"ratio_of_medians": None, "pairs": 0}
     p = np.asarray(pairs)
+    a, u = np.asarray(ans)[:, None], np.asarray(una)[None, :]
+    auc = float(np.mean((u > a) + 0.5 * (u == a)))     # P(an unanswerable mask is the longer one)
+    q = [25, 50, 75]
     return {"ratio_of_medians": round(float(np.median(ans) / np.median(una)), 4), "pairs": len(pairs),
+            "length_auc": round(auc, 4),
+            "quantile_ratios": {f"p{k}": round(float(np.percentile(ans, k) / np.percentile(una, k)), 4) for k in q},
             "pair_ratio_p05": round(float(np.percentile(p, 5)), 4) if p.size else None,
             "pair_ratio_p95": round(float(np.percentile(p, 95)), 4) if p.size else None,
             "pairs_within_0.8_1.25": round(float(np.mean((p >= 0.8) & (p <= 1.25))), 4) if p.size else None}

@@ -91,8 +91,11 @@ def fidelity_report(rendered: str | Path | None, repair: str | Path | None = Non
                  "asr_checked": len(heard),
                  "heard_text_asr_agreement": round(float(np.mean([h.heard_agrees for h in heard])), 4)
                  if heard else None,
+                 "disagreements_asr_only_adds_words": sum(bool(h.asr_only_adds_words) for h in heard),
                  "disagreements": [{"dialogue": h.dialogue_id, "message": h.message_index,
-                                    "heard_text": h.heard_text[-60:], "asr": (h.asr_prefix or "")[-60:]}
+                                    "heard_text": h.heard_text[-60:], "asr": (h.asr_prefix or "")[-60:],
+                                    "partial_word": h.partial_word, "partial_heard_ms": h.partial_heard_ms,
+                                    "asr_only_adds_words": h.asr_only_adds_words}
                                    for h in heard if not h.heard_agrees][:20]},
         "frames": {"frames": valid,
                    "frame_label_agreement": round(agree / valid, 4) if valid else None},
@@ -124,7 +127,9 @@ def sidecar_report(timing: str | Path | None, roots: list[Path]) -> dict[str, An
 def _repair(items: list, roots: list[Path], max_asr: int, asr: bool) -> dict[str, Any]:
     """Whisper on masked clips (and once on each original, the premise: does Whisper hear the
     value at all? An answerable clip can only be expected to keep a value Whisper can hear)."""
-    out: dict[str, Any] = {"items": len(items), "mask_len": F.mask_length_ratio(items)}
+    out: dict[str, Any] = {"items": len(items), "sources": len({(it.source_id, it.message_index, it.slot)
+                                                                  for it in items}),
+                           "mask_len": F.mask_length_ratio(items)}
     by_cond: dict[str, list] = {"unanswerable": [], "answerable": []}
     kept_given_heard: list[bool] = []
     recovered: list[dict] = []

@@ -153,11 +153,19 @@ class PiperTTS:
         self._lock = threading.Lock()
 
     @cached_property
-    def version(self) -> str:
+    def audio_version(self) -> str:
+        """What the samples depend on (the noise seed derives from it). The word-timing version
+        is not part of it, so a change to the timings alone leaves the audio as it was; the tag
+        ``words-v2`` is the one it carried when both shared a version, kept so the samples do not
+        change."""
         pv = dist_version("piper-tts")
         h = hashlib.sha256(self.model_path.read_bytes() + self.config_path.read_bytes()).hexdigest()[:12]
         ns, ls, nw = self.scales
-        return f"piper-tts-{pv}+{self.voice_name}-{h}+ns{ns}+ls{ls}+nw{nw}+seeded-noise-v1+{WORDTIMES_VERSION}"
+        return f"piper-tts-{pv}+{self.voice_name}-{h}+ns{ns}+ls{ls}+nw{nw}+seeded-noise-v1+words-v2"
+
+    @cached_property
+    def version(self) -> str:
+        return self.audio_version.removesuffix("+words-v2") + f"+{WORDTIMES_VERSION}"
 
     def voices(self) -> list[str]:
         return [self.voice_name]
@@ -188,7 +196,7 @@ class PiperTTS:
         sentences = [s for s in self.phonemes(text) if s]
         if not sentences:
             raise AudioError(f"piper: text {text!r} gave no phonemes. Fix: give the message words.")
-        seed = stable_int("piper", self.version, text) % _M
+        seed = stable_int("piper", self.audio_version, text) % _M
         chunks, phone_starts, phone_ends, phone_chars = [], [], [], []   # per phoneme character
         offset = 0
         for si, ph in enumerate(sentences):

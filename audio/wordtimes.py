@@ -23,7 +23,7 @@ from bargein.records.audio import WordTiming
 _TOKEN = re.compile(r"\S+")
 SILENCE_DB = -40.0          # relative to the clip's peak frame energy
 FRAME_MS = 5.0
-WORDTIMES_VERSION = "words-v2"   # in every engine version: a change here re-keys the caches
+WORDTIMES_VERSION = "words-v3"   # in every engine version: a change here re-keys the caches
 
 
 def split_words(text: str) -> list[tuple[str, int]]:
@@ -75,6 +75,8 @@ def check_audio(samples: np.ndarray, engine: str, text: str) -> None:
 MIN_WORD_S = 0.032         # no word is shorter than this (30 ms, with room for resampling)
 MAX_TAIL_S = 0.3           # a word's sound may run this far past its last phoneme into a pause
 END_DB = -40.0             # word ends settle where the level falls this far under the peak
+OWN_SOUND_DB = SILENCE_DB  # a word owns sound: frames over the silence floor (under the peak) ...
+OWN_SOUND_S = 0.010        # ... for at least this long, inside its span (a weak t release counts)
 
 
 def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequence[int],
@@ -90,6 +92,10 @@ def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequen
 
         |--Hello,--|....|--world--|...
         ^start0    ^end0^start1   ^end1 (trailing silence trimmed)
+
+    Finally every word owns sound (:func:`_own_sound`): a word whose span holds no audible frame
+    (a reduced "it" or "a" whose phonemes the model placed in the stop closure after it) takes
+    its length from the nearest sound, the end of the previous word's or the start of the next's.
     """
     if len(words) != len(starts_samples):
         raise ValueError("one start per word")
@@ -104,6 +110,7 @@ def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequen
     end_thresh = (e.max() if e.size else 0.0) * 10 ** (END_DB / 20.0)
     tail, min_len = int(MAX_TAIL_S * sample_rate), int(round(MIN_WORD_S * sample_rate))
     spans: list[list[int]] = []
+    nominal: list[int] = []                     # each word's length as the engine gave it
     for i, s in enumerate(starts):
         nxt = starts[i + 1] if i + 1 < len(starts) else max(speech_end, s)
         end = nxt
@@ -111,6 +118,7 @@ def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequen
             end = min(max(int(ends_samples[i]), s), nxt)
         if i + 1 == len(starts):
             end = max(end, nxt)
+        nominal.append(end - s)
         s = _settle_start(e, hop, thresh, s, end)
         end = _settle_end(e, hop, end_thresh, s, end, min(nxt, end + tail) if i + 1 < len(starts) else end)
         spans.append([s, end])
@@ -130,9 +138,65 @@ def timings_from_starts(words: Sequence[tuple[str, int]], starts_samples: Sequen
             if end - s < min_len and i and spans[i - 1][1] - spans[i - 1][0] >= 2 * min_len:
                 s = spans[i - 1][1] = end - min_len        # or from the previous one
             spans[i] = [s, end]
+    _own_sound(spans, nominal, e, hop, (e.max() if e.size else 0.0) * 10 ** (OWN_SOUND_DB / 20.0),
+               max(1, int(round(OWN_SOUND_S * sample_rate / hop))), min_len)
     return tuple(WordTiming(word=word, start_s=round(s / sample_rate, 6), end_s=round(end / sample_rate, 6),
                             char_start=cs)
                  for (word, cs), (s, end) in zip(words, spans))
+
+
+def _loud_frames(e: np.ndarray, hop: int, thresh: float, a: int, b: int) -> int:
+    """Frames of ``[a, b)`` (samples; frames wholly inside) louder than ``thresh``."""
+    f0, f1 = -(-a // hop), min(len(e), b // hop)
+    return int(np.sum(e[f0:f1] > thresh)) if f1 > f0 else 0
+
+
+def _own_sound(spans: list[list[int]], nominal: Sequence[int], e: np.ndarray, hop: int,
+               thresh: float, need: int, min_len: int) -> None:
+    """Give every word sound of its own (``need`` frames over ``thresh``), in place.
+
+    A word without moves to the nearer sound: the end of the sound before it (taking the tail of
+    the previous word) or the start of the sound after it (taking the head of the next one),
+    keeping its engine length (at least ``min_len``) and leaving the neighbour ``min_len``::
+
+        before   |--finish--|  it  |..closure..|--properly--|     "it" lies in the t closure
+        after    |--finish-|-it-|  |..closure..|--properly--|     "it" ends with the sound
+    """
+    loud = e > thresh
+    for i, (s, end) in enumerate(spans):
+        if _loud_frames(e, hop, thresh, s, end) >= need:
+            continue
+        length = max(min_len, int(nominal[i]) if i < len(nominal) else min_len)
+        f = min(len(e), s // hop)
+        before = np.flatnonzero(loud[:f])
+        g = min(len(e), -(-end // hop))
+        after = np.flatnonzero(loud[g:])
+        options = []
+        if before.size and i:                               # the tail of the sound before
+            snd_end = int(before[-1] + 1) * hop
+            lo = spans[i - 1][0] + min_len
+            new_s = max(lo, snd_end - length)
+            if snd_end - new_s >= min_len:
+                options.append((s - snd_end, 0, new_s, snd_end))
+        if after.size and i + 1 < len(spans):               # the head of the sound after
+            snd_start = int(g + after[0]) * hop
+            hi = spans[i + 1][1] - min_len
+            new_e = min(hi, snd_start + length)
+            if new_e - snd_start >= min_len:
+                options.append((snd_start - end, 1, snd_start, new_e))
+        for _dist, side, new_s, new_e in sorted(options):
+            if _loud_frames(e, hop, thresh, new_s, new_e) < need:
+                continue
+            spans[i] = [new_s, new_e]
+            if side == 0:
+                spans[i - 1][1] = min(spans[i - 1][1], new_s)
+                for k in range(i + 1, len(spans)):          # later words stay after it
+                    if spans[k][0] >= new_e:
+                        break
+                    spans[k][0] = new_e
+            else:
+                spans[i + 1][0] = max(spans[i + 1][0], new_e)
+            break
 
 
 def _trim_back(e: np.ndarray, hop: int, thresh: float, start: int, end: int) -> int:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import threading
 from pathlib import Path
 
 from bargein.artifacts import (  # noqa: F401 - re-exported: one import for cache users
@@ -23,6 +25,18 @@ from bargein.seeding import stable_hash
 from bargein.store import atomic_write_bytes
 
 log = logging.getLogger("bargein.cache")
+_HEX_KEY = re.compile(r"[0-9a-f]{3,}")
+_tag: tuple[int, str] = (0, "")
+
+
+def _tmp_tag() -> str:
+    """A temp-file tag unique to this process and thread (pid + random, recomputed after a fork:
+    two hosts sharing a cache folder may have the same pid)."""
+    global _tag
+    pid = os.getpid()
+    if _tag[0] != pid:
+        _tag = (pid, f"{pid}.{os.urandom(4).hex()}")
+    return f"{_tag[1]}.{threading.get_ident()}"
 
 
 def cache_key(*parts: object) -> str:
@@ -41,7 +55,7 @@ class ContentCache:
         self.suffix = suffix
 
     def path(self, key: str) -> Path:
-        if len(key) < 3 or not all(c in "0123456789abcdef" for c in key):
+        if not _HEX_KEY.fullmatch(key):
             raise ValueError(f"cache key {key!r} is not a lowercase hex digest")
         return self.root / key[:2] / f"{key}{self.suffix}"
 
@@ -52,8 +66,35 @@ class ContentCache:
             return None
 
     def put(self, key: str, data: bytes) -> Path:
+        """Write the entry atomically (temp file beside it, then rename).
+
+        Entries are written on hot paths (one per LLM answer, inside the event loop), so this is
+        the lean form of :func:`bargein.store.atomic_write_bytes`: open, write, rename; the shard
+        folder is made only when the open finds it missing, and the file mode comes from the
+        umask. Anything unusual goes through ``atomic_write_bytes`` for its clear errors.
+        """
         path = self.path(key)
-        atomic_write_bytes(path, data, artifact=False)
+        tmp = path.with_name(f".{path.name}.{_tmp_tag()}.tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+        try:
+            try:
+                fd = os.open(tmp, flags, 0o666)
+            except FileNotFoundError:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(tmp, flags, 0o666)
+        except OSError:
+            atomic_write_bytes(path, data, artifact=False)
+            return path
+        try:
+            with open(fd, "wb", closefd=True) as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
         return path
 
     def get_text(self, key: str) -> str | None:

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import _render_convs as RC  # noqa: E402
+from doubles import render_convs as RC  # noqa: E402
 
 from bargein.audio.render import RenderConfig, render_conversations  # noqa: E402
 from bargein.cache import ArtifactRef, check_artifacts  # noqa: E402

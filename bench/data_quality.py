@@ -7,8 +7,12 @@ directory (or reads ``--workdir`` if it holds the outputs) and prints, one ``nam
 
 * ``user_distinct2`` / ``assistant_distinct2`` (and ``*_distinct1``): distinct n-grams over all
   n-grams of that role's messages, corpus-wide;
-* ``templated_sentence_share``: share of assistant sentences that are, verbatim, one talking point
-  sentence of the scenario or one phrase-bank entry with its slots filled (a whole-sentence match);
+* ``templated_sentence_share``: share of assistant sentences made of templates: a sequence of
+  phrase-bank entries and talking-point / knowledge-base sentences, however their slots are
+  filled (an opener + core + tail, a resume lead + a talking point, a re-filled talking point
+  all count); ``recurring_sentence_share``: a second instrument that never reads the banks, the
+  share of assistant sentences whose skeleton (numbers and names masked) recurs in 3+
+  conversations;
   ``interjection_templates``: distinct bank entries that cover the interjections;
 * ``dpo_first_word_accuracy``, ``dpo_first2_accuracy``, ``dpo_length_accuracy``: trivial
   classifiers telling chosen from rejected, 5-fold cross-validated by conversation (0.5 = chance);
@@ -29,7 +33,9 @@ from pathlib import Path
 from bargein.records import Conversation, VerifiedConversation  # noqa: E402
 from bargein.verify.checks import run_checks  # noqa: E402
 # the figures are defined once, in the package (the release card shows the same numbers)
-from bargein.verify.report import distinct, dpo_separability, templating  # noqa: E402
+from bargein.verify.report import (  # noqa: E402
+    distinct, dpo_separability, recurring_sentence_share, templating,
+)
 
 
 def point_flags(conv: Conversation) -> tuple[int, int]:
@@ -76,6 +82,7 @@ def main() -> None:
         print(f"{role}_distinct2={distinct(texts, 2):.3f}")
     share, n_templates, n_inter = templating(accepted)
     print(f"templated_sentence_share={share:.3f}")
+    print(f"recurring_sentence_share={recurring_sentence_share(accepted):.3f}")
     print(f"interjection_templates={n_templates} interjections={n_inter}")
     sep = dpo_separability(dpo)
     for k in ("dpo_first_word_accuracy", "dpo_first2_accuracy", "dpo_length_accuracy"):

@@ -10,10 +10,11 @@ Every figure is measured on the output audio by an instrument that did not produ
 
     word_end_within_30ms[<voice>]=   word ends before pauses >= 150 ms within 30 ms of the end
                                       of sound (energy detector)                 (goal >= 0.9)
-    words_under_30ms[<voice>]= / words_in_silence[<voice>]=                         (goal 0)
+    words_shorter_than_30ms[<voice>]= / words_in_silence[<voice>]=                         (goal 0)
     stop_error_ms_p95=               |last sound before stop_s - stop_s|           (goal <= 10)
     cut_error_ms_p95= / overlap_error_ms_p95=   the user's onset vs cut_s; stop - onset vs record
-    heard_text_asr_agreement=        cuts whose heard text ends as Whisper hears the prefix
+    heard_text_asr_agreement=        cuts whose heard text ends as Whisper hears the prefix (each
+                                      disagreement listed, with the word the cut fell in)
     unanswerable_asr_recovery=       unanswerable clips where Whisper still says the value (goal 0)
     answerable_asr_recovery=         answerable clips where Whisper says the value (should be high;
                                       also given that Whisper hears it in the unmasked original)
@@ -59,21 +60,33 @@ def show(rep: dict, prefix: str = "") -> None:
         print(f"{prefix}word_end_within_30ms[{voice}]={v['word_end_within_30ms']} "
               f"(pauses={v['pauses']}, err_p50={v['word_end_error_ms_p50']} ms, "
               f"p95={v['word_end_error_ms_p95']} ms)")
-        print(f"{prefix}words_under_30ms[{voice}]={v['words_under_30ms']} "
+        print(f"{prefix}words_shorter_than_30ms[{voice}]={v['words_shorter_than_30ms']} "
               f"words_in_silence[{voice}]={v['words_in_silence']} (of {v['words']})")
+        for o in v.get("offending_words", []):
+            print(f"{prefix}  {o['why']}: {o['dialogue']} msg {o['message']} {o['word']!r} "
+                  f"{o['start_s']}-{o['end_s']} s in '{o['context']}'; sound near: {o['sound_near']}")
     c = rep["cuts"]
     print(f"{prefix}stop_error_ms_p95={c['stop_error_ms_p95']} (cuts={c['cuts']}, "
           f"within_10ms={c['stop_within_10ms']})")
     print(f"{prefix}cut_error_ms_p95={c['cut_error_ms_p95']} overlap_error_ms_p95={c['overlap_error_ms_p95']}")
-    print(f"{prefix}heard_text_asr_agreement={c['heard_text_asr_agreement']}")
+    dis = c.get("disagreements", [])
+    print(f"{prefix}heard_text_asr_agreement={c['heard_text_asr_agreement']} (of {c.get('asr_checked')}; "
+          f"disagreements={len(dis)}, of which Whisper only adds words after the heard ones="
+          f"{c.get('disagreements_asr_only_adds_words')})")
+    for d in dis:
+        print(f"{prefix}  {d['dialogue']} msg {d['message']}: heard '...{d['heard_text'][-40:]}' | "
+              f"ASR '...{d['asr'][-40:]}' | cut in {d['partial_word']!r} after {d['partial_heard_ms']} ms")
     r = rep["repair"]
     print(f"{prefix}unanswerable_asr_recovery={r['unanswerable_asr_recovery']} "
           f"(of {r['unanswerable_items']})")
     print(f"{prefix}answerable_asr_recovery={r['answerable_asr_recovery']} (of {r['answerable_items']}; "
           f"{r['answerable_asr_kept_given_original']} of the {r['answerable_heard_in_original']} whose "
           "original Whisper hears the value in)")
-    print(f"{prefix}answerable_vs_unanswerable_mask_len_ratio={r['mask_len']['ratio_of_medians']} "
-          f"(pairs={r['mask_len']['pairs']}, pairs_within_0.8_1.25={r['mask_len'].get('pairs_within_0.8_1.25')})")
+    m = r["mask_len"]
+    print(f"{prefix}answerable_vs_unanswerable_mask_len_ratio={m['ratio_of_medians']} "
+          f"(pairs={m['pairs']}, pairs_within_0.8_1.25={m.get('pairs_within_0.8_1.25')}, "
+          f"quartile ratios={m.get('quantile_ratios')}, mask_len_auc={m.get('length_auc')} (0.5: length says nothing))")
+    print(f"{prefix}repair_items={r['items']} repair_sources={r.get('sources')}")
     f = rep["frames"]
     print(f"{prefix}frame_label_agreement={f['frame_label_agreement']} (frames={f['frames']})")
     print(f"{prefix}sidecar_error_ms_p95={rep.get('sidecars', {}).get('sidecar_error_ms_p95', 'n/a')}")
@@ -108,7 +121,7 @@ def other_voices(work: Path, voices: list[str], n: int) -> None:
         v = acc.summary()
         print(f"word_end_within_30ms[{voice}]={v['word_end_within_30ms']} (unrendered clips of {len(texts)} "
               f"build texts, pauses={v['pauses']}, p95={v['word_end_error_ms_p95']} ms) "
-              f"words_under_30ms[{voice}]={v['words_under_30ms']} words_in_silence[{voice}]={v['words_in_silence']}")
+              f"words_shorter_than_30ms[{voice}]={v['words_shorter_than_30ms']} words_in_silence[{voice}]={v['words_in_silence']}")
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bargein.generators.conversation import simulate_stage  # noqa: E402
 from bargein.generators.rubric import rubric_stage  # noqa: E402
 from bargein.generators.scenarios import generate_scenarios  # noqa: E402
-from _scripted_llm import ScriptedLLM  # noqa: E402
+from doubles.scripted_llm import ScriptedLLM  # noqa: E402
 from bargein.llm import get_llm  # noqa: E402
 from bargein.runner import run_stage  # noqa: E402
 from bargein.testing.loopback import LoopbackLLMServer  # noqa: E402

@@ -52,7 +52,8 @@ def rendered(n: int, seed: int, work: Path):
 
 def dsp_only(src, x, sr, cfg: MaskConfig, seed: int) -> float:
     """Mask every variant of one source in memory; returns seconds of audio produced."""
-    from bargein.masking.items import _answerable_regions, _spans_from
+    from bargein.masking.items import _spans_from
+    from bargein.masking.lengths import answerable_regions, targets
 
     words = src.words
     c0, c1 = src.critical
@@ -60,10 +61,11 @@ def dsp_only(src, x, sr, cfg: MaskConfig, seed: int) -> float:
     dur = len(x) / sr
     level = active_rms(x, sr)
     produced = 0.0
-    for w in cfg.windows_ms:
+    for w, target in zip(cfg.windows_ms, targets(src, cfg)):
         s, e = expand_region(t0, t1, w, dur)
-        variants = [[(s, e, c0, c1)], _answerable_regions(words, src.critical, w, dur, cfg, seed,
-                                                          target_s=e - s, content=src.kind == "conversation")]
+        variants = [[(s, e, c0, c1)], answerable_regions(words, src.critical, w, dur, cfg, seed,
+                                                         target_s=target, content=src.kind == "conversation",
+                                                         protected=src.protected)]
         for regions in variants:
             samples, _ = _spans_from(regions, words, sr)
             for sig in cfg.signals:

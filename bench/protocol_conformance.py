@@ -26,6 +26,8 @@ Prints::
                                  timing figure of every pair (goal <= 20); the energy detector is
                                  not the detector that placed or measured the edit
     turnnat_ref_sidecar_error_ms_p95=  the same for pairs made with ``perturb --protocol turnnat-ref``
+    turn_segments / shifts=      turns and turn changes the reference rules and bargein's find on
+                                 the same dialogues (informative)
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# this folder holds helpers (``_synthetic_release``) but also scripts named like stdlib modules
+# this folder holds helpers (``doubles``) but also scripts named like stdlib modules
 # (``inspect.py``): search it after the standard library, not before
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path.append(sys.path.pop(0))
@@ -133,7 +135,7 @@ def speeds(seconds: float) -> dict[str, float]:
 def public_schema_problems(tmp: Path) -> list[str]:
     """Build a 4-conversation release with ``profile="ihbench-public"`` (bench helper stage
     outputs) and compare it with the public card's layout."""
-    from _synthetic_release import write_synthetic
+    from doubles.synthetic_release import write_synthetic
 
     from bargein.releases.build import ReleaseSources, build_release
     from bargein.releases.public_schema import check_public_schema
@@ -149,7 +151,7 @@ def sidecar_errors(tmp: Path, n_dialogues: int, per_type: int,
                    protocol: str = "turnnat-bargein") -> tuple[list[float], int, dict]:
     """Perturb spoken dialogues (silero placement), then recompute every timing figure of every
     sidecar from the written audio (:mod:`bargein.perturb.fidelity`, energy detector)."""
-    from _synthetic_audio import speech_dialogue
+    from doubles.synthetic_audio import speech_dialogue
 
     from bargein.audio.io import write_audio
     from bargein.perturb.fidelity import sidecar_errors as sidecar_errors_on_audio
@@ -173,6 +175,28 @@ def sidecar_errors(tmp: Path, n_dialogues: int, per_type: int,
                 per_type=per_type, out_dir=out, workdir=tmp / "w", seed=5, vad="silero", protocol=protocol)
     errs, by_type, n_pairs, _ = sidecar_errors_on_audio(out / "pairs.jsonl", [out])
     return errs, n_pairs, by_type
+
+
+def turn_counts(tmp: Path, n_dialogues: int) -> dict[str, int]:
+    """Turns and turn changes found on the spoken dialogues by the reference perturbation rules
+    (0.1 s VAD on 80 ms frames, proper shifts) and by bargein's (µs VAD, VAP-style shifts)."""
+    from bargein.audio.events import shift_hold_regions
+    from bargein.audio.io import read_audio
+    from bargein.audio.vad import get_vad, segments_to_tuples
+    from bargein.perturb import ref_ops
+    from bargein.perturb import ref_rules as R
+
+    out = {"ref_segments": 0, "bargein_segments": 0, "ref_proper_shifts": 0, "bargein_shifts": 0}
+    vad = get_vad("silero")
+    for i in range(n_dialogues):
+        x, sr = read_audio(tmp / f"d{i}.flac")
+        si = ref_ops.scan_input(x, sr)
+        segs = [segments_to_tuples(s) for s in vad.channel_segments(x, sr)]
+        out["ref_segments"] += sum(len(s) for s in si.segs)
+        out["bargein_segments"] += sum(len(s) for s in segs)
+        out["ref_proper_shifts"] += len(R.proper_shifts(si.segs, si.vads()))
+        out["bargein_shifts"] += len(shift_hold_regions(segs, len(x) / sr)[0])
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {key}[{t}]={np.percentile(e, 95):.1f}  (n={len(e)})")
             else:
                 print(f"{key}=n/a  (no pairs)")
+        tc = turn_counts(Path(tmp), args.dialogues)
+        print(f"turn_segments ref={tc['ref_segments']} bargein={tc['bargein_segments']}  "
+              f"shifts ref_proper={tc['ref_proper_shifts']} bargein={tc['bargein_shifts']}  "
+              f"(on the {args.dialogues} spoken dialogues)")
     return 0
 
 

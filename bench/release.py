@@ -2,7 +2,7 @@
 
     python bench/release.py [--small 200] [--large 1000] [--keep DIR]
 
-Synthetic stage outputs (``bench/_synthetic_release.py``: offline phrase-bank conversations with
+Synthetic stage outputs (``bench/doubles/synthetic_release.py``: offline phrase-bank conversations with
 all six interruption types, espeak-ng voices for both roles — tone bursts if the espeak extra is
 missing; the output says which) are generated once for ``--large`` conversations; the small
 release uses the first ``--small`` of them. Each release is built in a fresh subprocess that
@@ -89,7 +89,7 @@ def main() -> None:
     a = ap.parse_args()
     tmp = a.keep or Path(tempfile.mkdtemp(prefix="bargein-bench-release-"))
     try:
-        from _synthetic_release import write_synthetic
+        from doubles.synthetic_release import write_synthetic
 
         t0 = time.perf_counter()
         run = write_synthetic(tmp / "work", a.large, seed=7)

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-import _render_convs as RC  # noqa: E402
+from doubles import render_convs as RC  # noqa: E402
 
 from bargein.audio.render import RenderConfig, TTSPool, render_conversations  # noqa: E402
 from bargein.audio.vad import get_vad  # noqa: E402

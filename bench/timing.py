@@ -6,7 +6,7 @@ pair accuracy of the built-in predictor trained here.
 Dialogues come from the real pipeline (offline scenarios -> rule-based conversations ->
 ``bargein.audio.render`` with espeak voices and listener backchannels), split by conversation
 into a training set (for the predictor) and a test set (perturbed). ``--source synth`` uses
-``bench/_synthetic_audio.py`` instead. Prints::
+``bench/doubles/synthetic_audio.py`` instead. Prints::
 
     perturb_xrt=                 seconds of pair audio written (natural + perturbed) per wall second
     perturb_spec_conformance=    share of generated pairs whose edit, re-measured by silero VAD on
@@ -71,7 +71,7 @@ def rendered(n: int, seed: int, work: Path, voices: str = "default") -> Path:
 
 
 def synthetic(n: int, seed: int, work: Path, voices: str = "espeak") -> Path:
-    from _synthetic_audio import speech_dialogue
+    from doubles.synthetic_audio import speech_dialogue
 
     rds = []
     for i in range(n):

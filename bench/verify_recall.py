@@ -72,6 +72,78 @@ def disclosed_keys(conv) -> frozenset[str]:
     return frozenset(out)
 
 
+# ---- tone after bad news, repeated markers (verify/tone.py): injected here, own wording ------
+BAD_NEWS = ["Sorry, it's been a rough week, the flat flooded on Sunday.",
+            "My wallet was stolen on the bus yesterday, so I'm a bit all over the place.",
+            "I was laid off last month, so money is tight.",
+            "My dad passed away on Friday and I'm sorting out his things.",
+            "Honestly our kitchen ceiling caved in after the storm.",
+            "I've just come out of hospital, so bear with me.",
+            "Someone used my card for purchases I never made, it's fraud.",
+            "The car was damaged in an accident last week."]
+CHEER = ["Oh, wonderful!", "Great, great.", "Perfect, that's great.", "Fantastic.",
+         "Oh lovely, thanks.", "Excellent, good to know."]
+KIND = ["Oh no, I'm sorry about that.", "I'm so sorry to hear it.", "That sounds awful, I'm sorry.",
+        "Thank you for telling me, that must be hard."]
+
+
+def _tone_sites(conv) -> list[int]:
+    ms = conv.messages
+    return [i for i in range(2, len(ms)) if ms[i].role == "assistant" and ms[i - 1].role == "user"
+            and ms[i].interruption is None and ms[i - 2].interruption is None
+            and not ms[i].text[:1].islower()]
+
+
+def _tone_edit(conv, rng, opener_list, news: bool):
+    sites = _tone_sites(conv)
+    if not sites:
+        return None
+    i = rng.choice(sites)
+    msgs = list(conv.messages)
+    if news:
+        msgs[i - 1] = msgs[i - 1].with_(text=f"{msgs[i - 1].text} {rng.choice(BAD_NEWS)}")
+    msgs[i] = msgs[i].with_(text=f"{rng.choice(opener_list)} {msgs[i].text}")
+    return conv.with_(messages=tuple(msgs)), i
+
+
+def cheer_after_bad_news(conv, rng):
+    return _tone_edit(conv, rng, CHEER, news=True)
+
+
+def clean_tone(conv, rng):
+    if rng.random() < 0.5:                  # sympathy after bad news
+        return _tone_edit(conv, rng, KIND, news=True)
+    return _tone_edit(conv, rng, CHEER, news=False)     # cheer after ordinary news
+
+
+DOUBLED = ["Okay, right. Okay, {rest}", "Now, moving on, now {rest}", "So, as I said, so {rest}",
+           "Right, thanks. Right, {rest}", "Alright, good. Alright, {rest}",
+           "Okay, so, okay, {rest}"]
+SINGLE = ["Okay, right. {Rest}", "Now, moving on, {rest}", "So, as I said, {rest}",
+          "Right, thanks. Now, {rest}", "Alright. Okay, {rest}", "Good. So, {rest}"]
+
+
+def _marker_edit(conv, rng, forms):
+    sites = [i for i, m in enumerate(conv.messages) if m.role == "assistant" and i > 0
+             and m.interruption is None and m.text[:1].isupper()
+             and conv.messages[i - 1].interruption is None]
+    if not sites:
+        return None
+    i = rng.choice(sites)
+    msgs = list(conv.messages)
+    t = msgs[i].text
+    msgs[i] = msgs[i].with_(text=rng.choice(forms).format(rest=t[:1].lower() + t[1:], Rest=t))
+    return conv.with_(messages=tuple(msgs)), i
+
+
+def marker_twice(conv, rng):
+    return _marker_edit(conv, rng, DOUBLED)
+
+
+def clean_marker(conv, rng):
+    return _marker_edit(conv, rng, SINGLE)
+
+
 def last_stage(conv) -> set[str]:
     return {conv.scenario.kb.workflow.stages[-1].name}
 
@@ -86,6 +158,8 @@ KINDS = {
     "resolved_goal_reached": (lambda c, r: I.resolved_early(c, r, last_stage(c)), None),
     "tf_not_given": (I.tf_given, I.clean_tf),
     "rq_whole_phrase": (I.rq_fragment, I.clean_rq),
+    "tone_after_bad_news": (cheer_after_bad_news, clean_tone),
+    "repeated_marker": (marker_twice, clean_marker),
 }
 
 

@@ -145,7 +145,7 @@ def rejected_response(item: EvalItem, detail: dict[str, str], rng: random.Random
         opening = _opening(gold, item.type) if name != "over_apologise" and not keeps_old else ""
         text = P.join(opening, body) if opening and not body.startswith(opening) else body
         text = _tidy(fit_length(text, P.n_words(gold), extra))
-        if not _keeps(body, text):
+        if not _keeps(body, text) or (name == "restart" and not _keeps(" ".join(body.split()[:4]), text)):
             continue                         # the failure itself was cut away: try another
         if text and P.norm(text) != P.norm(gold) and " ".join(text.split()) != " ".join(gold.split()):
             return name, text

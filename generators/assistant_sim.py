@@ -28,6 +28,7 @@ from bargein.generators.facts import find_placeholders
 from bargein.generators.planner import EDGE_WORDS, RoundPlan
 from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, normalise
+from bargein.verify.tone import dedupe_markers, is_distressing
 
 _GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching)|hello|hi there|welcome|"
                        r"good (morning|afternoon|evening))\b", re.I)
@@ -78,6 +79,26 @@ def _resume(rng: random.Random, content: str) -> tuple[str, str]:
     return lead, (low if lead.endswith(",") else content)
 
 
+_ROLE = re.compile(r"\bthe (?:caller|customer|member|patient|applicant|student|client|owner|"
+                   r"account holder|traveller|traveler|subscriber|head of household)('s)?", re.I)
+
+
+def stage_reason(scenario: Scenario, stage: str | None) -> str:
+    """Why the assistant asks, from the stage's own description ("Find the order by order
+    number and confirm ..." -> "That's so I can find the order by order number."); '' when the
+    description does not read as a verb and a noun phrase."""
+    if not stage:
+        return ""
+    desc = scenario.kb.workflow.stage(stage).description.strip().rstrip(".")
+    first = re.split(r",| and (?=[a-z]+ (?:the|a|an|your|any)\b)|;", desc)[0].strip()
+    m = re.match(r"^([A-Z][a-z]+) (the|a|an|your|any) (.+)$", first)
+    if not m or len(first.split()) > 12 or not m.group(1).lower().isalpha():
+        return ""
+    clause = f"{m.group(1).lower()} {m.group(2)} {m.group(3)}"
+    clause = _ROLE.sub(lambda x: "your" if x.group(1) else "you", clause)
+    return f"That's so I can {clause}."
+
+
 # ---- rule-based -----------------------------------------------------------------------------
 class RuleAssistant:
     """The offline assistant: phrase banks + the plan + the scenario's facts."""
@@ -93,6 +114,9 @@ class RuleAssistant:
         ack, content = P.tidy(turn.acknowledgement), P.tidy(turn.content)
         if ack and not ack.rstrip().endswith((".", "!", "?")):
             content = turn.content          # "So, as I was saying, the ..." continues a sentence
+        pieces = dedupe_markers([*re.split(r"(?<=[.!?])\s+", ack), content])  # no "Okay. Okay,"
+        if ack and len(pieces) >= 2:
+            ack, content = " ".join(pieces[:-1]), pieces[-1]
         return AssistantTurn(acknowledgement=ack, content=content)
 
     # -- normal branch (no interruption awareness) --------------------------------------------
@@ -111,16 +135,21 @@ class RuleAssistant:
 
     def _ack(self, info: dict[str, str], rng: random.Random) -> str:
         kind = info.get("kind")
+        if kind in ("fact", "plain") and is_distressing(info.get("value", "")):
+            return P.pick(rng, "assistant", "ack_sad")
         if kind == "fact":
             key, value = info.get("key", ""), info.get("value", "")
             sensitive = (self.kinds.get(key) in _NO_READBACK
                          or any(w in key for w in _NO_READBACK))
+            if is_distressing(value):
+                return P.pick(rng, "assistant", "ack_sad")
             if value and not sensitive and P.n_words(value) <= 6 and not P.clause(value):
                 return P.pick(rng, "assistant", "ack_fact", value=value)
             return P.pick(rng, "assistant", "ack_plain")
         if kind == "hidden":
-            return P.pick(rng, "assistant", "recover_hidden_fact",
-                          fact=P.second_person(info.get("value", "")))
+            return P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(
+                info.get("value", "")) else "recover_hidden_fact",
+                fact=P.second_person(info.get("value", "")))
         if kind == "unknown":
             return P.pick(rng, "assistant", "ack_unknown")
         if kind == "accept":
@@ -139,7 +168,13 @@ class RuleAssistant:
             q = P.pick(rng, "assistant", "ask", label=labels)
             if not lead:
                 return q
-            return P.join(P.pick(rng, "assistant", "ask_lead"), q, P.pick(rng, "assistant", "ask_reason"))
+            r = rng.random()
+            if r < 0.35:                        # a plain question, as agents mostly ask
+                return q
+            if r < 0.6:
+                return P.join(P.pick(rng, "assistant", "ask_lead"), q)
+            why = stage_reason(self.scenario, unit.stage) if rng.random() < 0.6 else ""
+            return P.join(q, why or P.pick(rng, "assistant", "ask_reason"))
         if unit.kind == "close":
             if "cap" in unit.keys:
                 return P.pick(rng, "assistant", "closing_cap")
@@ -168,12 +203,13 @@ class RuleAssistant:
         if t == "normal":
             variant = d.get("variant")
             if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):
-                address = P.pick(rng, "assistant", "recover_hidden_fact",
-                                 fact=P.second_person(d.get("value", "")))
+                address = P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(
+                    d.get("value", "")) else "recover_hidden_fact",
+                    fact=P.second_person(d.get("value", "")))
             elif variant == "volunteer":
                 address = P.pick(rng, "assistant", "recover_volunteer", value=d["value"], label=d["label"])
             elif variant == "constraint":
-                address = P.bank("pairs", "normal_constraint")[int(d["pair"])]["assistant"]
+                address = P.pair(d, "normal_constraint")["assistant"]
             elif d.get("object_kind"):
                 address = G.recover_clarify(rng, d["anchor"])
             else:
@@ -182,7 +218,7 @@ class RuleAssistant:
             address = P.pick(rng, "assistant", "recover_correction", label=d["label"],
                              old=d["old"], new=d["new"])
         else:  # topic_switch: address it, steer back (the steer-back is the resume lead)
-            address = P.bank("pairs", "topic_switch")[int(d["pair"])]["assistant"]
+            address = P.pair(d, "topic_switch")["assistant"]
             return AssistantTurn(acknowledgement=P.join(address, P.pick(rng, "assistant", "back_to_task")),
                                  content=self.content(plan, rng))
         lead, content = _resume(rng, self.content(plan, rng))

@@ -367,6 +367,8 @@ class FactMaker:
 
 
 def _plural(unit: str) -> str:
+    if unit in ("person", "child"):
+        return {"person": "people", "child": "children"}[unit]
     if unit.endswith("y") and unit[-2:-1] not in "aeiou":
         return unit[:-1] + "ies"
     if unit.endswith(("s", "x", "ch", "sh")):

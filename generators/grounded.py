@@ -60,6 +60,10 @@ _LEADS = {"a", "an", "the", "your", "my", "any", "some", "this", "two", "three",
 _IDENTITY = re.compile(r"\b(birth|digits|social|security|account|card|pin|password|passport|licen[cs]e|"
                        r"member|patient|id|identification|photo|signature|ssn|verification|"
                        r"proof|statement|document|documents|receipt|receipts|letter)\b", re.I)
+_CHARGE_CUE = re.compile(r"\b(fee|fees|charge|charges|charged|penalty|surcharge|deposit|copay|"
+                         r"premium|price|fare difference|you'll pay|you pay|costs? you|due)\b", re.I)
+_NOT_CHARGE = re.compile(r"\b(worth|income|estimate|estimated|value|bring(?:ing)? home|salary|"
+                         r"budget|package|grant|award|limit)\b", re.I)
 _CHARGE = {"fee", "fees", "charge", "charges", "penalty", "surcharge", "deposit", "interest",
            "fine", "copay"}
 
@@ -82,7 +86,12 @@ def _fits(o: Obj, content: str) -> bool:
     if o.kind == "fee":           # not a refund, waiver or credit: nobody disputes those
         if re.search(r"refund|waiv|credit|free|no charge|no fee|discount|off the|saving", sent, re.I):
             return False
-        return o.phrase[:1] in "$€£" or any(c.isdigit() for c in o.phrase) or head in _CHARGE
+        if head in _CHARGE:
+            return True
+        # a bare amount is a charge only where the sentence says so (not an estimate, a value,
+        # an income or a balance the caller already knows)
+        return (o.phrase[:1] in "$€£" or any(c.isdigit() for c in o.phrase)) \
+            and bool(_CHARGE_CUE.search(sent)) and not _NOT_CHARGE.search(sent)
     if o.kind == "requirement":   # an identity detail or document, asked for, named as such
         first = o.phrase.split()[0].lower()
         return (bool(_REQUEST_CUE.search(sent)) and first in _LEADS

@@ -93,7 +93,13 @@ def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list
     provides = tuple(k for k in keys if k in chosen)
 
     corrections = []
-    candidates = [k for k in entry.correctable if k in by_key]
+    # never a reference the assistant reads out from its records ("I've found order HH-...")
+    # that the caller first gave differently: nobody on the call would let that mismatch pass
+    read_out = {k for st in entry.workflow.stages for tp in st.talking_points
+                for sent in re.split(r"(?<=[.?!])\s+", tp)
+                for k in re.findall(r"\{(\w+)\}", sent) if not sent.rstrip().endswith("?")}
+    candidates = [k for k in entry.correctable if k in by_key
+                  and not (k in read_out and entry.facts[k].kind == "code")]
     n_corr = min(int(prof.get("corrections", 0)), len(candidates))
     if n_corr:
         n_corr = rng.randint(1, n_corr)

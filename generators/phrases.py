@@ -71,6 +71,17 @@ def bank(file: str, key: str) -> tuple[Any, ...]:
     return tuple(data[key])
 
 
+def bank_keys(file: str) -> frozenset[str]:
+    return frozenset(_load(file))
+
+
+def pair(detail: dict[str, str], kind: str) -> dict[str, str]:
+    """The paired lines a plan detail names: ``{"pair": "topic_switch.travel#3"}`` (a bare
+    index, as older plans have it, names the generic list ``kind``)."""
+    key, _, i = detail["pair"].rpartition("#")
+    return bank("pairs", key or kind)[int(i)]
+
+
 def pick(rng: random.Random, file: str, key: str, **slots: str) -> str:
     """Draw one alternative and fill its slots."""
     return fill(rng.choice(bank(file, key)), where=f"{file}.{key}", **slots)
@@ -82,6 +93,8 @@ def compose(rng: random.Random, file: str, key: str, **slots: str) -> str:
     data = _load(file)
     core = fill(rng.choice(bank(file, key)), where=f"{file}.{key}", **slots)
     opener = rng.choice(data.get(f"{key}_open", [""]))
+    if opener and opener.split()[0].strip(",.").lower() == core.split()[0].strip(",.").lower():
+        opener = ""                                      # not "Thanks, thanks for that."
     tail = fill(rng.choice(data[f"{key}_tail"]), where=f"{file}.{key}_tail", **slots) \
         if data.get(f"{key}_tail") else ""
     if opener and not opener.rstrip().endswith((".", "!", "?")) and not core.startswith(("I ", "I'")):
@@ -108,6 +121,11 @@ def tidy(text: str) -> str:
     from bargein.verify.quality import grammar_issues
 
     text = " ".join(text.split())
+    # "my last four digits of the card" -> "the last four digits of my card"
+    text = re.sub(r"\b([Mm]y|[Yy]our) (last four digits) of the\b",
+                  lambda m: f"{'T' if m.group(1)[0].isupper() else 't'}he {m.group(2)} of "
+                            f"{m.group(1).lower()}", text)
+    text = re.sub(r"\b(last four digits of (?:my|your)(?: [A-Za-z]+){1,4}) is\b", r"\1 are", text)
     for s, e, new, _ in reversed(grammar_issues(text)):
         text = text[:s] + new + text[e:]
     return text

@@ -212,9 +212,22 @@ class ConversationState:
                 if self.stated.get(c.key) == c.first_value and c.key not in self.corrected
                 and c.key in self.uttered and c.key not in held]
 
-    def free_pairs(self, bank: str) -> list[int]:
-        used = self.used_pairs.get(bank, set())
-        return [i for i in range(len(P.bank("pairs", bank))) if i not in used]
+    def free_pairs(self, bank: str) -> list[tuple[str, int]]:
+        """Unused (bank key, index) pairs: the domain's own list (``bank.<domain>``) first,
+        then the generic one; a draw takes the domain's three times as often."""
+        out = []
+        for key, weight in ((f"{bank}.{self.scenario.domain.name}", 3), (bank, 1)):
+            if key not in P.bank_keys("pairs"):
+                continue
+            used = self.used_pairs.get(key, set())
+            out += [(key, i) for i in range(len(P.bank("pairs", key))) if i not in used] * weight
+        return out
+
+    def take_pair(self, bank: str, rng) -> dict[str, str]:
+        """Draw and mark one pair of ``bank``: the plan detail ``{"pair": "<key>#<i>"}``."""
+        key, i = rng.choice(self.free_pairs(bank))
+        self.used_pairs.setdefault(key, set()).add(i)
+        return {"pair": f"{key}#{i}"}
 
     def volunteerable(self, relevant: set[str] | None = None) -> list[str]:
         """Facts the user may offer unasked: hidden facts, and ``provides`` keys that are

@@ -358,9 +358,7 @@ class RulePlanner:
             c = st.correction(key)
             return {"key": key, "label": P.label(key), "old": c.first_value, "new": c.corrected_value}
         if itype == "topic_switch":
-            i = rng.choice(st.free_pairs("topic_switch"))
-            st.used_pairs.setdefault("topic_switch", set()).add(i)
-            return {"pair": str(i)}
+            return st.take_pair("topic_switch", rng)
         if itype == "normal":
             options = [] if unit.kind == "close" or unit.purpose == "deescalate" else ["clarify"]
             if st.free_pairs("normal_constraint"):
@@ -372,9 +370,7 @@ class RulePlanner:
                 options += ["volunteer"] * 2
             variant = rng.choice(options or ["clarify"])
             if variant == "constraint":
-                i = rng.choice(st.free_pairs("normal_constraint"))
-                st.used_pairs.setdefault("normal_constraint", set()).add(i)
-                return {"variant": variant, "pair": str(i)}
+                return {"variant": variant, **st.take_pair("normal_constraint", rng)}
             if variant == "volunteer":
                 k = rng.choice(vol)
                 hidden = st.is_hidden(k) or P.clause(st.value_for(k) or "") is not None
@@ -432,8 +428,10 @@ class RulePlanner:
             if plan.user_action == "answer" and plan.unit and st.stage == plan.unit.stage:
                 self._readback(st, plan, rng)
             key = next(iter(plan.user_facts), "")
-            st.last_user = {"kind": "fact" if len(plan.user_facts) == 1 else "plain",
-                            "key": key, "value": plan.user_facts.get(key, "")}
+            one = len(plan.user_facts) == 1       # several facts: their words, for the tone
+            st.last_user = {"kind": "fact" if one else "plain", "key": key,
+                            "value": plan.user_facts.get(key, "") if one
+                            else " ".join(plan.user_facts.values())}
             hidden = [k for k in plan.user_facts if st.is_hidden(k)]
             if plan.user_action == "volunteer" and hidden:
                 st.last_user = {"kind": "hidden", "key": hidden[0],
@@ -512,6 +510,11 @@ def resume_text(text: str, rec: Recovery) -> str:
         if text[i] == " " and text[i - 1] in ".!?" and not _ABBREV_END.search(text[:i]):
             start = i + 1
             break
+    if "?" not in text[start:] and "?" in text[:start]:
+        # the question was heard but the cut fell after it (in a reason): ask it again
+        q = text.rfind("?", 0, start)
+        prev = max(text.rfind(". ", 0, q), text.rfind("? ", 0, q), text.rfind("! ", 0, q))
+        start = prev + 2 if prev >= 0 else 0
     return text[start:].strip() or text
 
 

@@ -21,7 +21,7 @@ from bargein.records import Conversation, Rubric
 from bargein.records.plan import RoundPlan
 from bargein.runner import Stage, StageContext
 
-RUBRIC_VERSION = "1"
+RUBRIC_VERSION = "2"
 
 # (core criteria, optional criteria); slots come from the interruption's details
 RQ: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -100,7 +100,11 @@ def interruption_context(conv: Conversation, idx: int) -> dict[str, str]:
     rest = cut.text[len(heard):].strip()
     plan = next((p for p in conv.plan if p.message_index == cut.index), None)
     d = dict(plan.detail) if plan is not None else {}
+    rp = recovery_plans(conv).get(idx)      # quote stage content heard, never the acknowledgement
+    cs = rp.recovery.content_start if rp and rp.recovery else 0
     whole = _last_sentence(heard)
+    if whole and heard.rfind(whole) + len(whole) <= cs:
+        whole = ""
     concern = _assistant_phrase(d.get("anchor") or (f"my {d['label']}" if d.get("label") else ""))
     detail = d.get("value") or (concern if d.get("object_kind") else "") or inter.text.strip()
     slots = {"tail": _words(heard, 4, last=True), "head": _words(rest, 4),
@@ -139,7 +143,15 @@ def task_criterion(conv: Conversation, idx: int, rng: random.Random) -> str:
     keys = [P.label(k) for k in (unit.keys if unit is not None else ()) if k not in given]
     questions = re.findall(r"[^.?!]*\?", text)
     if kind == "ask" and questions:
-        return f"{lead} asks the caller: \"{questions[-1].strip()}\""
+        q = questions[-1].strip()
+        if len(q.split()) < 5 and unit is not None and unit.purpose in ("readback", "recap"):
+            return (f"{lead} reads back what the caller gave and asks them to confirm it is "
+                    "right.")
+        if len(q.split()) < 5:                 # "Is that right?" alone says nothing: quote more
+            sents = re.findall(r"[^.?!]*[.?!]", text)
+            i = next((j for j, x in enumerate(sents) if x.strip() == q), len(sents) - 1)
+            q = " ".join(x.strip() for x in sents[max(0, i - 1):i + 1]) or q
+        return f"{lead} asks the caller: \"{q}\""
     if keys and kind == "ask" and not text:
         return f"{lead} asks the caller for their {' and '.join(keys)} to continue the {stage} step."
     if kind == "ask" and not text:

@@ -164,7 +164,7 @@ class RuleUser:
                     parts.append(f"And my {P.label(key)} is {value}.")
                 else:
                     parts.append(P.pick_filled(rng, "user", bank, value=value, label=P.label(key)))
-            return P.join(*parts)
+            return P.tidy(_possessive(P.join(*parts), [P.label(k) for k in up.facts]))
         if up.action == "unknown":
             key = next(iter(up.facts), "details")
             return P.pick(rng, "user", "answer_unknown", label=P.label(key))
@@ -177,8 +177,8 @@ class RuleUser:
             if up.detail.get("hidden") or P.clause(value):
                 return P.join(P.pick(rng, "user", "ack_info"),
                               P.pick(rng, "user", "volunteer_hidden", value=P.clause(value) or value))
-            return P.join(P.pick(rng, "user", "ack_info"),
-                          P.pick(rng, "user", "volunteer", label=P.label(key), value=value))
+            return P.join(P.pick(rng, "user", "ack_info"), _possessive(
+                P.pick(rng, "user", "volunteer", label=P.label(key), value=value), [P.label(key)]))
         if up.action == "accept":
             return P.compose(rng, "user", "reply_accept")
         if up.action == "close":
@@ -265,15 +265,16 @@ class RuleUser:
         if t == "correction":
             return P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"])
         if t == "topic_switch":
-            return reopen(P.bank("pairs", "topic_switch")[int(d["pair"])]["user"], rng)
+            return reopen(P.pair(d, "topic_switch")["user"], rng)
         if t == "normal" and variant == "hidden":
             return P.pick(rng, "user", "normal_hidden", value=d["value"])
         if t == "normal" and variant == "volunteer":
             if P.clause(d["value"]):
                 return P.pick(rng, "user", "normal_hidden", value=P.clause(d["value"]))
-            return P.pick(rng, "user", "normal_volunteer", label=d["label"], value=d["value"])
+            return _possessive(P.pick(rng, "user", "normal_volunteer", label=d["label"],
+                                      value=d["value"]), [d["label"]])
         if t == "normal" and variant == "constraint":
-            return reopen(P.bank("pairs", "normal_constraint")[int(d["pair"])]["user"], rng)
+            return reopen(P.pair(d, "normal_constraint")["user"], rng)
         if t == "pushback" and variant == "sensitive":
             return P.pick(rng, "user", "pushback_sensitive", label=d["label"])
         if t == "pushback" and variant == "persist":
@@ -314,9 +315,14 @@ def impatient_cuts(message: str, content_start: int) -> list[int]:
 
     spans = P.word_spans(message)
     first = P.n_words(message[:content_start])
+    # something must have been said already: the content's first sentence, or 8 of its words
+    opening = sentences(message[content_start:])
+    heard_from = content_start + opening[0][1] if opening else 0
     out = []
     for k in range(max(first + EDGE_WORDS, EDGE_WORDS), len(spans) - EDGE_WORDS + 1):
         cut = spans[k - 1][1]
+        if cut < heard_from and k - first < 8:
+            continue
         sent = next((message[a:b] for a, b in sentences(message) if a <= cut <= b), "")
         if sent.rstrip().endswith("?"):
             continue
@@ -337,6 +343,21 @@ def _anchor_ends(message: str, content_start: int) -> list[int]:
         if found and (not out or len(found) > out[-1][1]):
             out.append((k, len(found)))
     return [k for k, _ in out]
+
+
+_MINE = re.compile(r"^(?:full name|name|email|email address|phone number|mobile number|home address|"
+                   r"address|date of birth|.*\b(?:number|id|plan|code|card|policy|account|pin|"
+                   r"insurer|employer|bank|phone|device|email))$", re.I)
+
+
+def _possessive(text: str, labels: list[str]) -> str:
+    """'my {label}' only for what a caller owns ('my account number'), 'the {label}' for the
+    rest ('the change type', not 'my change type')."""
+    for lab in labels:
+        if lab and not _MINE.match(lab) and not lab.startswith("last four digits"):
+            text = re.sub(rf"\b([Mm])y {re.escape(lab)}\b",
+                          lambda m: ("T" if m.group(1) == "M" else "t") + f"he {lab}", text)
+    return text
 
 
 def _yours(phrase: str) -> str:

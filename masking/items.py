@@ -16,12 +16,12 @@ A masked value must not reach the model any other way (:func:`bargein.masking.sp
 any spelling, spoken form, date form or run of its digits): the system prompt given with the
 item has it withheld (``[withheld]``; the records on file would otherwise answer it), a value an
 earlier turn said is not masked, a value said twice in the clip is rejected, and the answerable
-mask hides as much audio as the unanswerable one (``MASK_LEN_RATIO``) so length says nothing.
+mask hides as much audio as the unanswerable one (:mod:`bargein.masking.lengths`: its own value's,
+or, for a value too long for its utterance, a partner source's) so length says nothing.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -30,14 +30,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bargein.audio.io import active_rms, write_audio
-from bargein.errors import AlignmentFailed, BargeinError
+from bargein.errors import AlignmentFailed
 from bargein.masking.signals import (
     DEFAULT_FADE_MS, SIGNALS, apply_mask, check_fade_ms, expand_region, rms_db,
 )
-from bargein.masking.spans import (
-    SpanNotFound, critical_spans, find_fact, group_runs, maskable_candidates, redact_value,
-    select_matched, value_leak,
-)
+from bargein.masking.lengths import answerable_regions, pair_lengths, targets, why_unmatched
+from bargein.masking.spans import SpanNotFound, critical_spans, find_fact, redact_value, value_leak
 from bargein.records import (
     Conversation, MaskedItem, MaskSpan, RenderedDialogue, VerifiedConversation, WordTiming,
 )
@@ -113,6 +111,9 @@ class MaskSource(Record):
     slot: str | None = None
     message_index: int | None = None
     context: tuple[Turn, ...] = ()
+    protected: tuple[tuple[int, int], ...] = ()  # word ranges of other facts' values: never masked
+    answerable_target_s: tuple[float, ...] = ()  # per window; () = the value's own masked time
+    length_partner: str | None = None            # the source whose value length it copies
 
 
 # ------------------------------------------------------------------ conversation sources
@@ -134,7 +135,9 @@ def conversation_sources(rendered: Sequence[RenderedDialogue],
     convs = [getattr(c, "conversation", c) for c in conversations]     # VerifiedConversation too
     by_id = {c.id: c for c in convs}
     sources: list[MaskSource] = []
+    unmatched: list[tuple[MaskSource, str]] = []
     failures: list[Failure] = []
+    listed: list[tuple[RenderedDialogue, Conversation, str]] = []
     for rd in rendered:
         conv = by_id.get(rd.conversation_id)
         if conv is None:
@@ -142,28 +145,39 @@ def conversation_sources(rendered: Sequence[RenderedDialogue],
                 f"rendered dialogue {rd.id}: conversation {rd.conversation_id} is not in the "
                 "conversations file. Fix: pass the conversations/verified JSONL that was rendered")))
             continue
-        found, why = _dialogue_sources(rd, conv, config, str(audio_root))
-        if not found:
+        found, why, unmatched_here = _dialogue_sources(rd, conv, config, str(audio_root))
+        sources += found
+        unmatched += unmatched_here
+        listed.append((rd, conv, why))
+    sources, left = pair_lengths(sources, unmatched, config)
+    have = {s.source_id for s in sources}
+    for rd, conv, why in listed:
+        if rd.id not in have:
+            if any(u.source_id == rd.id for u, _ in left):
+                why += "; and no other source could take the length of any of these"
             failures.append(Failure(stage=STAGE, item_id=rd.id, error_type="SpanNotFound",
                                     reason=f"rendered dialogue {rd.id}: no maskable slot value: {why}",
                                     evidence={"conversation_id": conv.id}))
-        sources += found
     return sources, failures
 
 
-def _dialogue_sources(rd: RenderedDialogue, conv: Conversation, config: MaskConfig,
-                      audio_root: str) -> tuple[list[MaskSource], str]:
+def _dialogue_sources(rd: RenderedDialogue, conv: Conversation, config: MaskConfig, audio_root: str
+                      ) -> tuple[list[MaskSource], str, list[tuple[MaskSource, str]]]:
+    """(sources whose answerable masks match their own value, why none when empty, sources whose
+    answerable masks cannot (for :func:`bargein.masking.lengths.pair_lengths`), with reasons)."""
     kb = conv.scenario.kb
     facts = list(kb.user_facts) + [f for f in conv.scenario.intent.hidden_facts
                                    if kb.fact(f.key) is None]
+    every_fact = list(facts)
     required = {k for st in kb.workflow.stages for k in st.required_info}
     if config.slots:
         facts = [f for f in facts if f.key in config.slots]
     elif config.facts == "required" and any(f.key in required for f in facts):
         facts = [f for f in facts if f.key in required]
     if not facts:
-        return [], "the scenario has no user facts" + (f" among {list(config.slots)}" if config.slots else "")
+        return [], "the scenario has no user facts" + (f" among {list(config.slots)}" if config.slots else ""), []
     found: list[tuple[int, int, MaskSource]] = []
+    unmatched: list[tuple[int, int, MaskSource, str]] = []
     said_before: list[str] = []            # canonical text of every earlier message
     used: set[str] = set()
     skipped: list[str] = []
@@ -171,6 +185,7 @@ def _dialogue_sources(rd: RenderedDialogue, conv: Conversation, config: MaskConf
         if m.role == "user":
             seg = _user_segment(rd, m.index)
             words = [w.word for w in seg.words] if seg is not None else m.text.split()
+            spoken = critical_spans(words, every_fact)
             for c in critical_spans(words, [f for f in facts if f.key not in used]):
                 used.add(c.fact.key)
                 if any(find_fact(prev.split(), c.fact) for prev in said_before):
@@ -189,37 +204,28 @@ def _dialogue_sources(rd: RenderedDialogue, conv: Conversation, config: MaskConf
                     skipped.append(f"{c.fact.key} (message {m.index} has no rendered word timings)")
                     continue
                 src = _source(rd, conv, pos, seg, c.word_start, c.word_end, c.fact, audio_root,
-                              redact_value(conv.scenario.system_prompt, values)[0])
-                why_not = _unmatchable(src, config)
+                              redact_value(conv.scenario.system_prompt, values)[0],
+                              tuple((o.word_start, o.word_end) for o in spoken
+                                    if o.fact.key != c.fact.key
+                                    and (o.word_end <= c.word_start or o.word_start >= c.word_end)))
+                why_not = why_unmatched(src, config)
                 if why_not:
                     skipped.append(f"{c.fact.key} (message {m.index}: {why_not})")
+                    unmatched.append((0 if c.fact.key in required else 1, pos, src, why_not))
                     continue
                 found.append((0 if c.fact.key in required else 1, pos, src))
         said_before.append(" ".join(m.spoken_text.split()))
     found.sort(key=lambda t: (t[0], t[1]))
     out = [s for _, _, s in found][: config.max_per_dialogue]
+    room = None if config.max_per_dialogue is None else max(0, config.max_per_dialogue - len(out))
+    unmatched.sort(key=lambda t: (t[0], t[1]))
     why = ("no user turn speaks " + ", ".join(f.key for f in facts)) if not skipped else \
         "skipped " + "; ".join(skipped)
-    return out, why
-
-
-def _unmatchable(src: MaskSource, config: MaskConfig) -> str | None:
-    """Why no answerable mask of this source can match its value's masked time (checked when
-    listing, so a cap on items picks sources that can be built), or None."""
-    words, (c0, c1) = src.words, src.critical
-    duration = max((w.end_s for w in words), default=0.0)
-    for window in config.windows_ms:
-        try:
-            s, e = expand_region(words[c0].start_s, words[c1 - 1].end_s, window, duration)
-            _answerable_regions(words, (c0, c1), window, duration, config, 0, target_s=e - s,
-                                content=src.kind == "conversation")
-        except BargeinError as e:
-            return str(e).split(" (need")[0]
-    return None
+    return out, why, [(s, w) for _, _, s, w in unmatched][:room]
 
 
 def _source(rd: RenderedDialogue, conv: Conversation, pos: int, seg, w0: int, w1: int, fact,
-            audio_root: str, system_prompt: str) -> MaskSource:
+            audio_root: str, system_prompt: str, protected: tuple[tuple[int, int], ...] = ()) -> MaskSource:
     """The source of one spoken fact. ``system_prompt`` is the scenario's with the value withheld
     (the records on file would answer an unanswerable item)."""
     t0 = seg.start_s
@@ -233,7 +239,7 @@ def _source(rd: RenderedDialogue, conv: Conversation, pos: int, seg, w0: int, w1
         {"content": m.spoken_text, "role": m.role} for m in conv.messages[:pos])
     common = dict(kind="conversation", source_id=rd.id, audio_root=audio_root, transcript=seg.text,
                   words=words, critical=(w0, w1), answer=fact.value, slot=fact.key,
-                  message_index=seg.message_index, context=context)
+                  message_index=seg.message_index, context=context, protected=protected)
     sid = f"{rd.id}_m{seg.message_index:03d}_{fact.key}"
     if seg.clip_path:
         return MaskSource(id=sid, audio_path=seg.clip_path, **common)
@@ -270,54 +276,6 @@ def masked_transcript(transcript: str, words: Sequence[WordTiming], spans: Seque
         core = last.word.rstrip(".,;:!?\"')")
         out = out[: first.char_start] + MASK_TOKEN + out[last.char_start + len(core):]
     return out
-
-
-MASK_LEN_RATIO = (0.8, 1.25)     # answerable / unanswerable masked time, per pair
-
-
-def _answerable_regions(words: Sequence[WordTiming], critical: tuple[int, int], window_ms: int,
-                        duration_s: float, config: MaskConfig, seed: int, *, target_s: float,
-                        content: bool = True) -> list[tuple[float, float, int, int]]:
-    """Regions of words that do not carry the value (function words first, then fillers, then
-    other words when ``content``) hiding ``target_s`` of audio within ``MASK_LEN_RATIO``."""
-    cand = maskable_candidates(words, critical, window_s=window_ms / 1000.0, guard_s=config.guard_ms / 1000.0,
-                               duration_s=duration_s, content=content)
-    if not cand:
-        raise SpanNotFound(
-            f"no word can be masked for the answerable variant with a ±{window_ms} ms "
-            f"window (each must stay {config.guard_ms:g} ms clear of the critical span and not be "
-            "next to it)", evidence={"words": [w.word for w in words], "critical": list(critical)})
-    def regions(chosen: list[int]) -> list[tuple[float, float, int, int]]:
-        out = []
-        for a, b in group_runs(chosen):
-            s, e = expand_region(words[a].start_s, words[b - 1].end_s, window_ms, duration_s)
-            out.append((s, e, a, b))
-        return out
-
-    chosen = select_matched(cand, target_s, random.Random(stable_int("mask.fw", seed, window_ms)),
-                            lambda ch: _merged_s(regions(ch)))
-    out = regions(chosen)
-    got = _merged_s(out)
-    lo, hi = MASK_LEN_RATIO
-    if not lo * target_s <= got <= hi * target_s:
-        raise SpanNotFound(
-            f"the answerable variant can hide only {got:.2f} s of words that do not carry the value, "
-            f"against {target_s:.2f} s for the value: mask length would give the label away "
-            f"(need {lo}..{hi} x)", evidence={"words": [w.word for w in words], "critical": list(critical),
-                                             "chosen": chosen, "masked_s": round(got, 3),
-                                             "target_s": round(target_s, 3)})
-    return out
-
-
-def _merged_s(regions: Sequence[tuple[float, float, int, int]]) -> float:
-    total, end = 0.0, -1.0
-    for s, e, _a, _b in sorted(regions):
-        if s >= end:
-            total += e - s
-        elif e > end:
-            total += e - end
-        end = max(end, e)
-    return total
 
 
 def mention_leaks(words: Sequence[WordTiming], critical: tuple[int, int], context: Sequence,
@@ -390,11 +348,17 @@ def build_items(source: MaskSource, samples: np.ndarray, sample_rate: int, words
     original = rel(write_audio(out_dir / "original.flac", x, sample_rate))
     level = active_rms(x, sample_rate)
     items = []
-    for window in config.windows_ms:
+    want = targets(source, config) if source.answerable_target_s else (None,) * len(config.windows_ms)
+    if len(want) != len(config.windows_ms):
+        raise SpanNotFound(f"source {source.id}: {len(want)} answerable targets for "
+                           f"{len(config.windows_ms)} windows; list the sources with this config")
+    for window, target in zip(config.windows_ms, want):
         s, e = expand_region(t0, t1, window, duration)
+        target = e - s if target is None else target
         variants = {"unanswerable": [(s, e, c0, c1)],
-                    "answerable": _answerable_regions(words, critical, window, duration, config, seed,
-                                                      target_s=e - s, content=source.kind == "conversation")}
+                    "answerable": answerable_regions(words, critical, window, duration, config, seed,
+                                                     target_s=target, content=source.kind == "conversation",
+                                                     protected=source.protected)}
         for cond in ("answerable", "unanswerable"):
             regions, spans = _spans_from(variants[cond], words, sample_rate)
             for signal in config.signals:

@@ -342,11 +342,13 @@ def function_word_candidates(words: Sequence[WordTiming], critical: tuple[int, i
 
 def maskable_candidates(words: Sequence[WordTiming], critical: tuple[int, int], *, window_s: float = 0.0,
                         guard_s: float = 0.02, duration_s: float | None = None,
-                        content: bool = True) -> list[tuple[int, int]]:
+                        content: bool = True, protected: Sequence[tuple[int, int]] = ()
+                        ) -> list[tuple[int, int]]:
     """``(tier, index)`` of words an answerable variant may mask without touching the value:
     tier 0 function words, tier 1 fillers and backchannel words (the lexicon), tier 2 (when
-    ``content``) any other word but a negation. Same clearance rules as
-    :func:`function_word_candidates`."""
+    ``content``) any other word but a negation; never a word of a ``protected`` range (another
+    fact's value: an answerable item that hid it would call for a repair too). Same clearance
+    rules as :func:`function_word_candidates`."""
     from bargein.lexicon import BACKCHANNEL_WORDS, FILLERS
 
     c0, c1 = critical
@@ -355,7 +357,7 @@ def maskable_candidates(words: Sequence[WordTiming], critical: tuple[int, int], 
     t0, t1 = words[c0].start_s, words[c1 - 1].end_s
     out = []
     for i, w in enumerate(words):
-        if c0 - 1 <= i <= c1 or w.end_s <= w.start_s:
+        if c0 - 1 <= i <= c1 or w.end_s <= w.start_s or any(a <= i < b for a, b in protected):
             continue
         k = word_key(w.word)
         if not k or k in NEGATIONS:

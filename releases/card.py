@@ -242,7 +242,7 @@ def fidelity_section(fid: dict[str, Any] | None) -> list[str]:
         return []
     voices = fid.get("voices", {})
     rows = [(f"`{v}`", _fmt(x.get("word_end_within_30ms")), x.get("pauses", 0),
-             _fmt(x.get("word_end_error_ms_p95"), " ms"), x.get("words_under_30ms", 0),
+             _fmt(x.get("word_end_error_ms_p95"), " ms"), x.get("words_shorter_than_30ms", 0),
              x.get("words_in_silence", 0)) for v, x in sorted(voices.items())]
     cuts, rep, frames = fid.get("cuts", {}), fid.get("repair", {}), fid.get("frames", {})
     side = fid.get("sidecars", {}).get("sidecar_error_ms_p95", "n/a")
@@ -256,7 +256,10 @@ def fidelity_section(fid: dict[str, Any] | None) -> list[str]:
                                   "words in silence")), ""]
     out += _table([
         ("cuts whose heard text agrees with ASR on the prefix",
-         f"{_fmt(cuts.get('heard_text_asr_agreement'))} (of {cuts.get('asr_checked', 0)})"),
+         f"{_fmt(cuts.get('heard_text_asr_agreement'))} (of {cuts.get('asr_checked', 0)}"
+         + (f"; in {cuts.get('disagreements_asr_only_adds_words')} of the {len(cuts['disagreements'])} "
+            "disagreements ASR only adds words after the heard ones" if cuts.get("disagreements") else "")
+         + ")"),
         ("stop error p95 (last sound vs `stop_s`)", _fmt(cuts.get("stop_error_ms_p95"), " ms")),
         ("cut onset error p95 / overlap error p95",
          f"{_fmt(cuts.get('cut_error_ms_p95'), ' ms')} / {_fmt(cuts.get('overlap_error_ms_p95'), ' ms')}"),
@@ -267,8 +270,10 @@ def fidelity_section(fid: dict[str, Any] | None) -> list[str]:
          f"{_fmt(rep.get('answerable_asr_recovery'))} (of {rep.get('answerable_items', 0)}; "
          f"{_fmt(rep.get('answerable_asr_kept_given_original'))} of the "
          f"{rep.get('answerable_heard_in_original', 0)} whose original it hears)"),
-        ("masked time, answerable / unanswerable (ratio of medians)",
-         _fmt((rep.get("mask_len") or {}).get("ratio_of_medians"))),
+        ("masked time, answerable / unanswerable (ratio of medians; AUC of length alone telling "
+         "them apart, 0.5 = not at all)",
+         f"{_fmt((rep.get('mask_len') or {}).get('ratio_of_medians'))}; "
+         f"AUC {_fmt((rep.get('mask_len') or {}).get('length_auc'))}"),
         ("perturbation sidecar error p95", _fmt(side, " ms") if isinstance(side, (int, float)) else str(side)),
     ], ("measurement", "value")).splitlines() + [""]
     return out
@@ -299,8 +304,10 @@ def quality_section(stats: dict[str, Any]) -> list[str]:
         ("distinct-1 / distinct-2, user", f"{_q(q.get('user_distinct1'))} / {_q(q.get('user_distinct2'))}"),
         ("distinct-1 / distinct-2, assistant",
          f"{_q(q.get('assistant_distinct1'))} / {_q(q.get('assistant_distinct2'))}"),
-        ("assistant sentences that are one template or talking point verbatim",
+        ("assistant sentences made of phrase-bank entries or talking points, however filled",
          _q(q.get("templated_sentence_share"), True)),
+        ("assistant sentences whose skeleton recurs in 3+ conversations (reads no bank)",
+         _q(q.get("recurring_sentence_share"), True)),
         ("phrase-bank entries covering the interjections",
          f"{q.get('interjection_templates', '-')} for {q.get('interjections', '-')} interjections"),
         ("flagged points after the verifier-modifier loop", _q(q.get("flagged_defect_rate_after_loop"), True)),

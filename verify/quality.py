@@ -37,7 +37,9 @@ _OBJECTION = re.compile(r"n't\b|\boff\b|\bsit right\b|\b(why|not|no|never|n't|to
                         r"cannot|won't|refuse|problem|worried|concern\w*|seriously|ridiculous|"
                         r"steep|expensive|much|really|suppose[d]?|said|told|thought|long|"
                         r"unreasonable|odd|strange|weird|sure|safe|hold|wait|hang|nobody|expect\w*|necessary|"
-                        r"a lot|comfortable|nervous|warned|frustrat\w*|agree\w*|more than|quoted|okay with)\b|"
+                        r"a lot|comfortable|nervous|warned|frustrat\w*|agree\w*|more than|quoted|okay with|"
+                        r"bother\w*|sticking point|deal-breaker|stuck with|unhappy|happy about|"
+                        r"other options?|supervisor|way around)\b|"
                         r"for, exactly", re.I)
 _GENERIC_REF = re.compile(r"\b(that|this|it|those|these|all that|any of that)\b", re.I)
 _PUSHBACK_KINDS = frozenset({"fee", "requirement", "policy", "value", "fact"})
@@ -205,6 +207,8 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
         found.append((mm.start(2), mm.end(2), fix, f"'{mm.group(1)} {mm.group(2)}': the verb "
                       "does not agree"))
     for mm in _A_AN.finditer(text):
+        if mm.group(1) == "A" and re.search(r"(?:^|\s)[A-Z]\s+$", text[:mm.start()]):
+            continue                                  # spelled letters: "M A and is"
         if not _A_OK.match(mm.group(2)):
             found.append((mm.start(1), mm.end(1), mm.group(1) + "n",
                           f"'a {mm.group(2)}': 'an' before a vowel sound"))
@@ -372,7 +376,12 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
             f = conv.scenario.kb.fact(k)
             forms = [v for v in (f.value, f.spoken) if v] if f else []
             st = re.search(_STATE.format(label=re.escape(lab)), low)
-            stated = st and _VALUEISH.search(m.text[st.end():])
+            if st and low[st.start():].startswith(("is ", "was ")):   # "<value> is the plan"
+                head = m.text[:st.start()]
+                head = head[max(head.rfind(". "), head.rfind("? "), head.rfind("! ")) + 1:]
+                stated = _VALUEISH.search(head)
+            else:
+                stated = st and _VALUEISH.search(m.text[st.end():])
             new_value = k in scenario_held and any(
                 normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
                 and not said_before(conv, m.index, v, role="assistant") for v in forms)

@@ -57,8 +57,42 @@ def distinct(texts: Iterable[str], n: int) -> float:
     return round(len(grams) / total, 4) if total else 0.0
 
 
+_WILD = "\0"                     # one slot: stands for one or more words
+_MAX_FILL = 24                   # ... at most this many (a spoken address, a hidden-fact clause)
+
+
+def _pattern(text: str, values: tuple[tuple[str, ...], ...] = ()) -> tuple[str, ...]:
+    """Tokens of a template sentence with every ``{slot}`` (and every token run equal to one of
+    ``values``) replaced by a wildcard."""
+    toks: list[str] = []
+    for i, part in enumerate(re.split(r"\{\w+\}", text)):
+        if i:
+            toks.append(_WILD)
+        toks += tokens(part)
+    for v in sorted(values, key=len, reverse=True):
+        n, i, out = len(v), 0, []
+        while i < len(toks):
+            if n and tuple(toks[i:i + n]) == v:
+                out.append(_WILD)
+                i += n
+            else:
+                out.append(toks[i])
+                i += 1
+        toks = out
+    collapsed: list[str] = []
+    for t in toks:                     # two wildcards in a row are one
+        if not (t == _WILD and collapsed and collapsed[-1] == _WILD):
+            collapsed.append(t)
+    return tuple(collapsed)
+
+
+def _sentence_patterns(text: str, values=()) -> list[tuple[str, ...]]:
+    return [p for a, b in sentences(text) if set(p := _pattern(text[a:b], values)) - {_WILD}]
+
+
 @lru_cache(maxsize=1)
-def _templates() -> tuple[tuple[str, re.Pattern[str]], ...]:
+def _templates() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(name, token pattern) of every phrase-bank entry, and of each sentence of a longer one."""
     from bargein.generators import phrases as P
 
     out = []
@@ -69,35 +103,147 @@ def _templates() -> tuple[tuple[str, re.Pattern[str]], ...]:
                 for x in texts:
                     if not x.strip():
                         continue
-                    parts = re.split(r"\{\w+\}", " ".join(tokens(x)))
-                    pat = r"(?:.+?)".join(re.escape(p.strip()).replace(r"\ ", r"\s*") for p in parts)
-                    out.append((f"{file}.{key}[{j}]", re.compile(rf"^\s*{pat}\s*$")))
+                    pats = {_pattern(x), *_sentence_patterns(x)}
+                    out += [(f"{file}.{key}[{j}]", p) for p in pats if set(p) - {_WILD}]
     return tuple(out)
 
 
+def _ends(pat: tuple[str, ...], toks: list[str], i: int) -> set[int]:
+    """Every ``j`` such that ``toks[i:j]`` matches ``pat`` (a wildcard takes 1+ tokens)."""
+    if not pat:
+        return {i}
+    head, rest = pat[0], pat[1:]
+    if head != _WILD:
+        return _ends(rest, toks, i + 1) if i < len(toks) and toks[i] == head else set()
+    out: set[int] = set()
+    for k in range(i + 1, min(len(toks), i + _MAX_FILL) + 1):
+        out |= _ends(rest, toks, k)
+    return out
+
+
+def _index(pats, suffixes: bool = False) -> dict[str | None, list[tuple[str, ...]]]:
+    """Patterns by first token (None: a wildcard first); ``suffixes``: every proper tail."""
+    out: dict[str | None, list[tuple[str, ...]]] = defaultdict(list)
+    for p in pats:
+        for s in (range(1, len(p)) if suffixes else (0,)):
+            q = p[s:]
+            out[None if q[0] == _WILD else q[0]].append(q)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _bank_index() -> tuple[dict, dict]:
+    pats = [p for _, p in _templates()]
+    return _index(pats), _index(pats, suffixes=True)
+
+
+class _Pieces:
+    """Template pieces indexed by first token; a sentence is templated when it is a sequence of
+    pieces (an opener, a core, a tail; a lead and a talking point), however the slots are filled.
+    A message's first sentence may also open with the tail of a piece (the rest of a cut one)."""
+
+    def __init__(self, kb_pats):
+        bank, bank_tails = _bank_index()
+        kb, kb_tails = _index(kb_pats), _index(kb_pats, suffixes=True)
+        self.whole = (bank, kb)
+        self.tails = (bank_tails, kb_tails)
+
+    @staticmethod
+    def _cands(indexes, tok: str):
+        for ix in indexes:
+            yield from ix.get(tok, ())
+            yield from ix.get(None, ())
+
+    def covers(self, toks: list[str], first_sentence: bool) -> bool:
+        n = len(toks)
+        if not n:
+            return False
+        reach = [False] * (n + 1)
+        reach[0] = True
+        if first_sentence:
+            for p in self._cands(self.tails, toks[0]):
+                for j in _ends(p, toks, 0):
+                    reach[j] = True
+        for i in range(n):
+            if reach[n]:
+                return True
+            if not reach[i]:
+                continue
+            for p in self._cands(self.whole, toks[i]):
+                for j in _ends(p, toks, i):
+                    reach[j] = True
+        return reach[n]
+
+
+def _scenario_values(c: Conversation) -> tuple[tuple[str, ...], ...]:
+    sc = c.scenario
+    vals = set()
+    for f in (*sc.kb.user_facts, *sc.intent.hidden_facts):
+        vals |= {tuple(tokens(f.value)), tuple(tokens(f.spoken))}
+    for corr in sc.intent.corrections:
+        vals |= {tuple(tokens(corr.first_value)), tuple(tokens(corr.corrected_value))}
+    return tuple(v for v in vals if v)
+
+
 def templating(convs: list[Conversation]) -> tuple[float, int, int]:
-    """(share of assistant sentences that are one template or talking-point sentence, distinct
-    user templates covering the interjections, interjections)."""
-    regs = _templates()
+    """(share of assistant sentences made of templates, distinct user templates covering the
+    interjections, interjections).
+
+    A sentence counts as templated when it is a sequence of template pieces: phrase-bank entries
+    (and each sentence of a longer entry) with any slot fill, talking-point sentences and other
+    knowledge-base text of the scenario with any value in the places of its facts, and, first in
+    a message, the tail of such a sentence (the rest of a cut one). So an opener + core + tail,
+    a resume lead + a talking point, or a talking point re-filled with corrected values all count.
+    """
+    bank = _templates()
     hit = total = n_inter = 0
     used: set[str] = set()
     for c in convs:
-        tps = set()
+        vals = _scenario_values(c)
+        kb = []
         for s in c.scenario.kb.workflow.stages:
-            tps.add(" ".join(tokens(s.description)))
-            for tp in s.talking_points:
-                tps |= {" ".join(tokens(tp[a:b])) for a, b in sentences(tp)}
+            kb += _sentence_patterns(s.description, vals)
+            for tp in (*s.talking_points, *s.failure_handling):
+                kb += _sentence_patterns(tp, vals)
+        for g in c.scenario.kb.guidelines:
+            kb += _sentence_patterns(g, vals)
+        pieces = _Pieces(kb)
         for m in c.messages:
             if m.role == "assistant":
-                for a, b in sentences(m.text):
-                    sent = " ".join(tokens(m.text[a:b]))
+                for n, (a, b) in enumerate(sentences(m.text)):
                     total += 1
-                    hit += sent in tps or any(r.match(sent) for _, r in regs)
+                    hit += pieces.covers(tokens(m.text[a:b]), first_sentence=n == 0)
         for _, u in c.interruptions:
             n_inter += 1
-            norm = " ".join(tokens(u.text))
-            used.add(next((n for n, r in regs if n.startswith("user.") and r.match(norm)), norm))
+            toks = tokens(u.text)
+            name = next((nm for nm, p in bank if nm.startswith("user.") and len(toks) in _ends(p, toks, 0)),
+                        " ".join(toks))
+            used.add(name)
     return (round(hit / total, 4) if total else 0.0), len(used), n_inter
+
+
+def recurring_sentence_share(convs: list[Conversation], role: str = "assistant",
+                             min_conversations: int = 3) -> float:
+    """A second instrument that never reads the banks: the share of ``role`` sentences whose
+    skeleton (digits and capitalised words after the first masked) occurs in at least
+    ``min_conversations`` conversations of the corpus."""
+    def skeleton(text: str) -> str:
+        words = text.split()
+        out = [w if i == 0 or not w[:1].isupper() else "X" for i, w in enumerate(words)]
+        return re.sub(r"\d+", "#", " ".join(tokens(" ".join(out))))
+
+    where: dict[str, set[str]] = defaultdict(set)
+    sents: list[str] = []
+    for c in convs:
+        for m in c.messages:
+            if m.role == role:
+                for a, b in sentences(m.text):
+                    sk = skeleton(m.text[a:b])
+                    where[sk].add(c.id)
+                    sents.append(sk)
+    if not sents:
+        return 0.0
+    return round(sum(len(where[s]) >= min_conversations for s in sents) / len(sents), 4)
 
 
 def _feat(text: str) -> tuple[str, str, int]:
@@ -193,6 +339,7 @@ def quality_report(verified: list[VerifiedConversation], test_items: list[EvalIt
         out[f"{role}_distinct2"] = distinct(texts, 2)
     share, n_templates, n_inter = templating(accepted)
     out["templated_sentence_share"] = share
+    out["recurring_sentence_share"] = recurring_sentence_share(accepted)
     out["interjection_templates"] = n_templates
     out["interjections"] = n_inter
     items = list(test_items or [])

@@ -10,15 +10,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
-import _render_convs as RC  # noqa: E402
+from doubles import render_convs as RC  # noqa: E402
 
 from bargein.audio.render import RenderConfig, render_conversations  # noqa: E402
 from bargein.audio.vad import get_vad  # noqa: E402

@@ -20,7 +20,7 @@ from bargein.store import atomic_write_bytes
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-import _render_convs as C  # noqa: E402
+from doubles import render_convs as C  # noqa: E402
 import _runner_stages as S  # noqa: E402
 from test_plugins import plugin  # noqa: E402,F401 - the fixture
 

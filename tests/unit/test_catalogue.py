@@ -63,11 +63,14 @@ def test_goal_names_unique_and_described(cat):
 
 
 def test_interruption_profiles_lean_to_challenging_types(cat):
+    """Pushback then impatient dominate the profiles (IHBench Appendix A). Filler weights sit
+    lowest because the planner also realises fillers where nothing else fits (the rest of a cut
+    sentence), so the drawn weight is below the realised share."""
     mean = {t: sum(p["weights"][t] / sum(p["weights"].values()) for p in cat.profiles)
             / len(cat.profiles) for t in cat.profiles[0]["weights"]}
     assert max(mean, key=mean.get) == "pushback"
     assert sorted(mean, key=mean.get)[-2] == "impatient"
-    assert min(mean, key=mean.get) == "correction"
+    assert mean["correction"] < mean["normal"] < mean["impatient"]
 
 
 def _copy_catalogue(tmp_path: Path, only: str = "domain_telecom.yaml") -> Path:

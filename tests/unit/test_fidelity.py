@@ -71,6 +71,25 @@ def test_cut_checks_measure_stop_cut_and_overlap():
     assert c.stop_error_ms == pytest.approx(-80, abs=4)
     assert c.cut_error_ms == pytest.approx(0, abs=4)
     assert c.overlap_error_ms == pytest.approx(-80, abs=6)
+    assert (c.partial_word, c.partial_heard_ms) == ("b", pytest.approx(100.0))   # the cut fell in "b"
+
+
+def test_asr_that_only_completes_the_cut_word_is_told_apart():
+    """Whisper hears "...confirm the email" where the cut fell 80 ms into "email": a disagreement
+    (heard text is what ended before the cut), told apart as ASR going on past the heard words;
+    an ASR that hears the heard words differently is not."""
+    words = [WordTiming(word=w, start_s=0.1 + 0.2 * i, end_s=0.28 + 0.2 * i)
+             for i, w in enumerate(["can", "you", "confirm", "the", "email"])]
+    ch1 = _bursts([(0.1, 1.08)], 2.0)
+    audio = np.stack([np.zeros_like(ch1), ch1], axis=1)
+    rd = _dialogue(words, stop=1.0, cut=0.98)
+    (c,) = F.cut_checks(rd, audio)
+    c = F.CutCheck(**{**c.__dict__, "heard_text": "can you confirm the"})
+    assert c.partial_word == "email" and c.partial_heard_ms == pytest.approx(80.0)
+    for asr, adds in (("Can you confirm the email?", True), ("Can you confirm the email address?", True),
+                      ("Could you reply on Monday?", False)):
+        got = F.with_asr_prefix(c, asr)
+        assert got.heard_agrees is False and got.asr_only_adds_words is adds, asr
 
 
 @pytest.mark.parametrize("heard,asr,ok", [
@@ -100,7 +119,7 @@ def test_mask_length_ratio_pairs_and_medians():
 def test_card_fidelity_section():
     assert fidelity_section(None) == []
     fid = {"voices": {"hibari:heart": {"word_end_within_30ms": 0.98, "pauses": 10, "word_end_error_ms_p95": 12.0,
-                                       "words_under_30ms": 0, "words_in_silence": 0}},
+                                       "words_shorter_than_30ms": 0, "words_in_silence": 0}},
            "cuts": {"heard_text_asr_agreement": 0.9, "asr_checked": 10, "stop_error_ms_p95": 3.3,
                     "cut_error_ms_p95": 7.0, "overlap_error_ms_p95": 6.0},
            "frames": {"frame_label_agreement": 0.987},

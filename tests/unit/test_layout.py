@@ -1,7 +1,8 @@
-"""What the package holds: only what users run. Test doubles live in ``tests/``, benchmarks import
-only the package and their own helpers, and every package module is reached from something a
-user runs (a command, an entry point, a subpackage's ``__init__``), so a module that only tests
-import — a test double — cannot hide in the package."""
+"""What the package holds: only what users run. Test doubles live outside it, in one copy
+(``bench/doubles/``, which tests and benchmarks share), benchmarks import only the package and
+their own helpers, and every package module is reached from something a user runs (a command, an
+entry point, a subpackage's ``__init__``), so a module that only tests import — a test double —
+cannot hide in the package."""
 
 from __future__ import annotations
 
@@ -61,8 +62,14 @@ def _test_module_names() -> set[str]:
     return names - {"__init__"}
 
 
+def _bench_module_names() -> set[str]:
+    """Names that resolve to something under bench/ (scripts, helpers, the shared doubles)."""
+    names = {"bench"} | {f.stem for f in (ROOT / "bench").glob("*.py")}
+    return names | {d.name for d in (ROOT / "bench").iterdir() if (d / "__init__.py").is_file()}
+
+
 def test_no_package_module_imports_tests_or_doubles():
-    tests_names = _test_module_names()
+    tests_names = _test_module_names() | _bench_module_names()
     offenders = []
     for name, path in _package_modules().items():
         text = path.read_text(encoding="utf-8")
@@ -70,18 +77,51 @@ def test_no_package_module_imports_tests_or_doubles():
             top = imp.split(".")[0]
             if top in tests_names:
                 offenders.append(f"{name} imports {imp}")
-        if re.search(r"sys\.path\.(insert|append)\(.*tests", text):
-            offenders.append(f"{name} puts tests/ on sys.path")
+        if re.search(r"sys\.path\.(insert|append)\(.*(tests|bench)", text):
+            offenders.append(f"{name} puts tests/ or bench/ on sys.path")
     assert not offenders, offenders
 
 
-def test_the_moved_test_doubles_are_not_in_the_package():
+DOUBLES = ("synthetic_release", "scripted_llm", "conversation_examples", "synthetic_audio",
+           "render_convs")
+
+
+def test_the_test_doubles_have_one_home_outside_the_package():
+    """One copy of each double, in ``bench/doubles/``: not in the package, not again in
+    ``tests/``, not again as a benchmark's private helper."""
     mods = _package_modules()
     for gone in ("bargein.releases.synthetic", "bargein.generators.scripted_llm",
                  "bargein.verify.examples", "bargein.perturb.synth"):
-        assert gone not in mods, f"{gone} is a test double; it belongs in tests/doubles/"
-    for here in ("synthetic_release", "scripted_llm", "conversation_examples", "synthetic_audio"):
-        assert (ROOT / "tests" / "doubles" / f"{here}.py").is_file()
+        assert gone not in mods, f"{gone} is a test double; it belongs in bench/doubles/"
+    for here in DOUBLES:
+        assert (ROOT / "bench" / "doubles" / f"{here}.py").is_file()
+        copies = [p.relative_to(ROOT).as_posix() for p in [*(ROOT / "tests").rglob("*.py"),
+                                                         *(ROOT / "bench").glob("*.py")]
+                  if p.stem in (here, f"_{here}")]
+        assert not copies, f"a second copy of the {here} double: {copies}"
+    assert not (ROOT / "tests" / "doubles").exists()
+
+
+def test_bench_names_on_the_test_path_shadow_nothing():
+    """pytest puts ``bench/`` on the path (for ``doubles``): none of its scripts or packages may
+    share a name with a standard-library or installed top-level module."""
+    import importlib.metadata
+    import sys
+
+    installed: set[str] = set(sys.stdlib_module_names)
+    for dist in importlib.metadata.distributions():
+        if dist.metadata["Name"] == "bargein":        # its folders install as bargein.<stage>
+            continue
+        top = dist.read_text("top_level.txt") or ""
+        installed |= {line.strip() for line in top.splitlines() if line.strip()}
+        for f in dist.files or ():
+            parts = f.parts
+            if len(parts) == 1 and parts[0].endswith(".py"):
+                installed.add(parts[0][:-3])
+            elif len(parts) > 1 and parts[1] == "__init__.py":
+                installed.add(parts[0])
+    clashes = sorted(_bench_module_names() & installed - {"bench"})
+    assert not clashes, f"bench/ names that shadow installed or stdlib modules in tests: {clashes}"
 
 
 # library modules users import directly that no stage uses yet (each with its reason)

@@ -24,8 +24,8 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="re
 N = 8
 _SCRIPT = """
 import sys
-sys.path[:0] = [{site!r}, {tests!r}]
-import _render_convs as C
+sys.path[:0] = [{site!r}, {bench!r}]
+from doubles import render_convs as C
 from bargein.audio.render import RenderConfig, render_conversations
 cfg = RenderConfig(assistant_voice="tone:high", user_voice="tone:low", label_vad="energy")
 convs = [C.verified(seed=s, variant=s % 2) for s in range(1, {n} + 1)]
@@ -35,7 +35,7 @@ assert res.computed + res.cached == {n} and not res.failures, res.summary()
 
 
 def _start(site: Path, workdir: Path, delay_s: float) -> subprocess.Popen:
-    code = _SCRIPT.format(site=str(site), tests=str(HERE), workdir=str(workdir), n=N)
+    code = _SCRIPT.format(site=str(site), bench=str(HERE.parents[1] / "bench"), workdir=str(workdir), n=N)
     env = {**os.environ, "TONE_PLUGIN_DELAY_S": str(delay_s)}
     return subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
 

@@ -25,7 +25,7 @@ from bargein.store import read_jsonl
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 import _plugin_pkg  # noqa: E402
-import _render_convs as C  # noqa: E402
+from doubles import render_convs as C  # noqa: E402
 import _runner_stages as S  # noqa: E402
 
 

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 import random
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _render_convs as RC  # noqa: E402
+from doubles import render_convs as RC  # noqa: E402
 
 from bargein.audio.cutin import apply_cut, heard_count, plan_cut  # noqa: E402
 from bargein.audio.io import active_rms  # noqa: E402

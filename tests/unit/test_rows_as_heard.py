@@ -3,11 +3,7 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))
-import _render_convs as RC  # noqa: E402
+from doubles import render_convs as RC  # noqa: E402
 
 from bargein.audio.render import RenderConfig, render_conversations  # noqa: E402
 from bargein.releases.rows import AudioResolver, conversation_row, ihbench_row  # noqa: E402

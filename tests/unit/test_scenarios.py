@@ -141,7 +141,9 @@ def test_intents_bias_challenging_types_and_ten_profiles_per_goal():
         assert abs(sum(probs.values()) - 1) < 1e-9 and set(probs) == set(INTERRUPTION_TYPES)
         totals.update(probs)
     ranked = [t for t, _ in totals.most_common()]
-    assert ranked[0] == "pushback" and ranked[-1] == "correction"
+    # fillers are also realised where nothing else fits, so their drawn weight sits lowest
+    assert ranked[:2] == ["pushback", "impatient"]
+    assert set(ranked[-3:]) == {"correction", "filler", "topic_switch"}
 
 
 def test_intent_facts_and_corrections_are_concrete():

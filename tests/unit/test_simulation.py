@@ -89,7 +89,7 @@ def test_gold_recoveries_follow_the_type_semantics(convs):
             elif itr.type == "correction":    # integrate the corrected value
                 assert contains_phrase(gold, d["new"])
             elif itr.type == "topic_switch":  # address it, then steer back
-                pair = P.bank("pairs", "topic_switch")[int(d["pair"])]
+                pair = P.pair(d, "topic_switch")
                 assert gold.startswith(pair["assistant"])
             elif itr.type == "pushback":      # de-escalate and offer an alternative of the kind
                 kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")

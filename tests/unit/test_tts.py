@@ -271,6 +271,74 @@ def test_word_ends_at_pauses_match_the_audio(engine, voice):
     assert all(w.end_s - w.start_s >= 0.03 - 1e-6 for w in s.words)
 
 
+def _active_ms(samples: np.ndarray, sr: int, a: float, b: float) -> float:
+    """Milliseconds of ``[a, b)`` louder than 40 dB under the clip's loudest 5 ms window (1 ms
+    hop; written here, independent of the engines' energy settling)."""
+    x = samples.astype(np.float64)
+    win, hop = int(0.005 * sr), int(0.001 * sr)
+    c = np.concatenate([[0.0], np.cumsum(x * x)])
+    st = np.arange(0, len(x) - win, hop)
+    db = 10 * np.log10((c[st + win] - c[st]) / win + 1e-20)
+    centre = (st + win / 2) / sr
+    inside = (centre >= a) & (centre < b)
+    return float(np.sum(db[inside] > db.max() - 40))
+
+
+def test_a_word_the_durations_put_in_a_closure_takes_the_sound_before_it():
+    """Sound 0.10-0.40 s and 0.48-0.80 s; the engine puts "it" at 0.405-0.455 s, inside the
+    silence between (the stop closure of a reduced "it"): it moves to the tail of the sound before,
+    keeping its 50 ms, and the word before gives that time up."""
+    from bargein.audio.wordtimes import timings_from_starts
+
+    sr = 16000
+    rng = np.random.default_rng(0)
+    x = np.zeros(int(1.0 * sr), np.float32)
+    for a, b in ((0.10, 0.40), (0.48, 0.80)):
+        x[int(a * sr):int(b * sr)] = 0.2 * rng.standard_normal(int(b * sr) - int(a * sr))
+    words = [("finish", 0), ("it", 7), ("properly", 10)]
+    starts = [int(0.10 * sr), int(0.405 * sr), int(0.48 * sr)]
+    ends = [int(0.40 * sr), int(0.455 * sr), int(0.80 * sr)]
+    w = timings_from_starts(words, starts, x, sr, ends)
+    assert w[1].end_s == pytest.approx(0.40, abs=0.006) and w[1].start_s == pytest.approx(0.35, abs=0.006)
+    assert w[0].end_s <= w[1].start_s + 1e-9 and w[0].start_s == pytest.approx(0.10, abs=0.006)
+    assert all(_active_ms(x, sr, t.start_s, t.end_s) >= 10 for t in w)
+    # nearer to the sound after it: the word takes the head of the next word instead
+    starts[1], ends[1] = int(0.44 * sr), int(0.47 * sr)
+    w = timings_from_starts(words, starts, x, sr, ends)
+    assert w[1].start_s == pytest.approx(0.48, abs=0.006) and w[2].start_s >= w[1].end_s - 1e-9
+    assert w[1].end_s - w[1].start_s >= 0.03 and _active_ms(x, sr, w[1].start_s, w[1].end_s) >= 10
+
+
+def test_a_word_whose_only_sound_is_a_weak_release_keeps_its_place():
+    """"look into it." : the vowel of "it" fades into "into", then the t closure, then a release
+    burst 33 dB under the peak before the pause. That burst is the word's sound (an energy
+    detector ends the speech there), so "it." stays on it."""
+    from bargein.audio.wordtimes import timings_from_starts
+
+    sr = 16000
+    rng = np.random.default_rng(1)
+    x = np.zeros(int(1.0 * sr), np.float32)
+    x[int(0.10 * sr):int(0.40 * sr)] = 0.3 * rng.standard_normal(int(0.30 * sr))
+    x[int(0.45 * sr):int(0.47 * sr)] = 0.3 * 10 ** (-33 / 20) * rng.standard_normal(int(0.02 * sr))
+    words = [("into", 0), ("it.", 5)]
+    w = timings_from_starts(words, [int(0.10 * sr), int(0.42 * sr)], x, sr, [int(0.40 * sr), int(0.47 * sr)])
+    assert 0.465 <= w[1].end_s <= 0.485 and 0.40 - 1e-6 <= w[1].start_s <= 0.455   # >= 30 ms long
+    assert w[0].end_s == pytest.approx(0.40, abs=0.006)
+
+
+@pytest.mark.parametrize("text", ["Let's make sure we finish it properly this time.",
+                                  "With that, I can file a claim and a replacement ships today."])
+def test_hibari_words_all_own_sound(hibari, text):
+    """Issue 14 "none in silence": the demo build had "it" in "finish it properly" timed inside
+    the t closure (its phoneme durations run ~70 ms late there). Every word now holds >= 10 ms
+    of sound by an energy measure written here."""
+    s = hibari.synthesize(text, "heart")
+    quiet = [(w.word, w.start_s, w.end_s) for w in s.words
+             if _active_ms(s.samples, s.sample_rate, w.start_s, w.end_s) < 10]
+    assert not quiet
+    assert all(w.end_s - w.start_s >= 0.03 - 1e-6 for w in s.words)
+
+
 def test_hibari_with_whisper_aligner_still_available():
     from bargein.audio.tts_hibari import HibariTTS
 

@@ -49,7 +49,8 @@ def test_example_passes_every_check():
                            "undelivered_content", "state_machine_leakage", "interjection_grounded",
                            "impatient_has_rest", "grammar_casing", "attribution_grounded",
                            "hidden_fact_addressed", "user_states_system_value",
-                           "resolved_goal_reached", "tf_not_given", "rq_whole_phrase"}
+                           "resolved_goal_reached", "tf_not_given", "rq_whole_phrase",
+                           "tone_after_bad_news", "repeated_marker"}
 
 
 # ---- turn_alternation --------------------------------------------------------------------
@@ -433,3 +434,53 @@ def test_cli_missing_file_names_the_option(tmp_path):
     out = CliRunner().invoke(cli, ["--workdir", str(tmp_path), "verify", "--conversations",
                                    str(tmp_path / "nope.jsonl")])
     assert out.exit_code != 0 and "--conversations" in str(out.exception)
+
+
+# ---- tone_after_bad_news / repeated_marker (verify/tone.py) -------------------------------
+def test_cheerful_ack_after_bad_news_is_flagged_and_repaired():
+    bad = conv_with({5: ("user", "It's 60614. The basement flooded last night, so it's a mess."),
+                     6: ("assistant", "Okay, wonderful. Now let's look at the internet problem. When "
+                         "did the outage start, and are the lights on your modem green, amber or "
+                         "off right now?", {"stage": "troubleshooting", "cut": 15, "type": "normal"})})
+    found = issues(bad, "tone_after_bad_news")
+    assert [v.message_index for v in found] == [6] and "flooded" in found[0].issue
+    assert found[0].fixable
+    fixed = verify_conversation(bad)
+    assert fixed.accepted
+    assert fixed.conversation.messages[6].text.startswith("I'm sorry to hear that. Now let's look")
+    # the same cheer after neutral news, and sympathy after bad news, are fine
+    neutral = conv_with({6: ("assistant", "Okay, wonderful. Now let's look at the internet problem. "
+                             "When did the outage start, and are the lights on your modem green, "
+                             "amber or off right now?",
+                             {"stage": "troubleshooting", "cut": 15, "type": "normal"})})
+    assert issues(neutral, "tone_after_bad_news") == []
+    kind = conv_with({5: ("user", "It's 60614. The basement flooded last night, so it's a mess."),
+                      6: ("assistant", "I'm sorry to hear that. Now let's look at the internet "
+                          "problem. When did the outage start, and are the lights on your modem "
+                          "green, amber or off right now?",
+                          {"stage": "troubleshooting", "cut": 15, "type": "normal"})})
+    assert issues(kind, "tone_after_bad_news") == []
+
+
+@pytest.mark.parametrize("text,word", [
+    ("Okay, wonderful. Okay, next. Could you confirm the billing zip code on file for this line?",
+     "okay"),
+    ("Now, to continue, now could you confirm the billing zip code on file for this line?", "now"),
+    ("So, as I was saying, so could you confirm the billing zip code on file for this line?", "so"),
+])
+def test_a_marker_said_twice_at_a_join_is_flagged_and_repaired(text, word):
+    conv = conv_with({4: ("assistant", text, {"stage": "identity_verification"})})
+    found = issues(conv, "repeated_marker")
+    assert [v.message_index for v in found] == [4] and word in found[0].issue
+    fixed = verify_conversation(conv)
+    assert fixed.accepted and fixed.rounds == 1
+    assert issues(fixed.conversation, "repeated_marker") == []
+    assert fixed.conversation.messages[4].text.lower().count(f"{word}, ") <= 1
+
+
+def test_markers_that_are_not_repeats_pass():
+    for text in ("Thanks. Thanks for calling back about the billing zip code on this line.",
+                 "So, for the record, the fee is so high that we waive it for this line.",
+                 "Okay. Okay, let me see the billing zip code on file for this line."):
+        conv = conv_with({4: ("assistant", text, {"stage": "identity_verification"})})
+        assert issues(conv, "repeated_marker") == [], text

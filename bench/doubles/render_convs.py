@@ -1,4 +1,5 @@
-"""Hand-built conversations with interruptions for the rendering tests (no generator needed)."""
+"""Hand-built conversations with interruptions for rendering (bench/render.py, bench/cache_validity.py
+and the render tests); no generator needed."""
 
 from __future__ import annotations
 

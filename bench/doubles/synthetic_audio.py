@@ -1,6 +1,4 @@
-"""Synthetic two-speaker dialogues for ``bench/timing.py``.
-(The benchmark's own copy: benchmarks import only the package and their own helpers; the tests keep theirs under ``tests/doubles/``.)
-
+"""Synthetic two-speaker dialogues for bench/timing.py and the perturbation/timing tests.
 
 * :func:`burst_audio`: noise bursts exactly on a hand-built timeline (energy VAD finds them
   to the frame), for unit tests;

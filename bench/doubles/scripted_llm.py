@@ -1,4 +1,4 @@
-"""A scripted stand-in model for the LLM path (tests).
+"""A scripted stand-in model for the LLM path (bench/generation.py and the LLM tests).
 
 It answers bargein's conversation-agent prompts, sent through a real provider SDK to
 :class:`bargein.testing.loopback.LoopbackLLMServer`, with schema-valid JSON that the rule-based

@@ -1,4 +1,4 @@
-"""Small synthetic stage outputs for release tests.
+"""Small synthetic stage outputs for release benchmarks and tests.
 
 Not the generation pipeline: a fixed phrase bank arranged into valid records (scenario,
 conversation with all six interruption types, verification, eval items with baselines, a
