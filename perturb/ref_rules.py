@@ -180,7 +180,22 @@ def perturbation_segments(x: np.ndarray, sr: int, *, min_ms: float = MIN_PIECE_M
         x16 = resample(np.asarray(x, dtype=np.float32), sr, 16000)
     p = silero_probs(x16, 16000) if probs is None else probs
     spans = silero_timestamps(p, len(x16), **SILERO_REF)
-    return pieces_to_segments(seconds_1dp(spans, 16000, len(x16)), min_ms=min_ms, items=items)
+    segs = pieces_to_segments(seconds_1dp(spans, 16000, len(x16)), min_ms=min_ms, items=items)
+    return segs or rms_segments(x, sr)           # the reference falls back to its RMS VAD
+
+
+def rms_segments(x: np.ndarray, sr: int, threshold: float = 0.015, frame_ms: float = FRAME_MS) -> list[RefSeg]:
+    """The reference's fallback turn VAD for a channel where silero finds no speech: 80 ms
+    frames (the last zero-padded) active when sqrt(max(mean(x^2), 1e-8)) >= ``threshold``, runs
+    of active frames as segments (no transcript text)."""
+    n = max(1, int(round(sr * frame_ms / 1000.0)))
+    y = np.asarray(x, dtype=np.float32).reshape(-1)
+    if len(y) % n:
+        y = np.pad(y, (0, n - len(y) % n))
+    act = np.sqrt(np.maximum((y.reshape(-1, n) ** 2).mean(axis=1), 1e-8)) >= threshold
+    p = np.concatenate(([False], act, [False]))
+    starts, ends = np.flatnonzero(~p[:-1] & p[1:]), np.flatnonzero(p[:-1] & ~p[1:])
+    return [RefSeg(int(a), int(b) - 1, float(a * n / sr), float(b * n / sr)) for a, b in zip(starts, ends)]
 
 
 def pieces_to_segments(spans_s: Sequence[tuple[float, float]], *, min_ms: float = MIN_PIECE_MS,
@@ -371,6 +386,6 @@ def distinct_text(a: RefSeg, b: RefSeg) -> bool:
 
 __all__ = ["RefSeg", "FRAME_MS", "SILERO_REF", "to_frames", "seconds_1dp", "activity", "n_frames",
            "perturbation_segments",
-           "pieces_to_segments", "piece_text", "attach_text", "substantive", "backchannel_like", "proper_transition",
+           "pieces_to_segments", "piece_text", "rms_segments", "attach_text", "substantive", "backchannel_like", "proper_transition",
            "proper_shifts", "proper_holds", "isolated_backchannels", "alone_shifts", "shift_returns", "next_substantive",
            "only_active", "silent", "active", "frames", "word_count", "question_like", "distinct_text"]

@@ -393,6 +393,19 @@ def _crop_grid_0p1ms():
                                   required_end_s=[480001 / SR])}
 
 
+def _rms_fallback():
+    # silero finds nothing (window probabilities all 0) -> the reference's RMS VAD on 80 ms
+    # frames (1280 samples): 0.01 everywhere (RMS 0.01 < 0.015), 0.02 in 0.4-1.2 s (frames 5-14,
+    # RMS 0.02), 100 samples of 0.5 after 2.0 s in a zero-padded last frame (RMS sqrt(100 x 0.25
+    # / 1280) = 0.14): segments (5, 14) 0.4-1.2 s and (25, 25) 2.0-2.08 s, no text.
+    from bargein.perturb import ref_rules as R
+    x = np.full(32100, 0.01, dtype=np.float32)
+    x[6400:19200] = 0.02
+    x[32000:] = 0.5
+    segs = R.perturbation_segments(x, SR, probs=np.zeros(63))
+    return {"segs": [(g.start, g.end, round(g.start_s, 6), round(g.end_s, 6), g.text) for g in segs]}
+
+
 def _natural_bounds():
     # late response at 16 kHz: anchor sample 160001 = 10000.0625 ms -> 10000.1 ms, delay 19201
     # samples = 1200.0625 ms -> 1200.1 ms (both at 0.1 ms, ``sample_to_ms``). Crop [80001,
@@ -470,6 +483,8 @@ def cases() -> list[tuple[str, str, Any, dict[str, Any]]]:
          _shift_insert_clips_channel, {"clipped": 1.0, "at_s": 20.5}),
         ("ref-crop-times-in-0.1ms", f"{BP} L2503-2521, L2571-2588, L2676-2694, L2810-2832 (ms values), "
          "L2524-2550", _crop_grid_0p1ms, {"crop": (240002, 582882)}),
+        ("ref-rms-fallback-turn-vad", f"{BP} L164-189 (rms_vad, segments_from_vad), L562-584", _rms_fallback,
+         {"segs": [(5, 14, 0.4, 1.2, ""), (25, 25, 2.0, 2.08, "")]}),
         ("ref-natural-crop-in-0.1ms", f"{BP} L2729-2767 (_source_crop_bounds_from_edits), L3055-3058, L2421-2423",
          _natural_bounds, {"natural": (80002, 480800)}),
     ]
