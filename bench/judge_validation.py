@@ -6,26 +6,36 @@
 Prints, per judge: ``judge_kappa`` (IHBench TF+RQ, judgment-weighted), ``ear_kappa``,
 accuracy, ``template_fail_rate`` (content-free templates judged RQ fail; goal >= 0.95 for any
 shipped judge) and ``paraphrase_pass_rate`` (good answers in other words judged RQ pass; goal
->= 0.80 for the model judge), each with its count. The smoke judge runs on the whole control set;
-the local model (Qwen2.5-Coder GGUF through llama.cpp, JSON-schema constrained) on a stratified
-subset, since each judgment takes seconds on 2 cores. A baseline of the same run: a judge that
-always answers "pass"/"A"/"answer"/"correct" (kappa 0 by construction), so every kappa prints
-beside what agreement by a constant answer gives. Imports only the package.
+>= 0.80 for the model judge), each with its count.
+
+The control set is split by case (:func:`bargein.scorers.control_set.dev_cases`): judge prompts
+were worked on against the ``dev`` cases only; the model judge is reported on the ``heldout``
+part (``--part``), on a stratified subset of ``--limit`` judgments (round-robin over axis, type
+and category in a stable hashed order, no random seed), since each judgment takes tens of
+seconds on a shared CPU. The smoke judge runs on the whole control set and on the same subset.
+The local model (the packaged Qwen2.5-Coder GGUF through the in-process ``llamacpp`` provider,
+JSON-schema constrained, one thread) answers through the same judge class ``score`` uses: RQ one
+criterion at a time with an evidence quote checked in code, TF in both orders. A baseline of
+the same run: a judge that always answers "pass"/"A"/"answer"/"correct" (kappa 0 by
+construction), so every kappa prints beside what agreement by a constant answer gives. Answers
+are cached under ``--workdir``: an interrupted run resumes. Imports only the package.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 from pathlib import Path
 
-from bargein.scorers.ihbench_judges import CriterionVerdict, RQJudgment, TFVerdict
 from bargein.scorers.ear_rules import RepairJudgment
+from bargein.scorers.ihbench_judges import CriterionVerdict, LLMJudge, RQJudgment, TFVerdict
+from bargein.scorers.control_set import PARAPHRASES
 from bargein.scorers.judge_validation import validate_judge
 
-DEFAULT_GGUF = Path(__file__).resolve().parents[1] / "tests" / "llm" / "models" / \
-    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+DEFAULT_GGUF = Path(os.environ.get("BARGEIN_JUDGE_GGUF",
+                                   "/work/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"))
 
 
 class ConstantJudge:
@@ -51,7 +61,8 @@ def _f(x) -> str:
 def report(name: str, rep, wall_s: float) -> None:
     ih, ear = rep.scorer("ihbench"), rep.scorer("ear")
     t, p = rep.template_fail_rate(), rep.paraphrase_pass_rate()
-    print(f"[{name}] judge: {rep.judge}; {len(rep.verdicts)} control judgments in {wall_s:.1f} s")
+    print(f"[{name}] judge: {rep.judge}; {rep.control_set}; {len(rep.verdicts)} control judgments "
+          f"in {wall_s:.1f} s")
     print(f"[{name}] judge_kappa {_f(ih['kappa'])} (accuracy {_f(ih['accuracy'])}, n {ih['n']}, "
           f"unscorable {ih['unscorable']})")
     for a in ("tf", "rq", "ear_r", "ear_c"):
@@ -59,15 +70,27 @@ def report(name: str, rep, wall_s: float) -> None:
         if d["n"]:
             print(f"[{name}]   {a}: accuracy {_f(d['accuracy'])}, kappa {_f(d['kappa'])}, "
                   f"n {d['n']}, unscorable {d['unscorable']}")
-    print(f"[{name}] ear_kappa {_f(ear['kappa'])} (accuracy {_f(ear['accuracy'])}, n {ear['n']})")
+    if ear["n"]:
+        print(f"[{name}] ear_kappa {_f(ear['kappa'])} (accuracy {_f(ear['accuracy'])}, n {ear['n']})")
     print(f"[{name}] template_fail_rate {_f(t['rate'])} (n {t['n']})")
     print(f"[{name}] paraphrase_pass_rate {_f(p['rate'])} (n {p['n']})")
+    conf = rep.confusion()
+    tf = {k: v for k, v in conf.items() if k.startswith("tf/")}
+    if tf:
+        ties = sum(n for c in tf.values() for e, n in c.items() if e.endswith("->tie"))
+        print(f"[{name}]   tf position-inconsistent (tie) judgments: {ties}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_GGUF, help="GGUF for the local model judge")
-    ap.add_argument("--limit", type=int, default=40, help="control judgments for the model judge")
+    ap.add_argument("--limit", type=int, default=24, help="control judgments for the model judge's kappa")
+    ap.add_argument("--gate-limit", type=int, default=24,
+                    help="RQ judgments on content-free templates and paraphrases for the gates")
+    ap.add_argument("--part", default="heldout", choices=("heldout", "dev", "all"),
+                    help="control-set part the model judge is reported on")
+    ap.add_argument("--scorer", default="ihbench", choices=("ihbench", "ear", "all"))
+    ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
     ap.add_argument("--workdir", type=Path, default=Path("work/bench-judge"))
     ap.add_argument("--skip-model", action="store_true")
     args = ap.parse_args()
@@ -83,17 +106,41 @@ def main() -> None:
     try:
         import llama_cpp  # noqa: F401
     except ImportError:
-        print("[model] skipped: llama-cpp-python is not installed (bash tests/llm/setup_llamacpp.sh)")
+        print("[model] skipped: llama-cpp-python is not installed (pip install 'bargein[llamacpp]')")
         return
     if not args.model.is_file():
-        print(f"[model] skipped: no GGUF at {args.model} (bash tests/llm/setup_llamacpp.sh)")
+        print(f"[model] skipped: no GGUF at {args.model} (set BARGEIN_JUDGE_GGUF or --model)")
         return
+    from bargein.llm import get_llm
+
     spec = f"llamacpp:{args.model}"
+    llm = get_llm(spec, workdir=args.workdir)
+    llm.provider.n_threads = args.threads         # the model loads on first use
+    judge = LLMJudge(spec, workdir=args.workdir, llm=llm)
+    ear = None
+    if args.scorer != "ihbench":
+        from bargein.scorers.ear import LLMRepairJudge
+
+        ear = LLMRepairJudge(spec, workdir=args.workdir, llm=llm)     # one model in memory
     t = time.perf_counter()
-    rep = validate_judge(spec, workdir=args.workdir, limit=args.limit, concurrency=1)
+    rep = validate_judge(spec, workdir=args.workdir, scorer=args.scorer, limit=args.limit,
+                         concurrency=1, part=args.part, ih_judge=judge, ear_judge=ear)
     report("model", rep, time.perf_counter() - t)
-    sub = validate_judge("smoke", save=False, limit=args.limit)
+    print(f"[model] the {rep.control_set}, stratified subset of {args.limit} (round-robin over "
+          "axis x type x category, stable hashed order)")
+    sub = validate_judge("smoke", save=False, scorer=args.scorer, limit=args.limit, part=args.part)
     report("smoke-on-the-same-subset", sub, 0.0)
+    if args.gate_limit and args.scorer != "ear":
+        gate = dict(part=args.part, axes=("rq",), categories=("template",) + PARAPHRASES,
+                    limit=args.gate_limit)
+        t = time.perf_counter()
+        g = validate_judge(spec, workdir=args.workdir, scorer="ihbench", concurrency=1,
+                           ih_judge=judge, save=False, **gate)
+        report("model-gates", g, time.perf_counter() - t)
+        print(f"[model-gates] RQ on content-free templates and good paraphrases only: the "
+              f"{g.control_set}, stratified subset of {args.gate_limit}")
+        report("smoke-gates-same-items", validate_judge("smoke", save=False, scorer="ihbench",
+                                                        **gate), 0.0)
 
 
 if __name__ == "__main__":

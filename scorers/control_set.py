@@ -168,6 +168,46 @@ def control_items(scorer: str = "all") -> list[ControlItem]:
     return [i for i in _all() if i.axis in axes]
 
 
+def case_of(item: ControlItem) -> str:
+    """The hand-written case (IHBench) or source utterance (EAR) a judgment comes from."""
+    return item.id.split("/", 1)[0]
+
+
+@lru_cache(maxsize=1)
+def dev_cases() -> frozenset[str]:
+    """The development part of the control set: per interruption type one IHBench case, and one
+    EAR source in four, chosen by a stable hash (never by looking at a judge's answers).
+
+    Judge prompts may be worked on against these cases only; figures are reported on the
+    held-out rest (:func:`split`), so no prompt is tuned on the judgments it is measured on."""
+    by_group: dict[str, list[str]] = {}
+    for i in _all():
+        key = i.kind if i.axis in ("tf", "rq") else "ear"
+        case = case_of(i)
+        if case not in by_group.setdefault(key, []):
+            by_group[key].append(case)
+    dev: set[str] = set()
+    for key, cases in by_group.items():
+        ranked = sorted(cases, key=lambda c: stable_int("control-dev", c))
+        dev.update(ranked[: max(1, len(cases) // 4)])
+    return frozenset(dev)
+
+
+SPLITS = ("all", "dev", "heldout")
+
+
+def split(items: list[ControlItem], part: str = "all") -> list[ControlItem]:
+    """``part`` "dev" (prompt work), "heldout" (reported figures) or "all"."""
+    if part not in SPLITS:
+        from bargein.errors import ConfigError
+
+        raise ConfigError(f"control-set split {part!r}: valid splits are {', '.join(SPLITS)}")
+    if part == "all":
+        return list(items)
+    dev = dev_cases()
+    return [i for i in items if (case_of(i) in dev) == (part == "dev")]
+
+
 def stratified(items: list[ControlItem], limit: int | None) -> list[ControlItem]:
     """At most ``limit`` items, round-robin over (axis, kind, category) groups (axes interleaved,
     groups in a stable hashed order), so a small subset still spans axes, types and categories."""

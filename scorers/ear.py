@@ -394,7 +394,7 @@ def score_ear(items_path: str | Path, responses_path: str | Path, *, judge: str 
     report.json and tables.md to ``out`` when given. ``judge``: PROVIDER:MODEL, ``smoke``, or
     None for ``$BARGEIN_JUDGE`` (an error names the fix when no judge is configured)."""
     from bargein.scorers.ihbench_judges import SMOKE_STAMP
-    from bargein.scorers.judge_validation import validation_summary
+    from bargein.scorers.judge_validation import judge_card, validation_summary
 
     if n_boot < 0:
         raise ConfigError(f"--bootstrap {n_boot}: must be >= 0")
@@ -414,6 +414,8 @@ def score_ear(items_path: str | Path, responses_path: str | Path, *, judge: str 
               "judge_failures": len(failed), "unscorable": _unscorable_counts(items, scores)}
     if smoke:
         config["stamp"] = SMOKE_STAMP
+    config["judge_card"] = judge_card(j.id, config["judge_validation"], epochs=epochs,
+                                      smoke=smoke).model_dump()
     report = ScoreReport(scorer="ear", release=str(items_path), aggregates=tuple(aggs), config=config)
     res = EARReport(report=report, scores=scores)
     if out is not None:

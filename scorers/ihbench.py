@@ -279,6 +279,8 @@ async def _judge_all(items: list[EvalItem], responses: Responses, judge: Judge, 
                 v = await judge.compare(item, a, b, sample=epoch)
                 d.update({"model_position": "A" if first else "B", "winner": v.winner,
                           "loser_deficiency": v.deficiency, "tf_status": v.status})
+                if v.evidence.get("orders"):           # both positions' answers, for the audit
+                    d["tf_orders"] = v.evidence["orders"]
                 if v.status == "unscorable":
                     out.unscorable[TF][key] = {"problem": "judge answer unusable (TF)",
                                                "item_id": item.id, "epoch": epoch, "evidence": v.evidence}
@@ -310,11 +312,19 @@ class IHBenchReport:
     baseline_models: dict[str, int] = field(default_factory=dict)
     plots: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def judge_card(self):
+        """The judge and its validation figures as structured fields (a JudgeCard)."""
+        from bargein.scorers.judge_validation import judge_card
+
+        return judge_card(self.judge, self.validation, epochs=self.epochs, smoke=self.smoke)
+
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
             "release", "judge", "epochs", "items", "overall", "by_type", "by_depth",
             "depth_regression", "judge_failures", "no_baseline", "smoke", "validation",
             "input_issues", "baseline_models", "plots")}
+        d["judge_card"] = self.judge_card.model_dump()
         if self.smoke:
             from bargein.scorers.ihbench_judges import SMOKE_STAMP
 

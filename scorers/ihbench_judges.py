@@ -59,13 +59,14 @@ class TFJudgment(BaseModel):
 
     reasoning: str = ""
     winner: Literal["A", "B"]
-    loser_deficiency: str = Field(min_length=1)
+    loser_deficiency: str = Field(min_length=1, max_length=240)
 
 
 class CriterionVerdict(BaseModel):
     criterion: str
     met: bool
     reason: str = ""
+    evidence: str = ""             # the judge's quote of the response (per-criterion RQ)
 
 
 class RQJudgment(BaseModel):
@@ -154,18 +155,55 @@ def _messages(name: str, **variables: Any) -> list[dict[str, str]]:
     return [{"role": "system", "content": head.strip()}, {"role": "user", "content": case.strip()}]
 
 
+class CriterionCheck(BaseModel):
+    """The answer to one rubric criterion asked alone (prompt ``judge_rq_criterion``): the words
+    of the response that meet it, then the verdict. The evidence is checked in code."""
+
+    evidence: str = Field(max_length=400)
+    met: bool
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", (text or "").lower()))
+
+
+def quoted_in(evidence: str, response: str) -> bool:
+    """Whether ``evidence`` is words of ``response``, as written (case, punctuation and spacing
+    aside). Empty evidence is not."""
+    q = _norm(evidence)
+    return bool(q) and f" {q} " in f" {_norm(response)} "
+
+
+RQ_MODES = ("criteria", "all")
+
+
 class LLMJudge:
-    """Renders ``judge_tf`` / ``judge_rq`` and asks any provider for a schema-checked answer."""
+    """IHBench's LLM judge through the prompt files, with any provider's schema-checked answers.
+
+    TF (``judge_tf``): pairwise, a named concrete deficiency of the loser required (re-asked
+    when vague); with ``both_orders`` (the default) the pair is judged in both positions and a
+    winner that changes with the position is a tie (``status="tie"``, both answers kept).
+    RQ: ``rq_mode="criteria"`` (the default) asks each criterion alone (``judge_rq_criterion``)
+    for the words of the response that meet it; a criterion is met only when the judge says so
+    AND its evidence is words of the response (checked here: a quote that is not in the
+    response fails the criterion). ``rq_mode="all"`` is the one-call form (``judge_rq``).
+    The verdict is all-criteria, computed here, never taken from the judge.
+    """
 
     smoke = False
 
     def __init__(self, spec: str, *, workdir: Path | None, reasks: int = 2, llm: Any = None,
-                 temperature: float | None = 0.0, max_tokens: int = JUDGE_MAX_TOKENS):
+                 temperature: float | None = 0.0, max_tokens: int = JUDGE_MAX_TOKENS,
+                 rq_mode: str = "criteria", both_orders: bool = True):
         from bargein.prompts import load
 
+        if rq_mode not in RQ_MODES:
+            raise ConfigError(f"rq_mode {rq_mode!r}: valid modes are {', '.join(RQ_MODES)}")
         self.spec = spec
-        versions = ", ".join(f"{n} v{load(n).version}" for n in ("judge_tf", "judge_rq"))
-        self.id = f"{spec} ({versions})"
+        self.rq_mode, self.both_orders = rq_mode, both_orders
+        rq_prompt = "judge_rq_criterion" if rq_mode == "criteria" else "judge_rq"
+        tf = f"judge_tf v{load('judge_tf').version}" + (" both orders" if both_orders else "")
+        self.id = f"{spec} ({tf}, {rq_prompt} v{load(rq_prompt).version})"
         self.reasks = reasks
         self.temperature = judge_temperature(spec, temperature)
         self.max_tokens = max_tokens
@@ -175,11 +213,33 @@ class LLMJudge:
             llm = get_llm(spec, workdir=workdir)
         self.llm = llm                    # anything with ``async structured(messages, Schema, ...)``
 
-    async def _ask(self, chat, schema, agent: str, sample: int):
+    async def _ask(self, chat, schema, agent: str, sample: int, max_tokens: int | None = None):
         return await self.llm.structured(chat, schema, agent=agent, sample=sample,
-                                         temperature=self.temperature, max_tokens=self.max_tokens)
+                                         temperature=self.temperature,
+                                         max_tokens=max_tokens or self.max_tokens)
 
+    # ---- TF ---------------------------------------------------------------------------------
     async def compare(self, item: EvalItem, a: str, b: str, *, sample: int) -> TFVerdict:
+        first = await self._compare_once(item, a, b, sample)
+        if not self.both_orders or first.status != "ok":
+            return first
+        second = await self._compare_once(item, b, a, sample)
+        orders = {"orders": [{"shown": "as given", "winner": first.winner,
+                              "loser_deficiency": first.deficiency},
+                             {"shown": "swapped", "winner_as_shown": second.winner,
+                              "loser_deficiency": second.deficiency}]}
+        if second.status != "ok":
+            return TFVerdict(None, first.deficiency, "unscorable",
+                             {**second.evidence, **orders,
+                              "reason": "the judgment in the swapped order failed: "
+                                        + str(second.evidence.get("reason", ""))})
+        again = {"A": "B", "B": "A"}[second.winner]
+        if again != first.winner:
+            return TFVerdict("tie", "", "tie", {**orders, "reason": "the winner changed with the "
+                             "position of the two responses (position-inconsistent: a tie)"})
+        return TFVerdict(first.winner, first.deficiency, "ok", orders)
+
+    async def _compare_once(self, item: EvalItem, a: str, b: str, sample: int) -> TFVerdict:
         chat = _messages("judge_tf", **judge_context(item), tf_criterion=item.rubric.tf_criterion,
                          response_a=a, response_b=b)
         answers: list[dict] = []
@@ -204,7 +264,32 @@ class LLMJudge:
                          {"reason": f"no concrete deficiency named after {len(answers)} answers",
                           "answers": answers})
 
+    # ---- RQ ---------------------------------------------------------------------------------
     async def assess(self, item: EvalItem, response: str, *, sample: int) -> RQJudgment | Unscorable:
+        if self.rq_mode == "all":
+            return await self._assess_all(item, response, sample)
+        ctx = judge_context(item)
+        crit: list[CriterionVerdict] = []
+        for c in item.rubric.rq_criteria:
+            chat = _messages("judge_rq_criterion", **ctx, response=response, criterion=c)
+            try:
+                ans = await self._ask(chat, CriterionCheck, "judge_rq_criterion", sample, max_tokens=200)
+            except GenerationFailed as e:
+                return Unscorable("the judge gave no answer that fits the CriterionCheck schema",
+                                  {"criterion": c, "error": str(e), "details": e.evidence,
+                                   "answers": [x.model_dump() for x in crit]})
+            ans = ans if isinstance(ans, CriterionCheck) else CriterionCheck.model_validate(ans)
+            if ans.met and not quoted_in(ans.evidence, response):
+                why = ("judged met, but its evidence is not words of the response: "
+                       f"{ans.evidence!r}" if ans.evidence.strip() else
+                       "judged met without quoting the response")
+                crit.append(CriterionVerdict(criterion=c, met=False, reason=why, evidence=ans.evidence))
+            else:
+                crit.append(CriterionVerdict(criterion=c, met=ans.met, evidence=ans.evidence,
+                                             reason="met, quoting the response" if ans.met else "not met"))
+        return RQJudgment(criteria=crit, verdict="pass" if all(c.met for c in crit) else "fail")
+
+    async def _assess_all(self, item: EvalItem, response: str, sample: int) -> RQJudgment | Unscorable:
         chat = _messages("judge_rq", **judge_context(item),
                          rq_criteria=list(item.rubric.rq_criteria), response=response)
         answers: list[dict] = []

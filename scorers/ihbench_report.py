@@ -38,15 +38,21 @@ def _rows(title: str, blocks: dict[str, dict[str, dict[str, float]]]) -> list[st
 
 
 def judge_line(judge: str, validation: dict[str, Any], epochs: int, smoke: bool) -> str:
-    """The line every table starts with: the judge, its validation kappa, the epochs."""
+    """The line every table starts with: the judge, its validation kappa (with the template
+    fail and paraphrase pass rates where measured), the epochs."""
     from bargein.scorers.ihbench_judges import SMOKE_STAMP
+    from bargein.scorers.judge_validation import judge_card
 
-    v = validation or {}
-    if v.get("kappa") is not None:
-        val = (f"validation κ {v['kappa']:.3f}, accuracy {v['accuracy']:.3f} on {v['n']} "
-               f"control-set judgments ({v.get('control_set', '?')})")
+    c = judge_card(judge, validation, epochs=epochs, smoke=smoke)
+    if c.validated:
+        val = (f"validation κ {c.kappa:.3f}, accuracy {c.accuracy:.3f} on {c.n} "
+               f"control-set judgments ({c.control_set or '?'})")
+        if c.template_fail_rate is not None:
+            val += f", template fail {c.template_fail_rate:.3f} (n {c.template_n})"
+        if c.paraphrase_pass_rate is not None:
+            val += f", paraphrase pass {c.paraphrase_pass_rate:.3f} (n {c.paraphrase_n})"
     else:
-        val = f"validation κ not measured ({v.get('note', 'run `bargein score validate-judge`')})"
+        val = f"validation κ not measured ({c.note or 'run `bargein score validate-judge`'})"
     stamp = f"{SMOKE_STAMP.upper()} — " if smoke else ""
     return f"{stamp}judge {judge}; {val}; {epochs} epoch(s)"
 
@@ -168,7 +174,8 @@ def write_outputs(out: Path, r: "IHBenchReport", items: list, judged: "Judged",
             if c["n"]:
                 aggs.append(Aggregate(metric=metric, group=group, value=c["value"],
                                       ci_low=c["ci_low"], ci_high=c["ci_high"], n=c["n"]))
-    cfg: dict[str, Any] = {**stamp, "judge": r.judge, "judge_validation": r.validation,
+    cfg: dict[str, Any] = {**stamp, "judge": r.judge, "judge_card": r.judge_card.model_dump(),
+                           "judge_validation": r.validation,
                            "epochs": r.epochs, "items": r.items, "input_issues": r.input_issues,
                            "baseline_models": r.baseline_models,
                            "blocks": {"overall": r.overall, "by_type": r.by_type,

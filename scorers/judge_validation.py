@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bargein.scorers.control_set import CONTROL_VERSION, GOOD, PARAPHRASES, ControlItem, control_items, stratified
+from pydantic import BaseModel, ConfigDict
+
+from bargein.scorers.control_set import (CONTROL_VERSION, GOOD, PARAPHRASES, ControlItem, case_of,
+                                         control_items, split, stratified)
 
 SCORER_AXES = {"ihbench": ("tf", "rq"), "ear": ("ear_r", "ear_c")}
 
@@ -101,11 +104,15 @@ class ValidationReport:
 
     def summary(self, scorer: str) -> dict[str, Any]:
         s = self.scorer(scorer)
-        return {"judge": self.judge, "control_set": self.control_set, "n": s["n"],
-                "kappa": None if math.isnan(s["kappa"]) else round(s["kappa"], 4),
-                "accuracy": None if math.isnan(s["accuracy"]) else round(s["accuracy"], 4),
-                "unscorable": s["unscorable"], "subset": self.limit,
-                "axes": {a: _finite(self.axis(a)) for a in SCORER_AXES[scorer]}}
+        out = {"judge": self.judge, "control_set": self.control_set, "n": s["n"],
+               "kappa": None if math.isnan(s["kappa"]) else round(s["kappa"], 4),
+               "accuracy": None if math.isnan(s["accuracy"]) else round(s["accuracy"], 4),
+               "unscorable": s["unscorable"], "subset": self.limit,
+               "axes": {a: _finite(self.axis(a)) for a in SCORER_AXES[scorer]}}
+        if scorer == "ihbench":
+            out["template_fail_rate"] = _finite(self.template_fail_rate())
+            out["paraphrase_pass_rate"] = _finite(self.paraphrase_pass_rate())
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         from bargein.scorers.ihbench_judges import SMOKE_STAMP
@@ -194,16 +201,24 @@ async def _one(c: ControlItem, ih, ear) -> Verdict:
 
 def validate_judge(spec: str | None, *, workdir: Path | None = None, scorer: str = "all",
                    limit: int | None = None, concurrency: int = 4, ih_judge=None, ear_judge=None,
-                   save: bool = True) -> ValidationReport:
-    """Run a judge (``smoke`` or PROVIDER:MODEL) over the control set (or a stratified subset of
-    ``limit`` items) and return the agreement figures; a model judge's report is saved under
-    ``<workdir>/judge_validation/`` for ``score`` to print."""
+                   save: bool = True, part: str = "all", axes: tuple[str, ...] | None = None,
+                   categories: tuple[str, ...] | None = None) -> ValidationReport:
+    """Run a judge (``smoke`` or PROVIDER:MODEL) over the control set (``part``: "all", the
+    "dev" cases prompts may be worked on, or the "heldout" rest), or a stratified subset of
+    ``limit`` items of it, and return the agreement figures; a model judge's report is saved
+    under ``<workdir>/judge_validation/`` for ``score`` to print. ``axes`` / ``categories``
+    keep only those judgments (e.g. the RQ template and paraphrase gates).
+
+    Judgments run grouped by axis, then case (a local model reuses the shared prompt prefix);
+    the report keeps the stratified order."""
     from bargein.scorers.ear import get_repair_judge
     from bargein.scorers.ihbench_judges import get_judge, resolve_judge_spec
 
     workdir = Path(workdir or "work")
     spec = resolve_judge_spec(spec, what="score validate-judge") if ih_judge is None and ear_judge is None else spec
-    items = stratified(control_items(scorer), limit)
+    items = [i for i in split(control_items(scorer), part)
+             if (axes is None or i.axis in axes) and (categories is None or i.category in categories)]
+    items = stratified(items, limit)
     ih = ih_judge or (get_judge(spec, workdir=workdir) if any(i.axis in ("tf", "rq") for i in items) else None)
     ear = ear_judge or (get_repair_judge(spec, workdir=workdir) if any(i.axis.startswith("ear") for i in items) else None)
     sem = asyncio.Semaphore(max(1, concurrency))
@@ -212,11 +227,18 @@ def validate_judge(spec: str | None, *, workdir: Path | None = None, scorer: str
         async def one(c: ControlItem) -> Verdict:
             async with sem:
                 return await _one(c, ih, ear)
-        return list(await asyncio.gather(*(one(c) for c in items)))
+        order = sorted(range(len(items)), key=lambda k: (items[k].axis, case_of(items[k]),
+                                                           items[k].response, items[k].id))
+        done = await asyncio.gather(*(one(items[k]) for k in order))
+        out: list[Verdict | None] = [None] * len(items)
+        for k, v in zip(order, done):
+            out[k] = v
+        return out                                  # type: ignore[return-value]
 
     verdicts = asyncio.run(run())
     judge_id = (ih or ear).id if ih is None or ear is None else _joint_id(ih.id, ear.id)
-    rep = ValidationReport(judge=judge_id, control_set=CONTROL_VERSION,
+    rep = ValidationReport(judge=judge_id, control_set=CONTROL_VERSION if part == "all" else
+                           f"{CONTROL_VERSION} {part} part",
                            smoke=bool(getattr(ih or ear, "smoke", False)), verdicts=verdicts, limit=limit)
     if save and not rep.smoke:
         for s, j in (("ihbench", ih), ("ear", ear)):
@@ -247,6 +269,42 @@ def _store(workdir: Path, judge_id: str, scorer: str, rep: ValidationReport) -> 
     atomic_write_text(_path(workdir, judge_id, scorer), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+class JudgeCard(BaseModel):
+    """The judge of a scored run and its validation figures, as structured fields (the
+    ``judge_card`` of every score report; :func:`judge_card`). Rates are None when not measured
+    (a model judge not validated yet, or EAR, which has no template/paraphrase categories)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    judge: str
+    smoke: bool
+    validated: bool
+    epochs: int
+    control_set: str | None = None
+    n: int | None = None                   # control-set judgments the figures rest on
+    subset: int | None = None              # a stratified subset of this many, if not the whole part
+    kappa: float | None = None
+    accuracy: float | None = None
+    unscorable: int | None = None
+    template_fail_rate: float | None = None
+    template_n: int | None = None
+    paraphrase_pass_rate: float | None = None
+    paraphrase_n: int | None = None
+    note: str = ""
+
+
+def judge_card(judge_id: str, validation: dict[str, Any], *, epochs: int, smoke: bool) -> JudgeCard:
+    """The structured judge fields from :func:`validation_summary`'s dict."""
+    v = validation or {}
+    t, p = v.get("template_fail_rate") or {}, v.get("paraphrase_pass_rate") or {}
+    return JudgeCard(judge=judge_id, smoke=smoke, validated=v.get("kappa") is not None,
+                     epochs=epochs, control_set=v.get("control_set"), n=v.get("n"),
+                     subset=v.get("subset"), kappa=v.get("kappa"), accuracy=v.get("accuracy"),
+                     unscorable=v.get("unscorable"), template_fail_rate=t.get("rate"),
+                     template_n=t.get("n"), paraphrase_pass_rate=p.get("rate"),
+                     paraphrase_n=p.get("n"), note=v.get("note", ""))
+
+
 _SMOKE_CACHE: dict[str, dict[str, Any]] = {}
 
 
@@ -268,4 +326,4 @@ def validation_summary(judge: Any, *, workdir: Path, scorer: str) -> dict[str, A
                     f"--judge {spec}`"}
 
 
-__all__ = ["ValidationReport", "cohen_kappa", "validate_judge", "validation_summary", "GOOD"]
+__all__ = ["JudgeCard", "ValidationReport", "judge_card", "cohen_kappa", "validate_judge", "validation_summary", "GOOD"]

@@ -22,8 +22,9 @@ from bargein.scorers.ihbench import (
     load_responses, logistic_slope, score_ihbench, win_value,
 )
 from bargein.scorers.ihbench_judges import (
-    JUDGE_ENV, SMOKE_STAMP, LLMJudge, Unscorable, resolve_judge_spec, vague_deficiency,
+    JUDGE_ENV, SMOKE_STAMP, LLMJudge, Unscorable, quoted_in, resolve_judge_spec, vague_deficiency,
 )
+from bargein.scorers.judge_validation import validate_judge
 from bargein.scorers.stats import bootstrap_ci
 
 
@@ -185,7 +186,7 @@ def test_llm_judge_reasks_on_vague_deficiency_then_is_unscorable():
     it = item("impatient")
     m = ScriptedModel([{"winner": "B", "loser_deficiency": "longer"},
                        {"winner": "B", "loser_deficiency": "re-explains the photo requirement the user skipped"}])
-    j = LLMJudge("scripted:model", workdir=None, llm=m)
+    j = LLMJudge("scripted:model", workdir=None, llm=m, both_orders=False)
     v = asyncio.run(j.compare(it, "x", "y", sample=1))
     assert (v.winner, v.deficiency, v.status) == (
         "B", "re-explains the photo requirement the user skipped", "ok")
@@ -196,18 +197,58 @@ def test_llm_judge_reasks_on_vague_deficiency_then_is_unscorable():
     m2 = ScriptedModel([{"winner": "A", "loser_deficiency": "more detail"}] * 3)
     v2 = asyncio.run(LLMJudge("s:m", workdir=None, llm=m2).compare(it, "x", "y", sample=0))
     assert v2.winner is None and v2.status == "unscorable" and len(v2.evidence["answers"]) == 3
-    # RQ: the verdict is recomputed from the criteria, never trusted
+    # RQ in one call: the verdict is recomputed from the criteria, never trusted
     m3 = ScriptedModel([{"criteria": [{"criterion": "a", "met": True}, {"criterion": "b", "met": False}],
                          "verdict": "pass"}])
-    rq = asyncio.run(LLMJudge("s:m", workdir=None, llm=m3).assess(it, "resp", sample=0))
+    rq = asyncio.run(LLMJudge("s:m", workdir=None, llm=m3, rq_mode="all").assess(it, "resp", sample=0))
     assert rq.verdict == "fail" and [c.criterion for c in rq.criteria] == list(it.rubric.rq_criteria)
     # a judge answer that never fits the schema: unscorable, with the evidence kept
     m4 = ScriptedModel([GenerationFailed("no valid RQJudgment", evidence={"attempts": [{"raw": "??"}]})])
-    bad = asyncio.run(LLMJudge("s:m", workdir=None, llm=m4).assess(it, "resp", sample=0))
+    bad = asyncio.run(LLMJudge("s:m", workdir=None, llm=m4, rq_mode="all").assess(it, "resp", sample=0))
     assert isinstance(bad, Unscorable) and bad.evidence["details"]["attempts"][0]["raw"] == "??"
+    m5 = ScriptedModel([GenerationFailed("no valid CriterionCheck", evidence={"attempts": [{"raw": "?"}]})])
+    bad = asyncio.run(LLMJudge("s:m", workdir=None, llm=m5).assess(it, "resp", sample=0))
+    assert isinstance(bad, Unscorable) and bad.evidence["criterion"] == it.rubric.rq_criteria[0]
     TFJudgment(winner="A", loser_deficiency="x")          # schema accepts A/B only
     with pytest.raises(ValueError):
         TFJudgment(winner="tie", loser_deficiency="x")
+
+
+def test_tf_in_both_orders_a_position_bound_winner_is_a_tie():
+    """Plumbing: the pair is judged as given and swapped; the same response must win both."""
+    it = item("normal")
+    why = "skips the Friday deadline the caller just gave"
+    same = ScriptedModel([{"winner": "A", "loser_deficiency": why}, {"winner": "B", "loser_deficiency": why}])
+    v = asyncio.run(LLMJudge("s:m", workdir=None, llm=same).compare(it, "good", "bad", sample=0))
+    assert (v.winner, v.status) == ("A", "ok") and len(same.asked) == 2
+    shown = [m[2][1]["content"] for m in same.asked]
+    assert shown[0].index('"""good"""') < shown[0].index('"""bad"""')
+    assert shown[1].index('"""bad"""') < shown[1].index('"""good"""')          # swapped
+    biased = ScriptedModel([{"winner": "A", "loser_deficiency": why}] * 2)     # always "A"
+    t = asyncio.run(LLMJudge("s:m", workdir=None, llm=biased).compare(it, "good", "bad", sample=0))
+    assert (t.winner, t.status) == ("tie", "tie") and len(t.evidence["orders"]) == 2
+    assert win_value(t.winner, True) == 0.5
+
+
+def test_rq_per_criterion_evidence_must_be_words_of_the_response():
+    """A criterion judged met whose quote is not in the response fails, in code."""
+    it = item("correction")
+    resp = "Noted, the 14th then. I'll move the visit to Tuesday the fourteenth at 9."
+    n = len(it.rubric.rq_criteria)
+    ok = [{"evidence": "the fourteenth at 9", "met": True}] * n
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(ok)).assess(it, resp, sample=0))
+    assert r.verdict == "pass" and all(c.met for c in r.criteria)
+    invented = ok[:-1] + [{"evidence": "I have booked the engineer", "met": True}]
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(invented)).assess(it, resp, sample=0))
+    assert r.verdict == "fail" and not r.criteria[-1].met and "not words of the response" in r.criteria[-1].reason
+    empty = [{"evidence": "", "met": True}] + ok[1:]
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(empty)).assess(it, resp, sample=0))
+    assert r.verdict == "fail" and "without quoting" in r.criteria[0].reason
+    m = ScriptedModel(ok)
+    asyncio.run(LLMJudge("s:m", workdir=None, llm=m).assess(it, resp, sample=0))
+    assert [a[0] for a in m.asked] == ["judge_rq_criterion"] * n
+    assert all(c in a[2][-1]["content"] for a, c in zip(m.asked, it.rubric.rq_criteria))
+    assert quoted_in("THE fourteenth, at 9!", resp) and not quoted_in("fourteenth at 10", resp)
 
 
 def test_no_judge_configured_stops_with_the_fix(monkeypatch):
@@ -300,6 +341,14 @@ def test_smoke_pipeline_writes_stamped_tables_scores_and_plots(release, tmp_path
     report = json.loads((out / "report.json").read_text())
     assert report["config"]["stamp"] == SMOKE_STAMP
     assert report["config"]["judge_validation"]["kappa"] > 0.5
+    card = report["config"]["judge_card"]             # the judge as structured fields
+    val = validate_judge("smoke", scorer="ihbench", save=False)
+    assert card["judge"] == "smoke-rules@2" and card["smoke"] and card["validated"]
+    assert card["epochs"] == 3 and card["n"] == val.scorer("ihbench")["n"]
+    assert card["kappa"] == round(val.scorer("ihbench")["kappa"], 4)
+    assert card["template_fail_rate"] == val.template_fail_rate()["rate"]
+    assert card["paraphrase_pass_rate"] == val.paraphrase_pass_rate()["rate"] and card["paraphrase_n"] >= 40
+    assert f"template fail {card['template_fail_rate']:.3f}" in head and "paraphrase pass" in head
     lines = [json.loads(x) for x in (out / "item_scores.jsonl").read_text().splitlines()]
     assert len(lines) == 2 * 3 * len(load_eval_items(release))
     assert all(x["detail"]["stamp"] == SMOKE_STAMP for x in lines)
@@ -345,11 +394,9 @@ def test_llm_judges_and_audio_responder_through_the_openai_sdk(release, tmp_path
             a = first.split("Response A:", 1)[1].split("Response B:", 1)[0]
             return json.dumps({"reasoning": "r", "winner": "A" if "MODEL:" in a else "B",
                                "loser_deficiency": "ignores what the user just said"})
-        if schema.get("title") == "RQJudgment":
-            crit = re.findall(r"^\d+\. (.+)$", prompt.split("## Recovery-quality criteria", 1)[1],
-                              re.M)
-            return json.dumps({"criteria": [{"criterion": c, "met": True, "reason": "ok"}
-                                            for c in crit], "verdict": "pass"})
+        if schema.get("title") == "CriterionCheck":
+            reply = prompt.split("## The assistant's next reply", 1)[1].split('"""')[1]
+            return json.dumps({"evidence": reply.split(";")[0], "met": True})
         return "MODEL: I hear you; let's pick up where we left off."
 
     items = load_eval_items(release)
@@ -389,4 +436,4 @@ def test_llm_judges_and_audio_responder_through_the_openai_sdk(release, tmp_path
     assert rep.judge_failures == 0 and rep.judge.startswith("openai:judge-model")
     assert not rep.smoke and "not validated yet" in rep.tables()
     tf_requests = [r for r in srv.requests if "Candidate responses" in json.dumps(r.json)]
-    assert len(tf_requests) == 2 * n            # every TF judgment asked twice (one re-ask)
+    assert len(tf_requests) == 4 * n            # both orders, each re-asked once

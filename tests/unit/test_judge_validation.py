@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bargein.errors import ConfigError
 from bargein.records import INTERRUPTION_TYPES
 from bargein.scorers.control_set import GOOD, control_items, stratified
 from bargein.scorers.ihbench_smoke import SMOKE_CATEGORIES
@@ -68,6 +69,22 @@ def test_control_set_is_not_written_from_the_generators_wording():
                 assert len(norm.split()) < 5 or norm not in lines, (i.id, s)
 
 
+def test_dev_and_heldout_parts_split_by_case():
+    """Prompts are worked on against the dev cases; figures are reported on the held-out rest.
+    No case (so no conversation, rubric or hand-written answer) is in both."""
+    from bargein.scorers.control_set import case_of, dev_cases, split
+
+    items = control_items()
+    dev, held = split(items, "dev"), split(items, "heldout")
+    assert len(dev) + len(held) == len(items) and not {case_of(i) for i in dev} & {case_of(i) for i in held}
+    kinds = Counter(i.kind for i in items if i.axis == "rq" and case_of(i) in dev_cases())
+    assert set(kinds) == {"normal", "impatient", "correction", "topic_switch", "filler", "pushback"}
+    assert {i.axis for i in dev} == {i.axis for i in held} == {"tf", "rq", "ear_r", "ear_c"}
+    assert len(held) > 2 * len(dev)
+    with pytest.raises(ConfigError, match="valid splits"):
+        split(items, "test")
+
+
 def test_cohen_kappa_hand_computed():
     # po = 3/4; pe = (2*1 + 2*3) / 16 = 1/2; kappa = (0.75 - 0.5) / 0.5 = 0.5
     assert cohen_kappa(["p", "p", "f", "f"], ["p", "f", "f", "f"]) == pytest.approx(0.5)
@@ -109,8 +126,9 @@ def test_smoke_validation_is_deterministic(smoke_report):
 
 def test_model_judge_validation_over_the_openai_sdk(tmp_path, monkeypatch):
     """Plumbing only: a scripted judge behind the loopback server answers by a fixed rule (it
-    fails any response that echoes the user's last words, passes the rest, prefers response A,
-    and classifies repairs by keywords). The figures it gets are whatever that rule earns on the
+    fails any response that echoes the user's last words, passes the rest, prefers response A
+    (so every TF pair, judged in both orders, is a position-bound tie), and classifies repairs
+    by keywords). The figures it gets are whatever that rule earns on the
     control set; the test checks they are computed, saved, and printed by `score` — not that the
     rule is a good judge. One answer in five is schema-invalid JSON, re-asked by the client."""
     from bargein.scorers.ihbench_judges import get_judge
@@ -128,13 +146,11 @@ def test_model_judge_validation_over_the_openai_sdk(tmp_path, monkeypatch):
         if title == "TFJudgment":
             return json.dumps({"reasoning": "r", "winner": "A",
                                "loser_deficiency": "ignores what the caller just asked for"})
-        if title == "RQJudgment":
+        if title == "CriterionCheck":
             resp = text.split('"""')[1]
             inter = re.search(r'The user\'s interjection: "(.*)"', text).group(1)
             echo = inter.lower()[:20] in resp.lower()
-            crit = re.findall(r"^\d+\. (.+)$", text.split("## Recovery-quality criteria", 1)[1], re.M)
-            return json.dumps({"criteria": [{"criterion": c, "met": not echo, "reason": "r"}
-                                            for c in crit], "verdict": "fail" if echo else "pass"})
+            return json.dumps({"evidence": resp[:30], "met": not echo})
         resp = text.split('"""')[1].lower()
         cat = ("explicit_repair" if "missed the" in resp or "didn't catch the" in resp
                else "generic_refusal" if "again" in resp else "answer")
@@ -147,7 +163,8 @@ def test_model_judge_validation_over_the_openai_sdk(tmp_path, monkeypatch):
         assert rep.scorer("ihbench")["unscorable"] == 0               # re-asks recovered
         saved = sorted(p.name for p in (tmp_path / "judge_validation").glob("*.json"))
         assert saved == ["ear__openai_scripted-judge_judge_repair_v2.json",
-                         "ihbench__openai_scripted-judge_judge_tf_v2_judge_rq_v2.json"]
+                         "ihbench__openai_scripted-judge_judge_tf_v3_both_orders_judge_rq_criterion_v1.json"]
+        assert rep.axis("tf")["n"] and all(v.got == "tie" for v in rep.verdicts if v.item.axis == "tf")
         judge = get_judge("openai:scripted-judge", workdir=tmp_path)
         summary = validation_summary(judge, workdir=tmp_path, scorer="ihbench")
         assert summary["n"] == rep.scorer("ihbench")["n"] and summary["subset"] == 60
@@ -165,11 +182,8 @@ def test_judges_over_the_anthropic_sdk_and_schema_failures(tmp_path, monkeypatch
         schema = wire.request_schema(req) or {}
         if schema.get("title") == "TFJudgment":
             return json.dumps({"winner": "neither"})
-        if schema.get("title") == "RQJudgment":
-            text = wire.last_user_text(req)
-            crit = re.findall(r"^\d+\. (.+)$", text.split("## Recovery-quality criteria", 1)[1], re.M)
-            return json.dumps({"criteria": [{"criterion": c, "met": False, "reason": "r"}
-                                            for c in crit], "verdict": "fail"})
+        if schema.get("title") == "CriterionCheck":
+            return json.dumps({"evidence": "", "met": False})
         return json.dumps({"category": "answer", "correct": False, "reason": "r"})
 
     with LoopbackLLMServer(responder=responder) as srv:
