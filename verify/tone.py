@@ -35,7 +35,7 @@ _DISTRESS = re.compile(
 _UPBEAT = re.compile(r"\b(wonderful|lovely|great|perfect|fantastic|excellent|awesome|brilliant|"
                      r"glad|happy to hear|good to know|good news|nice|splendid|super)\b", re.I)
 MARKERS = frozenset("okay ok now so right alright well anyway great good perfect sure thanks "
-                    "then also".split())
+                    "then also understood noted fine".split())
 
 
 def is_distressing(text: str) -> bool:
@@ -156,7 +156,7 @@ def dedupe_markers(parts: list[str]) -> list[str]:
             rest = p[mm.end():].lstrip()
             if rest:
                 p = rest[:1].upper() + rest[1:] if not out[-1].endswith(",") else rest
-        said |= {x.lower() for x in re.findall(r"(?:^|[.!?,]\s+)(\w+),", p)}
+        said |= {x.lower() for x in re.findall(r"(?:^|[.!?,]\s+)(\w+)[,.!]", p)}
         if out and _THANKS_ONLY.match(p) and any(_THANKED.search(x) for x in out):
             rest = _THANKS_ONLY.sub("", p, count=1).lstrip()     # "Thank you." + "Thanks. And"
             if not rest:
