@@ -190,6 +190,7 @@ def _rubrics_offline(conv: Conversation, ctx: StageContext) -> Conversation:
 
 def rubric_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
     """Conversation -> Conversation with one rubric per interjection (output: conversations.jsonl)."""
+    from bargein.llm import stage_concurrency
     from bargein.llm.base import is_offline
 
     if is_offline(llm):
@@ -199,4 +200,4 @@ def rubric_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
 
     return Stage(name="conversations", fn=rubrics_llm, output=Conversation, config={"llm": llm},
                  version=RUBRIC_VERSION, prompts=("rubric_generator", "rubric_interruption"), backends=(llm,),
-                 kind="io", concurrency=concurrency)
+                 kind="io", concurrency=stage_concurrency(llm, concurrency))
