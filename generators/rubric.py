@@ -144,10 +144,10 @@ def task_criterion(conv: Conversation, idx: int, rng: random.Random) -> str:
     questions = re.findall(r"[^.?!]*\?", text)
     if kind == "ask" and questions:
         q = questions[-1].strip()
-        if len(q.split()) < 5 and unit is not None and unit.purpose in ("readback", "recap"):
+        if len(q.split()) < 6 and unit is not None and unit.purpose in ("readback", "recap"):
             return (f"{lead} reads back what the caller gave and asks them to confirm it is "
                     "right.")
-        if len(q.split()) < 5:                 # "Is that right?" alone says nothing: quote more
+        if len(q.split()) < 6:                 # "Is that right?" alone says nothing: quote more
             sents = re.findall(r"[^.?!]*[.?!]", text)
             i = next((j for j, x in enumerate(sents) if x.strip() == q), len(sents) - 1)
             q = " ".join(x.strip() for x in sents[max(0, i - 1):i + 1]) or q
