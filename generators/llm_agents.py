@@ -218,8 +218,19 @@ def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     return errs + check_delivered(plan, turn)
 
 
+_ECHOES = ("what you say", "your words", "your own words", "...", "utterance", "interjection")
+
+
+def _echo(text: str) -> list[str]:
+    """The words of the instructions or the format copied instead of speech ('what you say')."""
+    t = text.strip().lower().strip(".!? ")
+    if not t or t in _ECHOES or any(e in t for e in ("what you say", "interjection", "utterance")):
+        return [f"{text.strip()!r} copies the instructions; write what the caller actually says"]
+    return []
+
+
 def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
-    errs = [e for e in check_reply(up, utterance) if not e.startswith(_VALUE_ERRORS)]
+    errs = _echo(utterance) + [e for e in check_reply(up, utterance) if not e.startswith(_VALUE_ERRORS)]
     if up.action == "answer":
         missing = [v for v in up.facts.values() if v and not said(utterance, v)]
         if missing:
@@ -229,8 +240,9 @@ def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
 
 def check_user_interjection(up: UserPlan, message: str, content_start: int, heard: str,
                             interjection: str, context: tuple[str, ...]) -> list[str]:
-    errs = [e for e in check_interjection(up, message, content_start, heard, interjection, context)
-            if not e.startswith(_VALUE_ERRORS)]
+    errs = _echo(interjection) + [
+        e for e in check_interjection(up, message, content_start, heard, interjection, context)
+        if not e.startswith(_VALUE_ERRORS)]
     if up.type == "correction" and not said(interjection, up.detail.get("new", "")):
         errs.append(f"the correction must give the corrected value {up.detail.get('new')!r}")
     return errs

@@ -133,3 +133,17 @@ def test_llm_stages_keep_twice_the_provider_slots_in_flight(monkeypatch):
     assert rubric_stage("openai:m").concurrency == 32                 # 16 requests by default
     monkeypatch.setenv("BARGEIN_LLM_SETTINGS", "openai.concurrency=4")
     assert simulate_stage("openai:m").concurrency == 8                 # a server with 4 slots
+
+
+def test_a_reply_that_copies_the_instructions_is_refused():
+    """Seen on the 1.5B model: the caller's interjection was "what you say" (the format's
+    placeholder), and it passed every plan check."""
+    from bargein.generators.llm_agents import check_user_interjection, check_user_reply
+    from bargein.generators.user_sim import UserPlan
+
+    up = UserPlan(action="interrupt", interrupt=True, type="impatient")
+    msg = "Sure. Tell me about the project you have in mind and the dates you want to start work."
+    errs = check_user_interjection(up, msg, 0, "Sure. Tell me about the project", "what you say", ())
+    assert any("copies the instructions" in e for e in errs)
+    assert any("copies the instructions" in e for e in check_user_reply(UserPlan(action="ack"), "..."))
+    assert check_user_reply(UserPlan(action="ack"), "Okay, sounds good.") == []
