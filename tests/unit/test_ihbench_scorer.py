@@ -349,6 +349,9 @@ def test_smoke_pipeline_writes_stamped_tables_scores_and_plots(release, tmp_path
     assert card["template_fail_rate"] == val.template_fail_rate()["rate"]
     assert card["paraphrase_pass_rate"] == val.paraphrase_pass_rate()["rate"] and card["paraphrase_n"] >= 40
     assert f"template fail {card['template_fail_rate']:.3f}" in head and "paraphrase pass" in head
+    captions = [x for x in text.splitlines() if x.startswith(("Overall (", "By interruption type (", "By depth ("))]
+    assert len(captions) == 3 and all(f"judge smoke-rules@2, validation κ {card['kappa']:.3f}, 3 epoch(s)" in c
+                                      for c in captions)       # every table names judge, κ, epochs
     lines = [json.loads(x) for x in (out / "item_scores.jsonl").read_text().splitlines()]
     assert len(lines) == 2 * 3 * len(load_eval_items(release))
     assert all(x["detail"]["stamp"] == SMOKE_STAMP for x in lines)
