@@ -84,9 +84,11 @@ def report(name: str, rep, wall_s: float) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_GGUF, help="GGUF for the local model judge")
-    ap.add_argument("--limit", type=int, default=24, help="control judgments for the model judge's kappa")
-    ap.add_argument("--gate-limit", type=int, default=24,
+    ap.add_argument("--limit", type=int, default=16, help="control judgments for the model judge's kappa")
+    ap.add_argument("--gate-limit", type=int, default=12,
                     help="RQ judgments on content-free templates and paraphrases for the gates")
+    ap.add_argument("--tf-limit", type=int, default=16,
+                    help="extra TF judgments (the pairwise judge, both orders) for its own kappa")
     ap.add_argument("--part", default="heldout", choices=("heldout", "dev", "all"),
                     help="control-set part the model judge is reported on")
     ap.add_argument("--scorer", default="ihbench", choices=("ihbench", "ear", "all"))
@@ -141,6 +143,14 @@ def main() -> None:
               f"{g.control_set}, stratified subset of {args.gate_limit}")
         report("smoke-gates-same-items", validate_judge("smoke", save=False, scorer="ihbench",
                                                         **gate), 0.0)
+    if args.tf_limit and args.scorer != "ear":
+        tf = dict(part=args.part, axes=("tf",), limit=args.tf_limit)
+        t = time.perf_counter()
+        g = validate_judge(spec, workdir=args.workdir, scorer="ihbench", concurrency=1,
+                           ih_judge=judge, save=False, **tf)
+        report("model-tf", g, time.perf_counter() - t)
+        print(f"[model-tf] TF pairs only: the {g.control_set}, stratified subset of {args.tf_limit}")
+        report("smoke-tf-same-items", validate_judge("smoke", save=False, scorer="ihbench", **tf), 0.0)
 
 
 if __name__ == "__main__":
