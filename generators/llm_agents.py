@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bargein import lexicon
 from bargein.errors import BackendUnavailable
+from bargein.llm.client import reask_temperature
 from bargein.generators import phrases as P
 from bargein.generators import assistant_sim
 from bargein.generators.assistant_sim import check_turn
@@ -84,7 +85,9 @@ async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseM
     attempts: list[dict[str, Any]] = []
     msgs = list(messages)
     for n in range(ASK_ATTEMPTS):
-        obj = await llm.structured(msgs, schema, agent=agent, sample=sample * ASK_ATTEMPTS + n)
+        # a re-ask is a new draw: its errors in the prompt, a new seed, and sampled hotter
+        obj = await llm.structured(msgs, schema, agent=agent, sample=sample * ASK_ATTEMPTS + n,
+                                   **({} if n == 0 else {"temperature": reask_temperature(None)}))
         errs = check(obj)
         if not errs:
             return obj

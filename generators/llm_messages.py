@@ -107,7 +107,8 @@ def _recovery_how(plan: RoundPlan) -> str:
         return (f"Say exactly the unsaid rest, \"{rec.remainder}\", as the content, with an empty "
                 "acknowledgement.")
     if rec.type == "impatient":
-        return "Skip the rest of what you were explaining: one short acknowledgement, then the next step."
+        return ("They want to skip ahead: do not finish or repeat what you were explaining. Say a "
+                "very short acknowledgement (like \"Sure, let's move on.\") and go straight on.")
     if rec.type == "correction":
         return (f"Accept the correction of their {P.label(d.get('label', 'details'))}: it is "
                 f"{d.get('new', '')} (not {d.get('old', '')}); use the corrected value.")
@@ -217,8 +218,8 @@ def user_messages(up: UserPlan, heard_history: list[dict], heard: str | None = N
     else:
         name = "user_simulator.normal"
         turns = _turns(heard_history, "user")
-        facts = "; ".join(f"{P.label(k)}: {v}" for k, v in up.facts.items()
-                          if v and up.action in ("answer", "volunteer"))
+        facts = [f"{P.label(k)}: {v}" for k, v in up.facts.items()
+                 if v and up.action in ("answer", "volunteer")]
         direction = render(name, what=_reply_what(up), facts=facts, style=up.style, plan=view)
     return name, [{"role": "system", "content": user_system(up)}, *turns,
                   {"role": "user", "content": direction}]

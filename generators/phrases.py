@@ -126,6 +126,9 @@ def tidy(text: str) -> str:
                   lambda m: f"{'T' if m.group(1)[0].isupper() else 't'}he {m.group(2)} of "
                             f"{m.group(1).lower()}", text)
     text = re.sub(r"\b(last four digits of (?:my|your)(?: [A-Za-z]+){1,4}) is\b", r"\1 are", text)
+    text = re.sub(r"\b([Tt]he (?:last four )?digits(?: still)?) (is|doesn't|was|has)\b",
+                  lambda m: f"{m.group(1)} " + {"is": "are", "doesn't": "don't", "was": "were",
+                                                "has": "have"}[m.group(2)], text)
     for s, e, new, _ in reversed(grammar_issues(text)):
         text = text[:s] + new + text[e:]
     return text
@@ -145,9 +148,14 @@ _LABEL_WORDS = {"ssn": "Social Security number", "dob": "date of birth", "id": "
                 "zip": "ZIP code", "pin": "PIN", "addon": "add-on"}
 
 
+_LABEL_KEYS = {"account_created_year": "year the account was opened"}
+
+
 def label(key: str) -> str:
     """How people say a fact key: ``account_number`` -> ``account number``,
     ``card_last4`` -> ``last four digits of the card``, ``student_id`` -> ``student ID``."""
+    if key in _LABEL_KEYS:
+        return _LABEL_KEYS[key]
     words = [w for w in key.split("_") if w]
     if words and words[-1] == "last4":
         rest = " ".join(_LABEL_WORDS.get(w, w) for w in words[:-1])
@@ -294,6 +302,10 @@ def first_person(value: str) -> str:
 
 def second_person(value: str) -> str:
     """The same fact as the assistant says it back ("you're travelling to Reno and need ...")."""
+    return re.sub(r"\b(and|but) am\b", r"\1 are", _second_person(value))
+
+
+def _second_person(value: str) -> str:
     out = value.strip().rstrip(".")
     if re.match(r"^(I\b|I'm)", out):
         out = re.sub(r"^I'm\b", "you're", out)

@@ -365,7 +365,8 @@ class RulePlanner:
                 options += ["constraint"] * 2
             low = unit.text.lower()               # unsolicited: never what this turn asks for
             vol = [k for k in st.volunteerable(self._upcoming_keys(st))
-                   if k not in unit.keys and P.label(k).lower() not in low]
+                   if k not in unit.keys and P.label(k).lower() not in low
+                   and (st.value_for(k) or "\0").lower() not in low]   # not what was just said
             if vol and unit.kind != "close":
                 options += ["volunteer"] * 2
             variant = rng.choice(options or ["clarify"])
@@ -510,6 +511,11 @@ def resume_text(text: str, rec: Recovery) -> str:
         if text[i] == " " and text[i - 1] in ".!?" and not _ABBREV_END.search(text[:i]):
             start = i + 1
             break
+    if start and P.n_words(text[start:]) < 6 and text[start:].rstrip().endswith("?"):
+        # "Did I get that right?" alone after a recovery: say what it asks about again
+        prev = max(text.rfind(". ", 0, start - 1), text.rfind("? ", 0, start - 1),
+                   text.rfind("! ", 0, start - 1), text.rfind(": ", 0, start - 1))
+        start = prev + 2 if prev >= 0 else 0
     if "?" not in text[start:] and "?" in text[:start]:
         # the question was heard but the cut fell after it (in a reason): ask it again
         q = text.rfind("?", 0, start)

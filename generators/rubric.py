@@ -144,10 +144,10 @@ def task_criterion(conv: Conversation, idx: int, rng: random.Random) -> str:
     questions = re.findall(r"[^.?!]*\?", text)
     if kind == "ask" and questions:
         q = questions[-1].strip()
-        if len(q.split()) < 5 and unit is not None and unit.purpose in ("readback", "recap"):
+        if len(q.split()) < 6 and unit is not None and unit.purpose in ("readback", "recap"):
             return (f"{lead} reads back what the caller gave and asks them to confirm it is "
                     "right.")
-        if len(q.split()) < 5:                 # "Is that right?" alone says nothing: quote more
+        if len(q.split()) < 6:                 # "Is that right?" alone says nothing: quote more
             sents = re.findall(r"[^.?!]*[.?!]", text)
             i = next((j for j, x in enumerate(sents) if x.strip() == q), len(sents) - 1)
             q = " ".join(x.strip() for x in sents[max(0, i - 1):i + 1]) or q
@@ -190,6 +190,7 @@ def _rubrics_offline(conv: Conversation, ctx: StageContext) -> Conversation:
 
 def rubric_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
     """Conversation -> Conversation with one rubric per interjection (output: conversations.jsonl)."""
+    from bargein.llm import stage_concurrency
     from bargein.llm.base import is_offline
 
     if is_offline(llm):
@@ -199,4 +200,4 @@ def rubric_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
 
     return Stage(name="conversations", fn=rubrics_llm, output=Conversation, config={"llm": llm},
                  version=RUBRIC_VERSION, prompts=("rubric_generator", "rubric_interruption"), backends=(llm,),
-                 kind="io", concurrency=concurrency)
+                 kind="io", concurrency=stage_concurrency(llm, concurrency))

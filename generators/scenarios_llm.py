@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from bargein.errors import GenerationFailed
+from bargein.llm.client import reask_temperature
 from bargein.generators.catalogue_loader import Catalogue, load_catalogue
 from bargein.generators.facts import FACT_KINDS, find_placeholders, placeholders_in
 from bargein.generators.intents import profile_for
@@ -207,9 +208,11 @@ async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseM
                     max_reasks: int, sample: int = 0) -> Any:
     """``structured`` plus content checks: re-ask with the problems, then fail with evidence."""
     attempts: list[dict[str, Any]] = []
-    for _ in range(max_reasks + 1):
-        draft = await llm.structured(messages, schema, agent=agent, sample=sample,
-                                     max_tokens=MAX_TOKENS.get(agent))
+    for n in range(max_reasks + 1):
+        # a re-ask is a new draw (a new seed, sampled hotter), not the same answer again
+        draft = await llm.structured(messages, schema, agent=agent, sample=sample * (max_reasks + 1) + n,
+                                     max_tokens=MAX_TOKENS.get(agent),
+                                     **({} if n == 0 else {"temperature": reask_temperature(None)}))
         value, problems = check(draft)
         if not problems:
             return value

@@ -263,7 +263,8 @@ class RuleUser:
         if t == "impatient":
             return P.compose(rng, "user", "impatient_core")
         if t == "correction":
-            return P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"])
+            return re.sub(r"\b([Tt]he last four digits of) the\b", r"\1 my",
+                          P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"]))
         if t == "topic_switch":
             return reopen(P.pair(d, "topic_switch")["user"], rng)
         if t == "normal" and variant == "hidden":

@@ -194,30 +194,40 @@ def mask_rendered(rendered: Sequence[RenderedDialogue], conversations: Sequence[
 
 
 def cap_sources(sources: Sequence[MaskSource], max_items: int, per_source: int) -> list[MaskSource]:
-    """At most ``max_items // per_source`` sources (>= 1 when any matches its own length), one per
-    dialogue in turn: first those whose answerable mask matches their own value, then pairs that
-    copy each other's mask length (``length_partner``), taken together or not at all so the
-    capped items keep one length distribution."""
+    """At most ``max_items // per_source`` sources (>= 1 when any exists), one per dialogue in
+    turn. Sources whose answerable mask matches their own value come first; pairs that copy each
+    other's mask length (``length_partner``) are taken together or not at all, so the capped
+    items keep one length distribution, and as many as fill the cap (one own-matched source
+    fewer when two partners fit where it would)::
+
+        keep 6, own-matched 3, pairs 2   ->  own 2 + 2 pairs = 6  (not own 3 + 1 pair = 5)
+    """
     keep = max(1, int(max_items) // max(1, per_source))
     by_id = {s.id: s for s in sources}
+    own = [s for s in sources if s.length_partner not in by_id]
+    paired = [s for s in sources if s.length_partner in by_id]
+    n_pairs = len(paired) // 2
+    pairs = min(n_pairs, max(0, -(-(keep - len(own)) // 2)))
+    if not own and keep == 1 and n_pairs:
+        pairs = 1                           # at least one item: one pair over a cap of one source
     chosen: dict[str, MaskSource] = {}
-    # sources matched by their own value first, then partners (their pairs match only together)
-    for pool in ([s for s in sources if s.length_partner not in by_id],
-                 [s for s in sources if s.length_partner in by_id]):
+    for pool, limit in ((own, min(len(own), max(0, keep - 2 * pairs))), (paired, 2 * pairs)):
         by_dialogue: dict[str, list[MaskSource]] = {}
         for s in pool:
             by_dialogue.setdefault(s.source_id, []).append(s)
         queues = list(by_dialogue.values())
-        while len(chosen) < keep and any(queues):
+        taken = 0
+        while taken < limit and any(queues):
             for q in queues:
                 while q and q[0].id in chosen:
                     q.pop(0)
-                if not q or len(chosen) >= keep:
+                if not q or taken >= limit:
                     continue
                 s = q.pop(0)
-                unit = [s] + [by_id[s.length_partner]] if s.length_partner in by_id else [s]
-                if len(chosen) + len(unit) <= keep:
+                unit = [s, by_id[s.length_partner]] if s.length_partner in by_id else [s]
+                if taken + len(unit) <= limit:
                     chosen.update((u.id, u) for u in unit)
+                    taken += len(unit)
     order = {s.id: n for n, s in enumerate(sources)}
     return sorted(chosen.values(), key=lambda s: order[s.id])
 

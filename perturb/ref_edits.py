@@ -182,7 +182,7 @@ def normalize_stereo(x: np.ndarray, target_dbfs: float = -20.0, peak_dbfs: float
     y = np.asarray(x, dtype=np.float32)
     if y.size == 0:
         return y.copy(), 1.0
-    rms = float(np.sqrt(max(float(np.mean(y.astype(np.float64) ** 2)), 1e-12)))
+    rms = float(np.sqrt(np.maximum(np.mean(y ** 2), 1e-12)))      # in float32, as the reference
     peak = float(np.max(np.abs(y)))
     ceil = 10.0 ** (peak_dbfs / 20.0)
     gain = 10.0 ** (target_dbfs / 20.0) / max(rms, 1e-8)
@@ -218,12 +218,41 @@ def silent_ends(stereo: np.ndarray, sr: int, lo: int, hi: int, kind: str,
     return [p for p in range(lo + n, hi + 1, step) if pair_silent(a, b, p - n, p, sr, threshold)]
 
 
+def _ms1(t: float) -> float:
+    """A time in seconds at the reference's 0.1 ms resolution."""
+    return round(float(t) * 1000.0, 1) / 1000.0
+
+
+def check_scorer_coverage(boundaries_s: Sequence[float], duration_s: float) -> None:
+    """The reference's per-edit guard (applied to every candidate, cropped or not): the first
+    protected boundary needs 3 s of scorer context + 2 s of unit window before it inside the
+    edited clip, the last needs 2 s of future after it; otherwise the candidate is rejected.
+    Times are compared in ms at the reference's 0.1 ms resolution."""
+    b = [round(float(t) * 1000.0, 1) for t in boundaries_s if math.isfinite(float(t))]
+    if not b:
+        return
+    left = min(b) - (SCORER_CONTEXT_S + SCORER_UNIT_PRE_S) * 1000.0
+    right = max(b) + SCORER_FUTURE_S * 1000.0
+    if left < 0.0:
+        raise GenerationFailed(f"turnnat-ref: the first edit boundary ({min(b) / 1000:.3f} s) has less than "
+                               f"{SCORER_CONTEXT_S + SCORER_UNIT_PRE_S:.0f} s of scorer context before it")
+    if right > duration_s * 1000.0:
+        raise GenerationFailed(f"turnnat-ref: the last edit boundary ({max(b) / 1000:.3f} s) has less than "
+                               f"{SCORER_FUTURE_S:.0f} s of audio after it (clip {duration_s:.3f} s)")
+
+
 def choose_crop(stereo: np.ndarray, sr: int, rng: Random, *, boundaries_s: Sequence[float],
                 anchors_s: Sequence[float], required_end_s: Sequence[float] = (),
                 early_new_start_s: float | None = None, min_s: float = 20.0, max_s: float = 25.0,
                 threshold: float = THRESHOLD) -> tuple[int, int]:
-    """The reference crop (in samples) of an edited clip; raises GenerationFailed if none."""
+    """The reference crop (in samples) of an edited clip; raises GenerationFailed if none, or
+    if the edit fails :func:`check_scorer_coverage` (checked first, as the reference rejects the
+    candidate before cropping)."""
     total = len(stereo)
+    check_scorer_coverage(boundaries_s, total / sr)
+    # the reference keeps every edit time in ms rounded to 0.1 ms and derives samples from that
+    boundaries_s, anchors_s, required_end_s = ([_ms1(t) for t in v] for v in (boundaries_s, anchors_s, required_end_s))
+    early_new_start_s = None if early_new_start_s is None else _ms1(early_new_start_s)
     if total / sr <= max_s:
         return 0, total
     min_len, max_len = int(round(min_s * sr)), int(round(max_s * sr))
@@ -280,5 +309,6 @@ def choose_crop(stereo: np.ndarray, sr: int, rng: Random, *, boundaries_s: Seque
 
 
 __all__ = ["insert", "cut_and_append", "replace_smooth", "add", "normalize_stereo", "pick_spaced",
-           "choose_crop", "silent_ends", "pair_silent", "channel_silent", "max_window_rms", "edge_fades",
+           "choose_crop", "check_scorer_coverage", "silent_ends", "pair_silent", "channel_silent",
+           "max_window_rms", "edge_fades",
            "SPLICE_MS", "THRESHOLD"]

@@ -18,6 +18,7 @@ with room tone and keeps the clip's length (no compaction of the gap).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from random import Random
@@ -68,8 +69,7 @@ def scan_input(x: np.ndarray, sr: int, texts: Sequence[Sequence[tuple[float, flo
     for ch in (0, 1):
         p = probs[ch] if probs is not None else silero_probs(np.ascontiguousarray(x16[:, ch]), 16000)
         for out, m in ((segs, R.MIN_PIECE_MS), (short, R.MIN_PIECE_MS_SHORT)):
-            g = R.perturbation_segments(x16[:, ch], 16000, min_ms=m, probs=p)
-            out.append(tuple(R.attach_text(g, texts[ch]) if texts[ch] else g))
+            out.append(tuple(R.perturbation_segments(x16[:, ch], 16000, min_ms=m, probs=p, items=texts[ch])))
     return ScanInput(tuple(segs), tuple(short), R.n_frames(len(x), sr))
 
 
@@ -141,6 +141,31 @@ def candidates(x: np.ndarray, sr: int, si: ScanInput) -> dict[str, list[dict[str
     return out
 
 
+def coverable(cands: dict[str, list[dict[str, Any]]], si: ScanInput, total_s: float) -> dict[str, list[dict[str, Any]]]:
+    """The candidates that can pass the reference's scorer-coverage guard (see :func:`_coverable`)."""
+    return {t: [c for c in v if _coverable(t, c, si, total_s)] for t, v in cands.items()}
+
+
+def _coverable(kind: str, c: dict, si: ScanInput, total_s: float) -> bool:
+    """The part of the reference's scorer-coverage guard that does not depend on the random
+    draws (the reference rejects such a candidate and draws another): the first boundary (the
+    first speaker's turn onset) >= 5 s, and for the edits that keep every later turn in place
+    relative to the clip's end, the last boundary + 2 s inside the clip. The exact guard runs
+    again on the edited clip (:func:`ref_edits.check_scorer_coverage`)."""
+    first = seg_of(c["window"]) if kind == "excessive_backchannel" else seg_of(c.get("pre") or c["cur"])
+    if first.start_ms - (X.SCORER_CONTEXT_S + X.SCORER_UNIT_PRE_S) * 1000.0 < 0.0:
+        return False
+    if kind in ("hold_instead_of_shift", "shift_instead_of_hold"):
+        last = seg_of(c["next"]).end_ms
+    elif kind == "late_response":
+        post = seg_of(c["post"])
+        nxt = next((s for s in si.segs[c["a"]] if s.start > post.end and R.substantive(s)), None)
+        last = max(post.end_ms, nxt.end_ms if nxt is not None else -math.inf)
+    else:
+        return True
+    return last + X.SCORER_FUTURE_S * 1000.0 <= total_s * 1000.0
+
+
 def bc_frames(window: R.RefSeg, v_speaker: np.ndarray, v_listener: np.ndarray, clip_frames: int,
               rng: Random, count: int = BC_COUNT, min_gap_ms: float = BC_MIN_GAP_MS) -> list[int]:
     """Onset frames inside the speaker's turn where the listener stays silent for
@@ -152,6 +177,20 @@ def bc_frames(window: R.RefSeg, v_speaker: np.ndarray, v_listener: np.ndarray, c
     gap = max(clip_frames, int(np.ceil(min_gap_ms / R.FRAME_MS)))
     got = X.pick_spaced(ok, count, gap, rng)
     return got if len(got) >= count else []
+
+
+def source_pool(c: dict, x: np.ndarray, sr: int, bcs: Sequence[Any]) -> list[tuple[str | None, np.ndarray, float]]:
+    """Every isolated backchannel of the listener (``c["b"]``) as (text, audio, source start):
+    each is its own source, two with the same words included (the reference numbers its
+    sources and never reuses one; it does not merge equal texts)."""
+    return [(b.text, np.array(x[int(round(b.start_s * sr)):int(round(b.end_s * sr)), c["b"]], dtype=np.float32),
+             b.start_s) for b in sorted(bcs, key=lambda b: b.start_s) if b.channel == c["b"]]
+
+
+def last_clip_end(onsets: Sequence[int], clip_samples: Sequence[int], frame_len: int) -> int:
+    """The frame after which the next turn is searched: the latest onset + that clip's own
+    length in whole frames (clips assigned to the sorted onsets in pool order)."""
+    return max(int(f) + max(1, int(np.ceil(n / float(frame_len)))) for f, n in zip(onsets, clip_samples))
 
 
 @dataclass
@@ -168,6 +207,17 @@ class Applied:
     source_required_end_s: float | None = None      # the natural clip covers this (response + 0.5 s)
     insert: tuple[float, float] | None = None       # (at, duration) of a length-growing insert
     cut: tuple[float, float] | None = None          # (at, duration) of a length-keeping shift
+
+    def to_natural_ms(self, t_ms: float) -> float:
+        """:meth:`to_natural` in ms, as the reference computes it: the insert/cut position and
+        length taken at 0.1 ms resolution (``sample_to_ms``), the result not yet rounded."""
+        if self.insert is not None:
+            p, d = round(self.insert[0] * 1000.0, 1), round(self.insert[1] * 1000.0, 1)
+            return t_ms if t_ms <= p else (p if t_ms <= p + d else t_ms - d)
+        if self.cut is not None:
+            c, e = round(self.cut[0] * 1000.0, 1), round(self.cut[1] * 1000.0, 1)
+            return t_ms if t_ms <= c else t_ms + e
+        return t_ms
 
     def to_natural(self, t: float) -> float:
         if self.insert is not None:
@@ -281,7 +331,8 @@ def shift_instead_of_hold(x: np.ndarray, sr: int, c: dict, si: ScanInput, rng: R
     for ch in (0, 1):       # the reference's fill is only d long: its last fade runs out of zeros
         y[:, ch] = X.insert(x[:, ch], p, d, _tone(x[:, ch], sr, si.segs_short[ch], p / sr, d), sr)
     seg = y[p:p + len(clip), cb]
-    seg[:] = np.clip(SHIFT_GAIN * clip[:len(seg)], -1.0, 1.0)
+    seg[:] = SHIFT_GAIN * clip[:len(seg)]
+    np.clip(y[:, cb], -1.0, 1.0, out=y[:, cb])        # the whole channel, as the reference's paste
     ds = d / sr
     bounds = [cur.start_ms / 1000, cur.end_ms / 1000, p / sr, (p + d) / sr,
               nx.start_ms / 1000 + ds, nx.end_ms / 1000 + ds]
@@ -318,7 +369,8 @@ def excessive_backchannel(x: np.ndarray, sr: int, c: dict, si: ScanInput, rng: R
                           note=f"backchannel {text or ''}".strip() + ("" if src is not None else " (synthesised)")))
     ons = [e["at_s"] for e in edits]
     bounds = [c["w0"], c["w1"]] + [t for e in edits for t in (e["at_s"], e["at_s"] + e["duration_s"])]
-    last = max(f + clip_frames for f in picked)
+    # the next turn is searched after the end of each inserted clip (its own length in frames)
+    last = last_clip_end(picked, [len(a) for _, a, _ in pool], frame_len)
     nxt = [g for ch in (0, 1) for g in si.segs_short[ch] if g.start > last and R.substantive(g)]
     if nxt:
         g = min(nxt, key=lambda g: g.start)
@@ -338,14 +390,23 @@ def crop_pair(nat_full: np.ndarray, app: Applied, sr: int, rng: Random) -> tuple
     original response + 0.5 s)."""
     st, en = X.choose_crop(app.audio, sr, rng, boundaries_s=app.boundaries_s, anchors_s=app.anchors_s,
                            required_end_s=app.required_end_s, early_new_start_s=app.early_new_start_s)
-    ns = app.to_natural(round(st * 1000.0 / sr, 1) / 1000.0)
-    ne = app.to_natural(round(en * 1000.0 / sr, 1) / 1000.0)
+    return (st, en), natural_bounds(app, st, en, sr, len(nat_full))
+
+
+def natural_bounds(app: Applied, st: int, en: int, sr: int, n_total: int) -> tuple[int, int]:
+    """The natural clip (samples) matching the perturbed crop [st, en): the crop's ends in ms
+    (0.1 ms), mapped back through the edit, the end extended to the original response + 0.5 s,
+    rounded to 0.1 ms and turned into samples, as the reference's natural-reference crop."""
+    ns = app.to_natural_ms(round(st * 1000.0 / sr, 1))
+    ne = app.to_natural_ms(round(en * 1000.0 / sr, 1))
     if app.source_required_end_s is not None:
-        ne = max(ne, app.source_required_end_s)
-    n0 = max(0, min(len(nat_full), int(round(ns * sr))))
-    n1 = max(n0, min(len(nat_full), int(round(ne * sr))))
-    return (st, en), (n0, n1)
+        ne = max(ne, round(app.source_required_end_s * 1000.0, 1))
+    ns, ne = round(max(0.0, ns), 1), round(max(0.0, ne), 1)        # the natural crop in 0.1 ms
+    n0 = max(0, min(n_total, int(round(ns * sr / 1000.0))))
+    n1 = max(n0, min(n_total, int(round(ne * sr / 1000.0))))
+    return n0, n1
 
 
 __all__ = ["ScanInput", "scan_input", "candidates", "Applied", "APPLY", "excessive_backchannel",
-           "crop_pair", "bc_frames", "seg_of", "seg_dict"]
+           "crop_pair", "natural_bounds", "bc_frames", "source_pool", "last_clip_end",
+           "coverable", "seg_of", "seg_dict"]

@@ -87,9 +87,13 @@ class RefSeg:
 
 
 # ------------------------------------------------------------------------------ turn VAD
-def seconds_1dp(spans: Sequence[tuple[int, int]], sample_rate: int = 16000) -> list[tuple[float, float]]:
-    """Sample spans -> seconds rounded to 0.1 s (silero's ``return_seconds``)."""
-    return [(round(a / sample_rate, 1), round(b / sample_rate, 1)) for a, b in spans]
+def seconds_1dp(spans: Sequence[tuple[int, int]], sample_rate: int = 16000,
+                n_samples: int | None = None) -> list[tuple[float, float]]:
+    """Sample spans -> seconds rounded to 0.1 s (silero's ``return_seconds``, ``time_resolution``
+    1); since silero-vad 6.0 (the reference asks for >= 5.1, which installs 6.x) a rounded end is
+    also capped at the audio's length in seconds (``n_samples / sample_rate``)."""
+    cap = math.inf if n_samples is None else n_samples / sample_rate
+    return [(max(round(a / sample_rate, 1), 0), min(round(b / sample_rate, 1), cap)) for a, b in spans]
 
 
 def normalized(text: str) -> str:
@@ -148,19 +152,26 @@ def n_frames(n_samples: int, sr: int, frame_ms: float = FRAME_MS) -> int:
     return int(math.ceil(n_samples / float(int(round(sr * frame_ms / 1000.0)))))
 
 
+def piece_text(start_s: float, end_s: float, items: Sequence[tuple[float, float, str]]) -> str:
+    """The transcript text of one detector piece: every item overlapping [start_s, end_s]
+    (``min(ends) > max(starts)``), joined by spaces, in item order."""
+    return " ".join(x.strip() for a, b, x in items if min(end_s, b) > max(start_s, a) and x.strip())
+
+
 def attach_text(segs: Sequence[RefSeg], items: Sequence[tuple[float, float, str]]) -> list[RefSeg]:
-    """Text of the transcript items overlapping each segment (the sidecar transcript rule)."""
-    out = []
-    for g in segs:
-        t = " ".join(x for a, b, x in items if min(g.end_s, b) > max(g.start_s, a) and x.strip())
-        out.append(replace(g, text=t.strip()))
-    return out
+    """Text of the transcript items overlapping each (already merged) segment. The reference
+    attaches text to each detector piece *before* merging (see :func:`perturbation_segments`);
+    this is for hand-built segments only."""
+    return [replace(g, text=piece_text(g.start_s, g.end_s, items)) for g in segs]
 
 
 def perturbation_segments(x: np.ndarray, sr: int, *, min_ms: float = MIN_PIECE_MS,
-                          probs: np.ndarray | None = None) -> list[RefSeg]:
+                          probs: np.ndarray | None = None,
+                          items: Sequence[tuple[float, float, str]] = ()) -> list[RefSeg]:
     """The reference turn VAD of one mono channel (``probs``: silero window probabilities at
-    16 kHz when already computed)."""
+    16 kHz when already computed). With transcript ``items`` (start_s, end_s, text) each kept
+    detector piece gets the text of the items it overlaps, and merged pieces combine their
+    texts by the reference's merge rule (a text contained in the other is not repeated)."""
     from bargein.audio.vad import silero_probs, silero_timestamps
 
     x16 = x
@@ -169,7 +180,30 @@ def perturbation_segments(x: np.ndarray, sr: int, *, min_ms: float = MIN_PIECE_M
         x16 = resample(np.asarray(x, dtype=np.float32), sr, 16000)
     p = silero_probs(x16, 16000) if probs is None else probs
     spans = silero_timestamps(p, len(x16), **SILERO_REF)
-    return to_frames(seconds_1dp(spans), min_ms=min_ms)
+    segs = pieces_to_segments(seconds_1dp(spans, 16000, len(x16)), min_ms=min_ms, items=items)
+    return segs or rms_segments(x, sr)           # the reference falls back to its RMS VAD
+
+
+def rms_segments(x: np.ndarray, sr: int, threshold: float = 0.015, frame_ms: float = FRAME_MS) -> list[RefSeg]:
+    """The reference's fallback turn VAD for a channel where silero finds no speech: 80 ms
+    frames (the last zero-padded) active when sqrt(max(mean(x^2), 1e-8)) >= ``threshold``, runs
+    of active frames as segments (no transcript text)."""
+    n = max(1, int(round(sr * frame_ms / 1000.0)))
+    y = np.asarray(x, dtype=np.float32).reshape(-1)
+    if len(y) % n:
+        y = np.pad(y, (0, n - len(y) % n))
+    act = np.sqrt(np.maximum((y.reshape(-1, n) ** 2).mean(axis=1), 1e-8)) >= threshold
+    p = np.concatenate(([False], act, [False]))
+    starts, ends = np.flatnonzero(~p[:-1] & p[1:]), np.flatnonzero(p[:-1] & ~p[1:])
+    return [RefSeg(int(a), int(b) - 1, float(a * n / sr), float(b * n / sr)) for a, b in zip(starts, ends)]
+
+
+def pieces_to_segments(spans_s: Sequence[tuple[float, float]], *, min_ms: float = MIN_PIECE_MS,
+                       items: Sequence[tuple[float, float, str]] = ()) -> list[RefSeg]:
+    """Second-resolution pieces -> frame segments, each piece carrying its own transcript text
+    (pieces shorter than ``min_ms`` are dropped with their text) before the merge."""
+    texts = [piece_text(a, b, items) for a, b in spans_s] if items else None
+    return to_frames(spans_s, min_ms=min_ms, texts=texts)
 
 
 # ----------------------------------------------------------------------- text predicates
@@ -351,6 +385,7 @@ def distinct_text(a: RefSeg, b: RefSeg) -> bool:
 
 
 __all__ = ["RefSeg", "FRAME_MS", "SILERO_REF", "to_frames", "seconds_1dp", "activity", "n_frames",
-           "perturbation_segments", "attach_text", "substantive", "backchannel_like", "proper_transition",
+           "perturbation_segments",
+           "pieces_to_segments", "piece_text", "rms_segments", "attach_text", "substantive", "backchannel_like", "proper_transition",
            "proper_shifts", "proper_holds", "isolated_backchannels", "alone_shifts", "shift_returns", "next_substantive",
            "only_active", "silent", "active", "frames", "word_count", "question_like", "distinct_text"]

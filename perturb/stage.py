@@ -147,7 +147,8 @@ def _scan_ref(rd: RenderedDialogue, x: np.ndarray, dur: float, sr: int) -> Dialo
                         segments=tuple(tuple((round(g.start_s, 6), round(g.end_s, 6)) for g in ch)
                                        for ch in si.segs),
                         backchannels=tuple(_round(b) for b in bcs),
-                        candidates={t: tuple(_round(c) for c in v) for t, v in cands.items()},
+                        candidates={t: tuple(_round(c) for c in v)
+                                    for t, v in ref_ops.coverable(cands, si, dur).items()},
                         vad="silero@turnnat-ref (0.1 s, 80 ms frames)", voices=voices, ref_segments=ref)
 
 
@@ -165,7 +166,7 @@ def _make_pair_ref(job: "PerturbJob", ctx: StageContext, x: np.ndarray):
     c = dict(job.candidate)
     if job.type == "excessive_backchannel":
         bcs = [Backchannel(**b) for b in job.backchannels]
-        pool = ops.backchannel_pool(c, x, sr, bcs, (0.0, 0.0))
+        pool = ref_ops.source_pool(c, x, sr, bcs)
         if len(pool) < ref_ops.BC_COUNT:
             speech = [(a, b) for a, b in job.segments[c["b"]]]
             pool += synth_backchannels(job, c["b"], x[:, c["b"]], speech, sr, rng,

@@ -235,6 +235,13 @@ def _fallback(runs, hot):
     return go
 
 
+def _units_model_rate():
+    from bargein.scorers.turnnat_ref import pool, unit_scores, units
+    v = _activity([(0, 200, 300)], 400)
+    rows = unit_scores(np.arange(100, dtype=np.float64), units(v, 8.0), v, frame_hz=12.5)
+    return {"scored": [r["unit_nll"] for r in rows], "nll": pool(rows)["nll"]}
+
+
 def _early_entry():
     """Early entry on hand-placed noise bursts, measured by frame energy on the output."""
     from random import Random
@@ -329,6 +336,13 @@ TURNNAT_CASES = [
     # silence throughout: every frame from 150: 150 x 1.0 + 200 x 3.0 -> 750 / 350
     Case("turnnat", "fallback-all-valid", TN_REF + " L653-667",
          _fallback([], (300, 500, 3.0)), {"kind": "fallback_all_valid", "unit_nll": 750 / 350}),
+    # a 12.5 Hz predictor (the reference's DualTurn rate): utterance 4.0-6.0 s (50 Hz frames
+    # 200-300) -> units [2, 4] and [4, 6] sliced at 12.5 Hz after ceil(3 x 12.5) = 38: frames
+    # 38-49 and 50-74 of nll = 0, 1, 2, ... -> means 43.5 and 62.0; NLL 0.5 x 52.75 + 0.5 x 62
+    Case("turnnat", "units-at-predictor-rate", "TedZhangHao/turn-taking-naturalness turnnat/scripts/"
+         "score_fvad_checkpoint.py L230-231 (frame_hz 12.5 for DualTurn); train_fvad_head.py L1382-1392, "
+         "L1457-1465; " + TN_REF.split()[-1] + " L589-593", _units_model_rate,
+         {"scored": [43.5, 62.0], "nll": 57.375}),
     # advance 1.5 s: B's response 6.5 -> 5.0 (inside A's turn), and everything after the cuts moves
     # 1.5 s earlier in both channels: A 12.0 -> 10.5, B 15.0 -> 13.5; the clip keeps its length
     Case("turnnat", "early-entry-moves-both-channels", "TedZhangHao/turn-taking-naturalness "

@@ -272,6 +272,151 @@ def _crop(islands, rng_seed=0):
 _ISLANDS = [(9.0, 9.5), (14.0, 14.5), (30.0, 30.5), (36.0, 36.5)]
 
 
+# ------------------------------------------------------------- audit of the second shift
+def _vad_end_capped():
+    # silero >= 6.0 (the reference asks for silero-vad >= 5.1, which installs 6.x) rounds a
+    # span to 0.1 s and caps the end at the audio's length: a span 16000-160960 of a 160960-
+    # sample file is 1.0-10.06 s, not 1.0-10.1 s; frames floor(1000 / 80) = 12 and
+    # ceil(10060 / 80) - 1 = 125 (10.1 s would give 126).
+    from bargein.perturb import ref_rules as R
+    sec = R.seconds_1dp([(16000, 160960)], 16000, 160960)
+    g = R.to_frames(sec)[0]
+    return {"seconds": sec, "frames": (g.start, g.end), "end_sample": g.end_sample(SR)}
+
+
+def _piece_text():
+    # pieces 1.0-2.0 and 2.2-3.0 s -> frames (12, 24) and (27, 37): gap 27 - 24 - 1 = 2 <= 3,
+    # merged. Items X 0.9-1.5 "well", Y 1.5-2.5 "I think", Z 2.5-3.1 "so yes". Piece 1 overlaps
+    # X and Y (min(2.0, 2.5) = 2.0 > max(1.0, 1.5)) -> "well I think"; piece 2 overlaps Y
+    # (min(3.0, 2.5) = 2.5 > 2.2) and Z -> "I think so yes". Merge: "well i think" is not in
+    # "i think so yes" nor the reverse -> "well I think I think so yes" (7 words). A 0.2 s piece
+    # 3.3-3.5 with its item "okay" is dropped (< 250 ms) before the text is attached.
+    from bargein.perturb import ref_rules as R
+    items = [(0.9, 1.5, "well"), (1.5, 2.5, "I think"), (2.5, 3.1, "so yes"), (3.3, 3.5, "okay")]
+    segs = R.pieces_to_segments([(1.0, 2.0), (2.2, 3.0), (3.3, 3.5)], items=items)
+    return {"segs": [(g.start, g.end, g.text) for g in segs], "words": R.word_count(segs[0].text)}
+
+
+def _coverage():
+    # every candidate: first boundary - (3 + 2) s >= 0 and last boundary + 2 s <= the edited
+    # clip's length, checked before (and without) the crop. A 20 s clip is not cropped:
+    # boundaries 6-17 s pass -> (0, 320000); 4.0 s fails the left guard; 18.5 + 2 > 20 fails the
+    # right. In a 60 s clip 4.9-22 s fails although a crop could be found.
+    from bargein.errors import GenerationFailed
+    from bargein.perturb import ref_edits as X
+    out = {}
+    for name, dur, b in (("ok_short", 20.0, [6.0, 17.0]), ("left_short", 20.0, [4.0, 10.0]),
+                         ("right_short", 20.0, [6.0, 18.5]), ("left_long", 60.0, [4.9, 22.0])):
+        x = _crop_audio([(9.0, 9.5), (14.0, 14.5), (30.0, 30.5), (36.0, 36.5)])[: int(dur * SR)]
+        try:
+            out[name] = X.choose_crop(x, SR, Random(0), boundaries_s=b, anchors_s=[b[0] + 1.0])
+        except GenerationFailed:
+            out[name] = None
+    return out
+
+
+def _coverage_scan():
+    # A 3.0-6.0, B 6.5-9.0, A 12.0-14.0 in 20 s (frames A 37-74, 150-174; B 81-112).
+    #   late response A -> B starts at 3.0 s (< 5 s of context): dropped; B -> A at 6.5 s, its
+    #   last boundary A's 14.0 s end (B has no later turn), 16 <= 20: kept. Early entry: only
+    #   A -> B has a 0.2-1.0 s gap, dropped. Excessive backchannel windows at 12.0 (A) and 6.5
+    #   (B) kept, 3.0 dropped.
+    # The same 4 s later (A 7.0-10.0, B 10.5-13.0, A 16.0-18.0): late A -> B (last boundary A's
+    #   next turn end 18.0, 18 + 2 = 20 <= 20) and B -> A kept; early entry A -> B kept (its end
+    #   guard depends on the drawn advance: checked after the edit); windows 7.0, 16.0, 10.5.
+    # A hold whose next turn ends at 19.0 s in a 20 s file (19 + 2 > 20) is dropped; 17.5: kept.
+    from bargein.perturb import ref_ops
+    from bargein.perturb import ref_rules as R
+
+    def first(t, c):
+        return ref_ops.seg_of(c["window"] if t == "excessive_backchannel" else c.get("pre") or c["cur"])
+
+    out = {}
+    for name, off in (("early_in_file", 0.0), ("later", 4.0)):
+        x, si = _ee_scan((3.0 + off, 6.0 + off), (6.5 + off, 9.0 + off), (12.0 + off, 14.0 + off))
+        c = ref_ops.coverable(ref_ops.candidates(x, SR, si), si, len(x) / SR)
+        out[name] = {t: sorted((k["a"], round(first(t, k).start_s, 2)) for k in v) for t, v in c.items() if v}
+    for name, end in (("hold_tail", 19.0), ("hold_inside", 17.5)):
+        segs = (tuple(R.to_frames([(6.0, 8.0), (8.5, end)])), ())
+        si = ref_ops.ScanInput(segs, segs, R.n_frames(20 * SR, SR))
+        c = {"hold_instead_of_shift": [dict(a=0, b=1, pre=ref_ops.seg_dict(segs[0][0]), post=ref_ops.seg_dict(segs[0][0]),
+                                            next=ref_ops.seg_dict(segs[0][1]))]}
+        out[name] = len(ref_ops.coverable(c, si, 20.0)["hold_instead_of_shift"])
+    return out
+
+
+def _bc_sources_and_next_turn():
+    # sources: every isolated backchannel of the listener (channel 1) is its own source, two
+    # "yeah"s included: 2.0-2.3 s and 9.0-9.4 s -> 4800 and 6400 samples (channel 0's is not).
+    # next-turn search: onsets [10, 40] with clips of 16000 and 4800 samples (13 and 4 frames of
+    # 1280) end at max(10 + 13, 40 + 4) = 44, not 40 + 13 = 53.
+    from types import SimpleNamespace as NS
+
+    from bargein.perturb import ref_ops
+    x = _noise_stereo([(0, 1.0, 12.0), (1, 2.0, 2.3), (1, 9.0, 9.4)], 14.0, seed=5)
+    bcs = [NS(channel=1, start_s=9.0, end_s=9.4, text="yeah"), NS(channel=1, start_s=2.0, end_s=2.3, text="yeah"),
+           NS(channel=0, start_s=5.0, end_s=5.2, text="mhm")]
+    pool = ref_ops.source_pool(dict(a=0, b=1), x, SR, bcs)
+    return {"sources": [(t, len(a), s) for t, a, s in pool],
+            "last_frame": ref_ops.last_clip_end([10, 40], [16000, 4800], 1280)}
+
+
+def _shift_insert_clips_channel():
+    # shift-instead-of-hold pastes the turn and clips the *whole* inserted channel to [-1, 1]
+    # (paste_replace): a 1.5 sample at 1.0 s on channel 1, far before the insert, becomes 1.0
+    # (and moves nowhere: the insert is at the hold gap's middle, 20.5 s).
+    from bargein.perturb import ref_ops
+    from bargein.perturb import ref_rules as R
+    spans = [(0, 18.0, 20.0), (0, 21.0, 23.0), (1, 2.0, 4.0)]
+    x = _noise_stereo(spans, 30.0, seed=6)
+    x[SR, 1] = 1.5
+    segs = tuple(tuple(R.to_frames([(a, b) for ch, a, b in spans if ch == c])) for c in (0, 1))
+    si = ref_ops.ScanInput(segs, segs, R.n_frames(len(x), SR))
+    c = dict(a=0, b=1, cur=ref_ops.seg_dict(segs[0][0]), next=ref_ops.seg_dict(segs[0][1]),
+             sources=[ref_ops.seg_dict(segs[1][0])])
+    app = ref_ops.shift_instead_of_hold(x, SR, c, si, Random(0))
+    return {"clipped": float(app.audio[SR, 1]), "at_s": app.params["at_s"]}
+
+
+def _crop_grid_0p1ms():
+    # 60 s clip, silent islands 15.0-15.5 s and 36.0-36.5 s; boundaries 21 and 28 s, anchor 22 s,
+    # required end 480001 samples = 30000.0625 ms, stored as 30000.1 ms -> sample 480002 (the
+    # reference keeps ms at 0.1 ms). s_lo = 480002 - 400000 = 80002; starts every 1280 with
+    # 350 ms (5600) of silence after, inside [240000, 248000): 240002, 241282. e_lo = 480002, ends
+    # from 485602 every 1280 with 350 ms before, inside [576000, 584000): 581602, 582882.
+    # target 25 s (8 s span + U(18, 30) > 25), frac target 0.25 + 0.5 x 0.75795 = 0.62898; mid
+    # (352000 + 480002) // 2 = 416001. Scores |d - 25 s| + 1.5 |frac - 0.629|: 240002->581602
+    # 3.650 + 0.171, 240002->582882 3.570 + 0.174 = 3.744 (best), 241282->... >= 3.826.
+    from bargein.perturb import ref_edits as X
+    x = _crop_audio([(15.0, 15.5), (36.0, 36.5)])
+    return {"crop": X.choose_crop(x, SR, Random(0), boundaries_s=[21.0, 28.0], anchors_s=[22.0],
+                                  required_end_s=[480001 / SR])}
+
+
+def _rms_fallback():
+    # silero finds nothing (window probabilities all 0) -> the reference's RMS VAD on 80 ms
+    # frames (1280 samples): 0.01 everywhere (RMS 0.01 < 0.015), 0.02 in 0.4-1.2 s (frames 5-14,
+    # RMS 0.02), 100 samples of 0.5 after 2.0 s in a zero-padded last frame (RMS sqrt(100 x 0.25
+    # / 1280) = 0.14): segments (5, 14) 0.4-1.2 s and (25, 25) 2.0-2.08 s, no text.
+    from bargein.perturb import ref_rules as R
+    x = np.full(32100, 0.01, dtype=np.float32)
+    x[6400:19200] = 0.02
+    x[32000:] = 0.5
+    segs = R.perturbation_segments(x, SR, probs=np.zeros(63))
+    return {"segs": [(g.start, g.end, round(g.start_s, 6), round(g.end_s, 6), g.text) for g in segs]}
+
+
+def _natural_bounds():
+    # late response at 16 kHz: anchor sample 160001 = 10000.0625 ms -> 10000.1 ms, delay 19201
+    # samples = 1200.0625 ms -> 1200.1 ms (both at 0.1 ms, ``sample_to_ms``). Crop [80001,
+    # 500001): start 5000.0625 -> 5000.1 ms (before the anchor, unchanged) -> round(80001.6) =
+    # 80002; end 31250.0625 -> 31250.1 ms, after anchor + delay -> 31250.1 - 1200.1 = 30050.0 ms
+    # -> 480800 (exact sample arithmetic would give 480800.6 -> 480801).
+    from bargein.perturb import ref_ops
+    app = ref_ops.Applied(np.zeros((10, 2), np.float32), [], {}, [], [], insert=(160001 / SR, 19201 / SR))
+    return {"natural": ref_ops.natural_bounds(app, 80001, 500001, SR, 10 ** 7)}
+
+
 def cases() -> list[tuple[str, str, Any, dict[str, Any]]]:
     """(name, reference, run, expected) for :mod:`bargein.scorers.conformance`."""
     return [
@@ -319,6 +464,29 @@ def cases() -> list[tuple[str, str, Any, dict[str, Any]]]:
         # a 0.3 s island is not 350 ms of silence; an island at 15.5 s leaves < 5 s of context
         ("ref-crop-needs-350ms-and-5s-context", f"{BP} L2524-2550, L2855-2870",
          _crop([(9.0, 9.3), (15.5, 16.0), (30.0, 30.5), (36.0, 36.5)]), {"crop": None}),
+        ("ref-vad-seconds-capped-at-audio-length", f"{BP} L416-426 (return_seconds=True); requirements.txt "
+         "silero-vad>=5.1 (6.x: end = min(round(end / sr, 1), length))", _vad_end_capped,
+         {"seconds": [(1.0, 10.06)], "frames": (12, 125), "end_sample": 160960}),
+        ("ref-transcript-text-per-piece", f"{BP} L428-438, L238-292 (_overlapping_transcript), L343-383", _piece_text,
+         {"segs": [(12, 37, "well I think I think so yes")], "words": 7}),
+        ("ref-scorer-coverage-guard", f"{BP} L2676-2726 (validate_protected_unit_coverage), L4283-4300", _coverage,
+         {"ok_short": (0, 320000), "left_short": None, "right_short": None, "left_long": None}),
+        ("ref-scorer-coverage-candidates", f"{BP} L4283-4300, L2607-2673 (_edit_scorer_boundary_ms)", _coverage_scan,
+         {"early_in_file": {"late_response": [(1, 6.5)], "excessive_backchannel": [(0, 12.0), (1, 6.5)]},
+          "later": {"late_response": [(0, 7.0), (1, 10.5)], "early_entry": [(0, 7.0)],
+                    "excessive_backchannel": [(0, 7.0), (0, 16.0), (1, 10.5)]},
+          "hold_tail": 0, "hold_inside": 1}),
+        ("ref-excessive-backchannel-sources-next-turn", f"{BP} L3505-3526 (source_pool, source_id), "
+         "L3646-3648 (last_end per clip), L3398-3400", _bc_sources_and_next_turn,
+         {"sources": [("yeah", 4800, 2.0), ("yeah", 6400, 9.0)], "last_frame": 44}),
+        ("ref-shift-insert-clips-whole-channel", f"{BP} L3955-3963, L786-797 (paste_replace)",
+         _shift_insert_clips_channel, {"clipped": 1.0, "at_s": 20.5}),
+        ("ref-crop-times-in-0.1ms", f"{BP} L2503-2521, L2571-2588, L2676-2694, L2810-2832 (ms values), "
+         "L2524-2550", _crop_grid_0p1ms, {"crop": (240002, 582882)}),
+        ("ref-rms-fallback-turn-vad", f"{BP} L164-189 (rms_vad, segments_from_vad), L562-584", _rms_fallback,
+         {"segs": [(5, 14, 0.4, 1.2, ""), (25, 25, 2.0, 2.08, "")]}),
+        ("ref-natural-crop-in-0.1ms", f"{BP} L2729-2767 (_source_crop_bounds_from_edits), L3055-3058, L2421-2423",
+         _natural_bounds, {"natural": (80002, 480800)}),
     ]
 
 

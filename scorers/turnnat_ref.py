@@ -131,14 +131,31 @@ def units(v: np.ndarray, duration_s: float) -> list[dict[str, Any]]:
     return sorted(out, key=lambda x: (x["start_time"], x["end_time"], x["unit_type"], x["speaker"]))
 
 
-def unit_scores(nll: np.ndarray, unit_list: Sequence[dict], v: np.ndarray) -> list[dict[str, Any]]:
-    """Mean NLL per unit (>= 5 finite frames after 3 s), with the two fallbacks."""
+def vad_to_model_frames(v: np.ndarray, n: int, model_hz: float) -> np.ndarray:
+    """(n, 2) activity at the predictor's frame rate: model frame ``i`` covers 50 Hz frames
+    ``floor(i * 50 / hz)`` to ``floor((i + 1) * 50 / hz)`` (at least one) and is active when at
+    least half of them are; frames past the VAD are silent. At 50 Hz this is ``v`` itself."""
+    out = np.zeros((max(0, n), 2), dtype=np.int8)
+    v = np.asarray(v)
+    for i in range(max(0, n)):
+        lo = int(math.floor(i * FRAME_HZ / model_hz))
+        hi = max(int(math.floor((i + 1) * FRAME_HZ / model_hz)), lo + 1)
+        if lo < v.shape[0]:
+            out[i] = (v[lo:min(hi, v.shape[0])].mean(axis=0) >= 0.5).astype(np.int8)
+    return out
+
+
+def unit_scores(nll: np.ndarray, unit_list: Sequence[dict], v: np.ndarray,
+                frame_hz: float = FRAME_HZ) -> list[dict[str, Any]]:
+    """Mean NLL per unit (>= 5 finite frames after 3 s), with the two fallbacks. ``nll`` is at
+    the predictor's ``frame_hz`` (the reference slices units at the model's rate: 12.5 Hz for
+    its DualTurn checkpoint, 50 Hz for VAP); ``v`` is the 50 Hz scoring activity."""
     n = len(nll)
-    first = int(math.ceil(CONTEXT_S * FRAME_HZ))
+    first = int(math.ceil(CONTEXT_S * frame_hz))
     rows = []
     for u in unit_list:
-        lo = max(first, int(math.floor(u["start_time"] * FRAME_HZ)))
-        hi = min(n, int(math.ceil(u["end_time"] * FRAME_HZ)))
+        lo = max(first, int(math.floor(u["start_time"] * frame_hz)))
+        hi = min(n, int(math.ceil(u["end_time"] * frame_hz)))
         vals = nll[lo:hi] if hi > lo else np.zeros(0)
         vals = vals[np.isfinite(vals)]
         if vals.size >= MIN_UNIT_FRAMES:
@@ -147,11 +164,11 @@ def unit_scores(nll: np.ndarray, unit_list: Sequence[dict], v: np.ndarray) -> li
         return rows
     valid = np.zeros(n, dtype=bool)
     valid[min(first, n):] = True
-    m = min(n, v.shape[0])
+    vm = vad_to_model_frames(v, n, frame_hz)
     mask = np.zeros(n, dtype=bool)
-    if m > 1:
-        w = int(round(2.0 * FRAME_HZ))
-        for idx in np.flatnonzero(np.any(v[1:m] != v[:m - 1], axis=1)) + 1:
+    if n > 1:
+        w = int(round(2.0 * frame_hz))
+        for idx in np.flatnonzero(np.any(vm[1:n] != vm[:n - 1], axis=1)) + 1:
             mask[max(0, idx - w): min(n, idx + w + 1)] = True
     mask &= valid
     for kind, sel in (("fallback_vad_boundaries", mask), ("fallback_all_valid", valid)):
@@ -184,8 +201,9 @@ def score_activity(v: np.ndarray, predictor: Any, duration_s: float, *, audio=No
     """Predictor NLL on the reference activity, pooled over the reference units."""
     act = np.asarray(v, dtype=bool)
     nll = predictor.frame_nll(act, audio=audio, sample_rate=sample_rate)
-    return pool(unit_scores(np.asarray(nll, dtype=np.float64), units(v, duration_s), v))
+    hz = float(getattr(predictor, "frame_hz", FRAME_HZ))
+    return pool(unit_scores(np.asarray(nll, dtype=np.float64), units(v, duration_s), v, frame_hz=hz))
 
 
 __all__ = ["scoring_activity", "clean", "spans_to_frames", "utterances", "units", "unit_scores",
-           "pool", "score_activity", "SCORE_VAD"]
+           "pool", "score_activity", "vad_to_model_frames", "SCORE_VAD"]

@@ -144,9 +144,11 @@ async def amodify(messages: Sequence[Message], edits: Sequence[EditCommand], *,
                            for e in wanted.values()])
     chat = [{"role": "user", "content": prompt}]
     errors: list[str] = []
-    for _ in range(REASKS + 1):
-        # schema errors are re-asked by the client; here: answers that cannot be applied
-        out = await llm.structured(chat, ModifierOutput, agent="modifier", sample=0)
+    for n in range(REASKS + 1):
+        # schema errors are re-asked by the client; here: answers that cannot be applied (a
+        # re-ask is a new draw: a new seed, sampled hotter)
+        out = await llm.structured(chat, ModifierOutput, agent="modifier", sample=n,
+                                   **({} if n == 0 else {"temperature": 0.8}))
         set_edits, errors = _check_rewrites(current, wanted, out)
         if not errors:
             final = apply_edits(current, set_edits)

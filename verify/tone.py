@@ -35,7 +35,7 @@ _DISTRESS = re.compile(
 _UPBEAT = re.compile(r"\b(wonderful|lovely|great|perfect|fantastic|excellent|awesome|brilliant|"
                      r"glad|happy to hear|good to know|good news|nice|splendid|super)\b", re.I)
 MARKERS = frozenset("okay ok now so right alright well anyway great good perfect sure thanks "
-                    "then also".split())
+                    "then also understood noted fine".split())
 
 
 def is_distressing(text: str) -> bool:
@@ -103,12 +103,16 @@ def marker_repeats(text: str) -> list[tuple[int, int, str]]:
                 out.append((x2, y2, w2))
                 break
         prev_first = words[0][2] if words and text[words[0][1]:words[0][1] + 1] == "," else None
-    return out
+    for (a0, b0), (a, b) in zip(spans, spans[1:]):      # "..., thank you. Thanks. And ..."
+        mm = _THANKS_ONLY.match(text[a:b + 1])
+        if mm and _THANKED.search(text[a0:b0]):
+            out.append((a, a + len(mm.group(0).rstrip()) - 1, "thanks"))
+    return sorted(out)
 
 
 def _deletion(text: str, s: int, e: int) -> tuple[int, int]:
     """The marker plus its comma (the span a minimal edit removes)."""
-    if e < len(text) and text[e] == ",":
+    if e < len(text) and text[e] in ",.!":
         e += 1
     return s, e
 
@@ -152,6 +156,17 @@ def dedupe_markers(parts: list[str]) -> list[str]:
             rest = p[mm.end():].lstrip()
             if rest:
                 p = rest[:1].upper() + rest[1:] if not out[-1].endswith(",") else rest
-        said |= {x.lower() for x in re.findall(r"(?:^|[.!?,]\s+)(\w+),", p)}
+        said |= {x.lower() for x in re.findall(r"(?:^|[.!?,]\s+)(\w+)[,.!]", p)}
+        if out and _THANKS_ONLY.match(p) and any(_THANKED.search(x) for x in out):
+            rest = _THANKS_ONLY.sub("", p, count=1).lstrip()     # "Thank you." + "Thanks. And"
+            if not rest:
+                continue
+            p = rest
+        if _THANKED.search(p):
+            said.add("thanks")
         out.append(p)
     return out
+
+
+_THANKS_ONLY = re.compile(r"^(?:thanks|thank you)(?: so much| very much)?[.!]\s*", re.I)
+_THANKED = re.compile(r"\b(?:thanks|thank you)\b", re.I)

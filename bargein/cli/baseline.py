@@ -27,7 +27,7 @@ from bargein.cli.util import fail_if_nothing, get_globals, require_file
               help="Output JSONL [default: WORKDIR/baseline.jsonl].")
 def baseline(llm: str, temperature: float, max_tokens: int, items_file: Path, out: Path | None) -> None:
     """Fill eval items' baseline responses."""
-    from bargein.generators.baseline import fill_baselines
+    from bargein.pipeline import baseline_spec, run_stages
     from bargein.records import EvalItem
     from bargein.store import read_jsonl, write_jsonl
 
@@ -35,8 +35,9 @@ def baseline(llm: str, temperature: float, max_tokens: int, items_file: Path, ou
     require_file(items_file, "--items", "pass the eval_items.jsonl written by "
                  "'bargein generate conversations'")
     items = read_jsonl(items_file, EvalItem)
-    res = fill_baselines(items, llm=llm, seed=g.seed, workdir=g.workdir, temperature=temperature,
-                         max_tokens=max_tokens)
+    spec = baseline_spec({"llm": llm, "temperature": temperature, "max_tokens": max_tokens})
+    res = run_stages([spec], workdir=g.workdir, seed=g.resolve_seed(),
+                     records={EvalItem: items})["baseline"].result
     out = out or g.workdir / "baseline.jsonl"
     write_jsonl(out, res.outputs)
     made_by = res.outputs[0].baseline_model if res.outputs else llm

@@ -28,8 +28,8 @@ from bargein.cli.util import fail_if_nothing, get_globals, require_file
 def conversations(n: int | None, scenarios_file: Path | None, seed: int | None, llm: str,
                   verify_rounds: int, domains: str | None, no_exports: bool) -> None:
     """Simulate, verify and export conversations with interruptions; print the statistics."""
-    from bargein.generators.conversation import generate_conversations
     from bargein.generators.stats import format_stats
+    from bargein.pipeline import conversations_spec, run_stages, scenarios_spec
     from bargein.records import Scenario
     from bargein.store import read_jsonl
 
@@ -41,18 +41,18 @@ def conversations(n: int | None, scenarios_file: Path | None, seed: int | None, 
         scenarios = read_jsonl(scenarios_file, Scenario)
         scenarios = scenarios[:n] if n else scenarios
     else:
-        from bargein.generators.scenarios import generate_scenarios
-
-        res = generate_scenarios(n or 50, seed, llm=llm, workdir=g.workdir, domains=domains)
+        spec = scenarios_spec({"llm": llm, "n": n or 50, "domains": domains, "budget_usd": None})
+        res = run_stages([spec], workdir=g.workdir, seed=seed)["scenarios"].result
         scenarios = res.outputs
         if res.failures:
             click.echo(f"{len(res.failures)} scenarios failed (see {g.workdir}/scenarios.failures.jsonl)",
                        err=True)
     if not scenarios:
         raise click.ClickException("no scenarios to simulate")
-    run = generate_conversations(scenarios, seed=seed, workdir=g.workdir, llm=llm,
-                                 verify_rounds=verify_rounds, sft=not no_exports,
-                                 dpo=not no_exports)
+    spec = conversations_spec({"llm": llm, "verify_rounds": verify_rounds, "sft": not no_exports,
+                               "dpo": not no_exports})
+    run = run_stages([spec], workdir=g.workdir, seed=seed,
+                     records={Scenario: scenarios})["conversations"].result
     click.echo(format_stats(run.stats))
     files = ["conversations.jsonl", "verified.jsonl", "eval_items.jsonl"]
     files += [] if no_exports else ["sft.jsonl", "dpo.jsonl"]

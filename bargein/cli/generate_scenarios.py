@@ -29,13 +29,13 @@ def scenarios(n: int, seed: int | None, llm: str, domains: str, out: Path | None
     Writes WORKDIR/scenarios.jsonl (one Scenario per line) through the runner: cached,
     resumable, failures in WORKDIR/scenarios.failures.jsonl.
     """
-    from bargein.generators.scenarios import STAGE_NAME, generate_scenarios
+    from bargein.generators.scenarios import STAGE_NAME
+    from bargein.pipeline import run_stages, scenarios_spec
 
     g = get_globals()
     seed = g.resolve_seed(seed)
-    extra = {"budget_usd": budget} if budget is not None else {}
-    res = generate_scenarios(n, seed, llm=llm, workdir=g.workdir, domains=domains or None,
-                             **extra)
+    spec = scenarios_spec({"llm": llm, "n": n, "domains": domains or None, "budget_usd": budget})
+    res = run_stages([spec], workdir=g.workdir, seed=seed)["scenarios"].result
     path = g.workdir / f"{STAGE_NAME}.jsonl"
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -84,7 +84,8 @@ def mask(rendered, conversations, audio_root, qa_dataset, split, audio_column, q
     from pydantic import ValidationError
 
     from bargein.masking.items import MaskConfig
-    from bargein.masking.stage import asr_check as run_asr_check, asr_rates, mask_rendered, mask_sources
+    from bargein.masking.stage import asr_check as run_asr_check, asr_rates
+    from bargein.pipeline import mask_qa_spec, mask_spec, run_stages
     from bargein.store import atomic_write_text
 
     g = get_globals()
@@ -112,18 +113,21 @@ def mask(rendered, conversations, audio_root, qa_dataset, split, audio_column, q
             click.echo(f"{len(bad)} unreadable lines in {conv_path} skipped (first: {bad[0].reason[:200]})",
                        err=True)
         convs = [c.conversation if isinstance(c, VerifiedConversation) else c for c in convs]
-        result = mask_rendered(read_jsonl(rendered, RenderedDialogue), convs, workdir=g.workdir,
-                               seed=g.seed, config=config, audio_root=audio_root or rendered.parent,
-                               workers=workers)
+        spec = mask_spec({"mask": config.model_dump(mode="json"),
+                          "audio_root": str(audio_root or rendered.parent)})
+        # the conversations stand for the verified ones (the masker reads either)
+        result = run_stages([spec], workdir=g.workdir, seed=g.resolve_seed(), workers=workers,
+                            records={RenderedDialogue: read_jsonl(rendered, RenderedDialogue),
+                                     VerifiedConversation: convs})["mask"].result
         kind = "rendered dialogues"
     else:
-        from bargein.masking.qa import qa_sources
-
-        sources = qa_sources(qa_dataset, workdir=g.workdir, audio_column=audio_column,
-                             question_column=question_column, answer_column=answer_column,
-                             transcript_column=transcript_column, id_column=id_column, split=split,
-                             limit=limit)
-        result = mask_sources(sources, workdir=g.workdir, seed=g.seed, config=config, workers=workers)
+        spec = mask_qa_spec({"mask": config.model_dump(mode="json"), "dataset": str(qa_dataset),
+                             "split": split, "audio_column": audio_column,
+                             "question_column": question_column, "answer_column": answer_column,
+                             "transcript_column": transcript_column, "id_column": id_column,
+                             "limit": limit})
+        result = run_stages([spec], workdir=g.workdir, seed=g.resolve_seed(),
+                            workers=workers)["mask"].result
         kind = f"QA examples from {qa_dataset}"
     items = result.outputs
     sources_ok = len({(i.source_id, i.message_index, i.slot) for i in items})

@@ -36,16 +36,19 @@ def perturb(input_path: Path, types: str, per_type: int, out: Path | None, vad: 
             protocol: str, strict: bool) -> None:
     """Build TurnNat timing perturbation pairs (five types, 20-25 s crops, sidecars)."""
     from bargein.perturb.sources import load_sources
-    from bargein.perturb.stage import run_perturb
+    from bargein.pipeline import perturb_spec, run_stages
+    from bargein.records import RenderedDialogue
 
     g = get_globals()
     require_file(input_path, "--input", "give rendered.jsonl, a folder of stereo files or an HF dataset")
     kinds = [t.strip() for t in types.split(",") if t.strip()]
     out = out or g.workdir / "perturb"
     dialogues = load_sources(input_path, g.workdir, audio_column=audio_column, split=split)
-    s = run_perturb(dialogues, types=kinds, per_type=per_type, out_dir=out, workdir=g.workdir,
-                    seed=g.seed, vad=vad, sample_rate=sample_rate, workers=workers, strict=strict,
-                    protocol=protocol)
+    spec = perturb_spec({"types": kinds, "per_type": per_type, "vad": vad,
+                         "sample_rate": sample_rate, "protocol": protocol, "strict": strict,
+                         "out_dir": str(out)})
+    s = run_stages([spec], workdir=g.workdir, seed=g.resolve_seed(), workers=workers,
+                   records={RenderedDialogue: dialogues})["perturb"].result
     click.echo(f"{s['pairs']} pairs ({protocol}) from {s['scanned']}/{s['dialogues']} dialogues -> "
                f"{out}/pairs.jsonl")
     for t in kinds:

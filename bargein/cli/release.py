@@ -92,7 +92,7 @@ def build_cmd(out, name, version, conversations, rendered, eval_items, repair, t
               test_percent, stats, audio_root, provenance, previous, changelog, only, license_,
               pretty_name, repo, quality_thresholds, allow_below_threshold, profile):
     """Build a release folder (Parquet per config, card, manifest) from stage outputs."""
-    from bargein.releases.build import ReleaseSources, build_release
+    from bargein.pipeline import release_spec, run_stages
 
     g = get_globals()
     if not any((conversations, eval_items, repair, timing, sft, dpo)):
@@ -114,19 +114,25 @@ def build_cmd(out, name, version, conversations, rendered, eval_items, repair, t
     # the seed rule: an explicit global --seed > the provenance file's seed > the default
     file_seed = prov.get("seed") if isinstance(prov.get("seed"), int) else None
     prov["seed"] = g.resolve_seed(None, file_seed)
-    sources = ReleaseSources(
-        conversations=_path_opt(conversations, "--conversations"),
-        rendered=_path_opt(rendered, "--rendered"),
-        eval_items=_path_opt(eval_items, "--eval-items"), repair=_path_opt(repair, "--repair"),
-        timing=_path_opt(timing, "--timing"),
-        sft=_chat_opt(sft, "--sft"), dpo=_chat_opt(dpo, "--dpo"), test_percent=test_percent,
-        stats=_path_opt(stats, "--stats"),
-        quality_thresholds=_thresholds(quality_thresholds),
-        allow_below_threshold=allow_below_threshold,
-        audio_roots=tuple(audio_root) or (g.workdir,), configs=tuple(only) or None, profile=profile)
-    m = build_release(out, name=name, version=version, sources=sources, provenance=prov,
-                      changelog=changelog, previous=previous, pretty_name=pretty_name,
-                      license=license_, repo_hint=repo)
+    sft_, dpo_ = _chat_opt(sft, "--sft"), _chat_opt(dpo, "--dpo")
+    files = {"verified": _path_opt(conversations, "--conversations"),
+             "rendered": _path_opt(rendered, "--rendered"),
+             "baseline": _path_opt(eval_items, "--eval-items"), "repair": _path_opt(repair, "--repair"),
+             "timing": _path_opt(timing, "--timing"), "stats": _path_opt(stats, "--stats"),
+             "sft": sft_ if isinstance(sft_, Path) else None,
+             "dpo": dpo_ if isinstance(dpo_, Path) else None}
+    splits = {k: {split: str(f) for split, f in v.items()}
+              for k, v in (("sft", sft_), ("dpo", dpo_)) if isinstance(v, dict)}
+    spec = release_spec({
+        "name": name, "version": version, "changelog": changelog, "pretty_name": pretty_name,
+        "license": license_, "repo_hint": repo, "provenance": prov,
+        "sources": {**splits, "test_percent": test_percent,
+                    "quality_thresholds": _thresholds(quality_thresholds),
+                    "allow_below_threshold": allow_below_threshold,
+                    "audio_roots": [str(r) for r in (tuple(audio_root) or (g.workdir,))],
+                    "configs": list(only) or None, "profile": profile}})
+    m = run_stages([spec], workdir=g.workdir, seed=prov["seed"], files=files, out_dir=out,
+                   previous=previous)["release"].result
     click.echo(f"built {m.name} {m.version} in {out}: " +
                ", ".join(f"{c}={n}" for c, n in m.configs.items()) + f"; {len(m.files)} files")
 

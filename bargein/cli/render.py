@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -69,7 +68,9 @@ def render(conversations: Path, voices: tuple[str, ...], voice_map: Path | None,
     """
     from pydantic import ValidationError
 
-    from bargein.audio.render import RenderConfig, load_conversations, render_conversations
+    from bargein.audio.render import RenderConfig, load_conversations
+    from bargein.pipeline import render_spec, run_stages
+    from bargein.records import VerifiedConversation
     from bargein.store import write_jsonl
 
     g = get_globals()
@@ -96,8 +97,10 @@ def render(conversations: Path, voices: tuple[str, ...], voice_map: Path | None,
     items, bad = load_conversations(conversations)
     cache_dir = g.workdir / "tts_cache"
     before = _count(cache_dir)
-    result = render_conversations(items, workdir=g.workdir, seed=g.seed, config=config,
-                                  workers=workers)
+    # a plain Conversation line stands for an accepted verified one (the renderer reads both)
+    result = run_stages([render_spec({"render": config.model_dump(mode="json")})],
+                        workdir=g.workdir, seed=g.resolve_seed(), workers=workers,
+                        records={VerifiedConversation: items})["render"].result
     failures = bad + result.failures
     write_jsonl(g.workdir / "render.failures.jsonl", failures)
     skipped = len(items) - result.computed - result.cached - len(result.failures)

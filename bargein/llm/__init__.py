@@ -138,6 +138,19 @@ def _env_agent_models() -> dict[str, str]:
     return out
 
 
+def stage_concurrency(spec: str, wanted: int) -> int:
+    """How many items an LLM stage keeps in flight: at most twice the calls the provider serves
+    at once (its ``concurrency`` setting: a local server's slots, 1 for an in-process model), so
+    every slot stays busy while a conversation does its own work between calls, and a server that
+    keeps prompt prefixes is not made to juggle more conversations than it can hold."""
+    if is_offline(spec):
+        return wanted
+    name, _ = parse_spec(spec)
+    configured = {**env_settings(name), **registry.options("llm", name)}.get("concurrency")
+    slots = configured if isinstance(configured, int) and configured >= 1 else DEFAULT_CONCURRENCY.get(name, 8)
+    return max(1, min(wanted, 2 * slots))
+
+
 def parse_spec(spec: str) -> tuple[str, str]:
     """``"openai:gpt-4o-mini"`` → ``("openai", "gpt-4o-mini")``; ConfigError listing valid forms."""
     if not isinstance(spec, str) or ":" not in spec:

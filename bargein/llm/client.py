@@ -55,6 +55,13 @@ REASK_QUOTE_TOKENS = 400
 CONTEXT_MARGIN_TOKENS = 32
 MIN_ANSWER_TOKENS = 64
 RESEED = 7919            # re-ask k of sample s asks the server for seed s + k * RESEED
+# a re-ask samples at least this hot: at a server's default temperature (llama.cpp: 0.2 and
+# below) a new seed alone gives the same answer again, word for word
+REASK_TEMPERATURE = 0.8
+
+
+def reask_temperature(temperature: float | None) -> float:
+    return max(temperature or 0.0, REASK_TEMPERATURE)
 
 
 def estimate_tokens(text: str) -> int:
@@ -374,7 +381,8 @@ class LLMClient:
 
         for k in range(max_reasks + 1):
             try:
-                comp = await self.complete(msgs, agent=agent, sample=sample, temperature=temperature,
+                comp = await self.complete(msgs, agent=agent, sample=sample,
+                                           temperature=temperature if k == 0 else reask_temperature(temperature),
                                            max_tokens=max_tokens, json_schema=js,
                                            schema_name=schema.__name__, reask=k)
             except GenerationFailed as e:

@@ -124,7 +124,7 @@ def test_llm_path_end_to_end(scenarios, tmp_path):
     assert replies
     for r in replies:
         msgs = r.json["messages"]
-        assert msgs[0]["role"] == "system" and "caller" in msgs[0]["content"]
+        assert msgs[0]["role"] == "system" and "CUSTOMER" in msgs[0]["content"]
         di = next(i for i, m in enumerate(msgs) if m["content"].startswith("(Direction"))
         assert di >= 2 and msgs[di - 1]["role"] == "user", msgs   # the assistant's words, heard
     said = {m.text for v in run.verified for m in v.conversation.messages if m.role == "assistant"}
@@ -137,8 +137,10 @@ def test_llm_path_end_to_end(scenarios, tmp_path):
         name = r.json["response_format"]["json_schema"]["name"]
         if name in ("UserReply", "AssistantTurn"):
             first = r.json["messages"][0]["content"]
-            systems.setdefault((name, first.splitlines()[0]), set()).add(first)
-    assert systems and all(len(v) == 1 for v in systems.values())
+            who = [x for x in first.splitlines() if x.startswith(("You are the voice assistant of",
+                                                                "Your manner:"))]
+            systems.setdefault((name, *who), set()).add(first)
+    assert systems and all(len(v) == 1 for v in systems.values()), [(k, [x[:3000] for x in v]) for k, v in systems.items() if len(v) > 1][:1]
 
     # verifier-modifier: A repaired in one round, B discarded with the unfixable reason
     by_scn = {v.conversation.scenario.id: v for v in run.verified}

@@ -7,12 +7,12 @@ Slow: minutes per call on 2 busy cores. What the 0.5B model writes is mostly dis
 schema and the checks; the test asserts the pipeline completes and accounts for every item (made,
 or in the failures file with its evidence), and prints the figures.
 
-Measured here (2 cores at load ~10, 0.5B Q4_K_M): 7 min 55 s in all; the server refuses
-``json_schema`` (HTTP 500) and ``json_object`` with the schema (a grammar) is used from then on;
-every answer was schema-valid JSON, but the goal writer gave 4 goals of the 5 asked, twice (the
-re-ask repeated the first answer nearly word for word), so both ``generate scenarios`` (exit 1)
-and the build (exit 2) stopped at the goals with that failure on file; 3.9-4.8 tokens/s after the
-first call (0.8 on it).
+Measured here (2 cores shared by 7, 0.5B Q4_K_M, server 1 thread with ``--cache``): 41 s for
+``generate scenarios``, 58 s for the build; the server refuses ``json_schema`` (HTTP 500) and
+``json_object`` with the schema (a grammar) is used from then on; every answer was schema-valid
+JSON, but the goal writer gave 4 goals of the 5 asked, twice (the re-ask, sampled hotter with a
+new seed, was a different answer this time, not the first one again), so both ``generate
+scenarios`` (exit 1) and the build (exit 2) stopped at the goals with that failure on file.
 """
 
 from __future__ import annotations

@@ -122,3 +122,14 @@ def test_the_cut_and_the_heard_words_are_computed_never_asked(tmp_path):
     sent = "\n".join(m["content"] for m in messages)
     assert out.heard in sent and unheard not in sent
     assert "heard_prefix" not in sent and "cut_range" not in sent
+
+
+def test_llm_stages_keep_twice_the_provider_slots_in_flight(monkeypatch):
+    from bargein.generators.conversation import simulate_stage
+    from bargein.generators.rubric import rubric_stage
+
+    monkeypatch.delenv("BARGEIN_LLM_SETTINGS", raising=False)
+    assert simulate_stage("llamacpp:/m.gguf").concurrency == 2        # one in-process context
+    assert rubric_stage("openai:m").concurrency == 32                 # 16 requests by default
+    monkeypatch.setenv("BARGEIN_LLM_SETTINGS", "openai.concurrency=4")
+    assert simulate_stage("openai:m").concurrency == 8                 # a server with 4 slots

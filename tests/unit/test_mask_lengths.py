@@ -84,8 +84,10 @@ def test_the_cap_takes_partners_together():
     srcs = [src("a0", "a", "c0"), src("a1", "a"), src("b0", "b"), src("c0", "c", "a0")]
     assert [s.id for s in cap_sources(srcs, 1 * 4, 4)] == ["a1"]          # own-matched first
     assert [s.id for s in cap_sources(srcs, 2 * 4, 4)] == ["a1", "b0"]
-    assert [s.id for s in cap_sources(srcs, 3 * 4, 4)] == ["a1", "b0"]    # no room for the pair
+    assert [s.id for s in cap_sources(srcs, 3 * 4, 4)] == ["a0", "a1", "c0"]   # a pair fills the cap
     assert [s.id for s in cap_sources(srcs, 4 * 4, 4)] == ["a0", "a1", "b0", "c0"]
     for n in range(1, 6):
         ids = {s.id for s in cap_sources(srcs, n * 4, 4)}
-        assert ("a0" in ids) == ("c0" in ids) and 1 <= len(ids) <= n
+        assert ("a0" in ids) == ("c0" in ids) and len(ids) == min(n, 4)
+    only_pairs = [src("a0", "a", "c0"), src("c0", "c", "a0")]
+    assert [s.id for s in cap_sources(only_pairs, 4, 4)] == ["a0", "c0"]   # at least one item

@@ -291,16 +291,26 @@ def test_removed_turn_leaves_nothing_in_the_closed_gap(perturbed):
         assert p.measured["residue_over_floor_db"] <= 10.0
 
 
-def test_turnnat_ref_protocol_needs_speech_and_a_turnnat_protocol(tmp_path):
-    """``perturb --protocol turnnat-ref`` runs the reference turn VAD (silero): noise bursts hold
-    no speech, so every dialogue fails its scan with the reason and nothing is written half;
-    a protocol of another family is refused. (Pairs on speech: test_perturb_ref.py.)"""
+def test_turnnat_ref_protocol_needs_two_speakers_and_a_turnnat_protocol(tmp_path):
+    """``perturb --protocol turnnat-ref`` runs the reference turn VAD (silero, and the
+    reference's 80 ms RMS VAD for a channel where silero finds nothing). Noise bursts are found
+    by the RMS fallback, so the dialogue is scanned (TurnNat build_perturbations.py L562-584);
+    a dialogue whose second channel is digital silence has no second speaker for either
+    detector and fails its scan with the reason, nothing written half; a protocol of another
+    family is refused. (Pairs on speech: test_perturb_ref.py.)"""
     _write_dialogues(tmp_path / "in", seeds=(1,))
     d = load_sources(tmp_path / "in", tmp_path / "work")
     s = run_perturb(d, types=["early_entry"], per_type=1, out_dir=tmp_path / "out",
                     workdir=tmp_path / "work", seed=7, vad="energy", protocol="turnnat-ref")
-    assert s["protocol"] == "turnnat-ref" and s["scanned"] == 0 and s["pairs"] == 0, s
-    reasons = [json.loads(line)["reason"] for line in (tmp_path / "out" / "skipped.jsonl").open()]
+    assert s["protocol"] == "turnnat-ref" and s["scanned"] == 1, s
+    x = burst_audio(_timeline(2), 92.0, 16000, seed=2, floor=1e-4)
+    x[:, 1] = 0.0
+    write_audio(tmp_path / "in1" / "mono.flac", x, 16000)
+    d1 = load_sources(tmp_path / "in1", tmp_path / "work1")
+    s1 = run_perturb(d1, types=["early_entry"], per_type=1, out_dir=tmp_path / "out1",
+                     workdir=tmp_path / "work1", seed=7, vad="energy", protocol="turnnat-ref")
+    assert s1["scanned"] == 0 and s1["pairs"] == 0, s1
+    reasons = [json.loads(line)["reason"] for line in (tmp_path / "out1" / "skipped.jsonl").open()]
     assert reasons and all("reference turn VAD" in r for r in reasons), reasons
     with pytest.raises(Exception, match="turnnat-ref"):
         run_perturb(d, types=["early_entry"], per_type=1, out_dir=tmp_path / "o2", workdir=tmp_path / "work",

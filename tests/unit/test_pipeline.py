@@ -128,3 +128,74 @@ def test_a_stage_returning_undeclared_records_or_missing_its_artifact_stops_the_
                             artifacts={"scenarios": "scenarios.jsonl"})])
     with pytest.raises(Exception, match="did not write its artifact"):
         run(p, state)
+
+
+# ---- stage commands are views over the declared specs ---------------------------------------
+
+STAGE_COMMANDS = {           # command module -> the spec factories it must run
+    "generate_scenarios": {"scenarios_spec"}, "generate_conversations": {"conversations_spec"},
+    "baseline": {"baseline_spec"}, "render": {"render_spec"},
+    "mask": {"mask_spec", "mask_qa_spec"}, "perturb": {"perturb_spec"}, "release": {"release_spec"},
+}
+LIBRARY_CALLS = {"generate_scenarios", "generate_conversations", "fill_baselines",
+                 "render_conversations", "mask_rendered", "mask_sources", "run_perturb",
+                 "build_release"}
+
+
+def test_every_stage_command_runs_its_declared_spec_not_the_library_call():
+    """Each stage command imports its spec factories and run_stages from bargein.pipeline and
+    calls none of the stage library functions itself (so wiring checks, settings and the seed
+    rule are the build's)."""
+    import ast
+    from pathlib import Path
+
+    import bargein.cli as cli
+    from bargein import pipeline
+
+    folder = Path(cli.__file__).parent
+    for module, factories in STAGE_COMMANDS.items():
+        tree = ast.parse((folder / f"{module}.py").read_text(encoding="utf-8"))
+        from_pipeline = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                         and n.module == "bargein.pipeline" for a in n.names}
+        assert factories | {"run_stages"} <= from_pipeline, module
+        assert all(callable(getattr(pipeline, f)) for f in factories)
+        called = {n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+                  for n in ast.walk(tree) if isinstance(n, ast.Call)
+                  and isinstance(n.func, (ast.Name, ast.Attribute))}
+        assert not called & LIBRARY_CALLS, f"{module} calls {called & LIBRARY_CALLS} directly"
+
+
+def test_a_stage_command_with_an_input_nobody_gives_fails_before_anything_runs(tmp_path):
+    from bargein.pipeline import build_settings, render_spec, run_stages
+
+    spec = render_spec(build_settings(load_preset("demo"))["render"])
+    with pytest.raises(WiringError, match="'render' reads VerifiedConversation records but no "
+                                          "stage produces them"):
+        run_stages([spec], workdir=tmp_path, seed=1)
+    assert not any(tmp_path.iterdir())          # nothing ran, nothing written
+    settings = {**build_settings(load_preset("demo"))["perturb"], "per_type": {1, 2}}
+    from bargein.pipeline import perturb_spec
+
+    with pytest.raises(WiringError, match="settings is not serialisable"):
+        run_stages([perturb_spec(settings)], workdir=tmp_path, seed=1,
+                   records={RenderedDialogue: []})
+
+
+def test_a_stage_command_and_the_build_make_the_same_stage_output(tmp_path):
+    """``bargein --seed 11 generate scenarios --n 3`` is the build's scenarios spec with the
+    same settings and seed: the same bytes (the global --seed resolved by the one rule)."""
+    from bargein.cli import main
+    from bargein.pipeline import build_settings, run_stages
+
+    cfg = parse_config({"scenarios": {"n": 3}, "audio": {"enabled": False}})
+    cfg = cfg.model_copy(update={"seed": 11})
+    p = plan(cfg)
+    run_stages([p.stages[0]], workdir=tmp_path / "build", seed=cfg.seed)
+    assert p.stages[0].settings == build_settings(cfg)["scenarios"]
+    assert main(["--seed", "11", "--workdir", str(tmp_path / "cmd"), "generate", "scenarios",
+                 "--n", "3"]) == 0
+    a = (tmp_path / "build" / "scenarios.jsonl").read_bytes()
+    assert a and a == (tmp_path / "cmd" / "scenarios.jsonl").read_bytes()
+    assert main(["--seed", "12", "--workdir", str(tmp_path / "other"), "generate", "scenarios",
+                 "--n", "3"]) == 0
+    assert (tmp_path / "other" / "scenarios.jsonl").read_bytes() != a

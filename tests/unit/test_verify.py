@@ -467,6 +467,8 @@ def test_cheerful_ack_after_bad_news_is_flagged_and_repaired():
      "okay"),
     ("Now, to continue, now could you confirm the billing zip code on file for this line?", "now"),
     ("So, as I was saying, so could you confirm the billing zip code on file for this line?", "so"),
+    ("Okay, thank you. Thanks. Could you confirm the billing zip code on file for this line?",
+     "thanks"),
 ])
 def test_a_marker_said_twice_at_a_join_is_flagged_and_repaired(text, word):
     conv = conv_with({4: ("assistant", text, {"stage": "identity_verification"})})
