@@ -368,6 +368,8 @@ def run_stages(specs: Sequence[StageSpec], *, workdir: str | Path, seed: int,
     paths = {k: str(v) for k, v in (files or {}).items() if v is not None}
 
     def hand_over(state: BuildState) -> StageOutcome:
+        # the paths as given (a folder or a bad file is the stage's to refuse, naming it)
+        state.artifacts.update({k: Path(v) for k, v in paths.items()})
         return StageOutcome({t: list(v) for t, v in given.items()})
 
     source = StageSpec("given", (), tuple(given), hand_over, artifacts=paths)

@@ -15,7 +15,9 @@ and category in a stable hashed order, no random seed), since each judgment take
 seconds on a shared CPU. The smoke judge runs on the whole control set and on the same subset.
 The local model (the packaged Qwen2.5-Coder GGUF through the in-process ``llamacpp`` provider,
 JSON-schema constrained, one thread) answers through the same judge class ``score`` uses: RQ one
-criterion at a time with an evidence quote checked in code, TF in both orders. A baseline of
+criterion at a time with an evidence quote checked in code (it must be words of the response
+and name something of the conversation; the gates are also printed without the second check,
+from the same cached answers), TF in both orders. A baseline of
 the same run: a judge that always answers "pass"/"A"/"answer"/"correct" (kappa 0 by
 construction), so every kappa prints beside what agreement by a constant answer gives. Answers
 are cached under ``--workdir``: an interrupted run resumes. Imports only the package.
@@ -84,9 +86,11 @@ def report(name: str, rep, wall_s: float) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_GGUF, help="GGUF for the local model judge")
-    ap.add_argument("--limit", type=int, default=24, help="control judgments for the model judge's kappa")
-    ap.add_argument("--gate-limit", type=int, default=24,
+    ap.add_argument("--limit", type=int, default=16, help="control judgments for the model judge's kappa")
+    ap.add_argument("--gate-limit", type=int, default=12,
                     help="RQ judgments on content-free templates and paraphrases for the gates")
+    ap.add_argument("--tf-limit", type=int, default=16,
+                    help="extra TF judgments (the pairwise judge, both orders) for its own kappa")
     ap.add_argument("--part", default="heldout", choices=("heldout", "dev", "all"),
                     help="control-set part the model judge is reported on")
     ap.add_argument("--scorer", default="ihbench", choices=("ihbench", "ear", "all"))
@@ -141,6 +145,20 @@ def main() -> None:
               f"{g.control_set}, stratified subset of {args.gate_limit}")
         report("smoke-gates-same-items", validate_judge("smoke", save=False, scorer="ihbench",
                                                         **gate), 0.0)
+        # the same model answers (cached), judged without the grounding check on the quotes
+        plain = LLMJudge(spec, workdir=args.workdir, llm=llm, grounding=False)
+        t = time.perf_counter()
+        report("model-gates-quotes-not-grounded", validate_judge(
+            spec, workdir=args.workdir, scorer="ihbench", concurrency=1, ih_judge=plain,
+            save=False, **gate), time.perf_counter() - t)
+    if args.tf_limit and args.scorer != "ear":
+        tf = dict(part=args.part, axes=("tf",), limit=args.tf_limit)
+        t = time.perf_counter()
+        g = validate_judge(spec, workdir=args.workdir, scorer="ihbench", concurrency=1,
+                           ih_judge=judge, save=False, **tf)
+        report("model-tf", g, time.perf_counter() - t)
+        print(f"[model-tf] TF pairs only: the {g.control_set}, stratified subset of {args.tf_limit}")
+        report("smoke-tf-same-items", validate_judge("smoke", save=False, scorer="ihbench", **tf), 0.0)
 
 
 if __name__ == "__main__":

@@ -212,6 +212,9 @@ class RuleAssistant:
                 address = P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(
                     d.get("value", "")) else "recover_hidden_fact",
                     fact=P.second_person(d.get("value", "")))
+            elif variant == "volunteer" and is_distressing(d.get("value", "")):
+                address = P.join(P.pick(rng, "assistant", "ack_sad"),
+                                 f"I've noted that for the {d['label']}.")
             elif variant == "volunteer":
                 address = P.pick(rng, "assistant", "recover_volunteer", value=d["value"], label=d["label"])
             elif variant == "constraint":

@@ -174,6 +174,27 @@ def quoted_in(evidence: str, response: str) -> bool:
     return bool(q) and f" {q} " in f" {_norm(response)} "
 
 
+def _content(text: str) -> set[str]:
+    from bargein.lexicon import BACKCHANNEL_WORDS, CONTENT_STOP_WORDS, FILLERS
+
+    out = set()
+    for w in re.findall(r"[a-z0-9']+", (text or "").lower().replace("\u2019", "'")):
+        w = w.strip("'")
+        if (len(w) >= 3 or w.isdigit()) and w not in CONTENT_STOP_WORDS and w not in FILLERS \
+                and w not in BACKCHANNEL_WORDS:
+            out.add(w[:5])                    # a crude stem: "booked" ~ "booking"
+    return out
+
+
+def grounded_in(evidence: str, item: EvalItem) -> bool:
+    """Whether the quote names anything of this conversation (a content word of the history,
+    the interrupted message or the interjection; stop words and backchannels from
+    :mod:`bargein.lexicon` do not count). A criterion asks for something specific to the case;
+    a quote that would fit any conversation cannot show it is met."""
+    ctx = " ".join([item.planned_text, item.interjection] + [m.content for m in item.history])
+    return bool(_content(evidence) & _content(ctx))
+
+
 RQ_MODES = ("criteria", "all")
 
 
@@ -186,7 +207,9 @@ class LLMJudge:
     RQ: ``rq_mode="criteria"`` (the default) asks each criterion alone (``judge_rq_criterion``)
     for the words of the response that meet it; a criterion is met only when the judge says so
     AND its evidence is words of the response (checked here: a quote that is not in the
-    response fails the criterion). ``rq_mode="all"`` is the one-call form (``judge_rq``).
+    response fails the criterion; so does, with ``grounding`` (the default), a quote that names
+    nothing of this conversation, :func:`grounded_in`). ``rq_mode="all"`` is the one-call form
+    (``judge_rq``).
     The verdict is all-criteria, computed here, never taken from the judge.
     """
 
@@ -194,16 +217,18 @@ class LLMJudge:
 
     def __init__(self, spec: str, *, workdir: Path | None, reasks: int = 2, llm: Any = None,
                  temperature: float | None = 0.0, max_tokens: int = JUDGE_MAX_TOKENS,
-                 rq_mode: str = "criteria", both_orders: bool = True):
+                 rq_mode: str = "criteria", both_orders: bool = True, grounding: bool = True):
         from bargein.prompts import load
 
         if rq_mode not in RQ_MODES:
             raise ConfigError(f"rq_mode {rq_mode!r}: valid modes are {', '.join(RQ_MODES)}")
         self.spec = spec
-        self.rq_mode, self.both_orders = rq_mode, both_orders
+        self.rq_mode, self.both_orders, self.grounding = rq_mode, both_orders, grounding
         rq_prompt = "judge_rq_criterion" if rq_mode == "criteria" else "judge_rq"
         tf = f"judge_tf v{load('judge_tf').version}" + (" both orders" if both_orders else "")
-        self.id = f"{spec} ({tf}, {rq_prompt} v{load(rq_prompt).version})"
+        rq = f"{rq_prompt} v{load(rq_prompt).version}" + (
+            "" if rq_mode != "criteria" else " quotes grounded" if grounding else " quotes")
+        self.id = f"{spec} ({tf}, {rq})"
         self.reasks = reasks
         self.temperature = judge_temperature(spec, temperature)
         self.max_tokens = max_tokens
@@ -284,6 +309,9 @@ class LLMJudge:
                        f"{ans.evidence!r}" if ans.evidence.strip() else
                        "judged met without quoting the response")
                 crit.append(CriterionVerdict(criterion=c, met=False, reason=why, evidence=ans.evidence))
+            elif ans.met and self.grounding and not grounded_in(ans.evidence, item):
+                crit.append(CriterionVerdict(criterion=c, met=False, evidence=ans.evidence, reason=(
+                    "judged met, but the quote names nothing of this conversation")))
             else:
                 crit.append(CriterionVerdict(criterion=c, met=ans.met, evidence=ans.evidence,
                                              reason="met, quoting the response" if ans.met else "not met"))

@@ -57,13 +57,24 @@ def judge_line(judge: str, validation: dict[str, Any], epochs: int, smoke: bool)
     return f"{stamp}judge {judge}; {val}; {epochs} epoch(s)"
 
 
+def judge_tag(judge: str, validation: dict[str, Any], epochs: int, smoke: bool) -> str:
+    """The short caption each table carries: the judge, its validation kappa, the epochs."""
+    from bargein.scorers.ihbench_judges import SMOKE_STAMP
+    from bargein.scorers.judge_validation import judge_card
+
+    c = judge_card(judge, validation, epochs=epochs, smoke=smoke)
+    k = f"validation κ {c.kappa:.3f}" if c.validated else "validation κ not measured"
+    return f"{SMOKE_STAMP + ': ' if smoke else ''}judge {judge}, {k}, {epochs} epoch(s)"
+
+
 def render_tables(r: "IHBenchReport") -> str:
     reg = r.depth_regression
+    tag = judge_tag(r.judge, r.validation, r.epochs, r.smoke)
     lines = [f"IHBench scores — release {r.release}, {r.items} items",
              judge_line(r.judge, r.validation, r.epochs, r.smoke), ""]
-    lines += _rows("overall", {"all": r.overall}) + [""]
-    lines += _rows("type", r.by_type) + [""]
-    lines += _rows("depth (user turn)", r.by_depth) + [""]
+    lines += [f"Overall ({tag})", ""] + _rows("overall", {"all": r.overall}) + [""]
+    lines += [f"By interruption type ({tag})", ""] + _rows("type", r.by_type) + [""]
+    lines += [f"By depth ({tag})", ""] + _rows("depth (user turn)", r.by_depth) + [""]
     if math.isfinite(reg.get("slope", math.nan)):
         lines.append(f"Depth effect (logistic regression of TF outcome on user turn index): slope "
                      f"{reg['slope']:+.4f} per turn (SE {reg['se']:.4f}, z {reg['z']:+.2f}, "

@@ -384,6 +384,7 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
                 stated = st and _VALUEISH.search(m.text[st.end():])
             new_value = k in scenario_held and any(
                 normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
+                and (len(v.split()) > 1 or v in m.text)      # "Team" the plan, not "our team"
                 and not said_before(conv, m.index, v, role="assistant") for v in forms)
             corrects = lab in low and _CORRECTS.search(low) and (
                 _VALUEISH.search(m.text) or re.search(r"should be|not what you have|wrong", low))

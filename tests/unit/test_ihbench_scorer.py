@@ -233,9 +233,9 @@ def test_tf_in_both_orders_a_position_bound_winner_is_a_tie():
 def test_rq_per_criterion_evidence_must_be_words_of_the_response():
     """A criterion judged met whose quote is not in the response fails, in code."""
     it = item("correction")
-    resp = "Noted, the 14th then. I'll move the visit to Tuesday the fourteenth at 9."
+    resp = "Thanks, policy 4471 0933 noted. Next, the police report and a receipt, please."
     n = len(it.rubric.rq_criteria)
-    ok = [{"evidence": "the fourteenth at 9", "met": True}] * n
+    ok = [{"evidence": "policy 4471 0933 noted", "met": True}] * n
     r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(ok)).assess(it, resp, sample=0))
     assert r.verdict == "pass" and all(c.met for c in r.criteria)
     invented = ok[:-1] + [{"evidence": "I have booked the engineer", "met": True}]
@@ -248,7 +248,15 @@ def test_rq_per_criterion_evidence_must_be_words_of_the_response():
     asyncio.run(LLMJudge("s:m", workdir=None, llm=m).assess(it, resp, sample=0))
     assert [a[0] for a in m.asked] == ["judge_rq_criterion"] * n
     assert all(c in a[2][-1]["content"] for a, c in zip(m.asked, it.rubric.rq_criteria))
-    assert quoted_in("THE fourteenth, at 9!", resp) and not quoted_in("fourteenth at 10", resp)
+    assert quoted_in("POLICY 4471  0933, noted!", resp) and not quoted_in("policy 4471 0934", resp)
+    # a real quote that names nothing of this conversation shows no case-specific recovery
+    generic = "Sure, happy to help. What's next for you?"
+    anyw = [{"evidence": "happy to help", "met": True}] * n
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(anyw)).assess(it, generic, sample=0))
+    assert r.verdict == "fail" and all("nothing of this conversation" in c.reason for c in r.criteria)
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(anyw), grounding=False).assess(
+        it, generic, sample=0))
+    assert r.verdict == "pass"
 
 
 def test_no_judge_configured_stops_with_the_fix(monkeypatch):
@@ -349,6 +357,9 @@ def test_smoke_pipeline_writes_stamped_tables_scores_and_plots(release, tmp_path
     assert card["template_fail_rate"] == val.template_fail_rate()["rate"]
     assert card["paraphrase_pass_rate"] == val.paraphrase_pass_rate()["rate"] and card["paraphrase_n"] >= 40
     assert f"template fail {card['template_fail_rate']:.3f}" in head and "paraphrase pass" in head
+    captions = [x for x in text.splitlines() if x.startswith(("Overall (", "By interruption type (", "By depth ("))]
+    assert len(captions) == 3 and all(f"judge smoke-rules@2, validation κ {card['kappa']:.3f}, 3 epoch(s)" in c
+                                      for c in captions)       # every table names judge, κ, epochs
     lines = [json.loads(x) for x in (out / "item_scores.jsonl").read_text().splitlines()]
     assert len(lines) == 2 * 3 * len(load_eval_items(release))
     assert all(x["detail"]["stamp"] == SMOKE_STAMP for x in lines)
@@ -374,7 +385,8 @@ def test_llm_judges_and_audio_responder_through_the_openai_sdk(release, tmp_path
     """Plumbing, not validation: the judge prompts and `respond` on a real provider path (the
     OpenAI SDK against the loopback server) with scripted verdicts. The responder sends every
     user turn as an ``input_audio`` part (WAV); the scripted judge prefers the model's answer
-    but first gives a vague reason, so every TF judgment is re-asked once; RQ passes everything."""
+    but first gives a vague reason, so every TF judgment is re-asked once; RQ passes everything
+    (the scripted answers repeat what the assistant said, so the quotes name the conversation)."""
     import base64
     import io
     import re
@@ -396,8 +408,9 @@ def test_llm_judges_and_audio_responder_through_the_openai_sdk(release, tmp_path
                                "loser_deficiency": "ignores what the user just said"})
         if schema.get("title") == "CriterionCheck":
             reply = prompt.split("## The assistant's next reply", 1)[1].split('"""')[1]
-            return json.dumps({"evidence": reply.split(";")[0], "met": True})
-        return "MODEL: I hear you; let's pick up where we left off."
+            return json.dumps({"evidence": " ".join(reply.split()[:25]), "met": True})
+        said = [m["content"] for m in req["messages"] if m["role"] == "assistant"]
+        return f"MODEL: picking up from {' '.join(said) or 'the start'}; let's go on."
 
     items = load_eval_items(release)
     with LoopbackLLMServer(responder=responder) as srv:
