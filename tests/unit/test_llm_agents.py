@@ -147,3 +147,15 @@ def test_a_reply_that_copies_the_instructions_is_refused():
     assert any("copies the instructions" in e for e in errs)
     assert any("copies the instructions" in e for e in check_user_reply(UserPlan(action="ack"), "..."))
     assert check_user_reply(UserPlan(action="ack"), "Okay, sounds good.") == []
+
+
+def test_copies_tells_a_copied_line_from_an_answer():
+    """Seen on the 1.5B model: the caller said the assistant's line back, and the planner wrote
+    its prompt's example as the plan."""
+    from bargein.generators.llm_agents import PLANNER_EXAMPLE, copies
+
+    said = "After approval, you'll have inspections at key stages, like footings and final."
+    assert copies("I understand. After approval, you'll have inspections at key stages, like "
+                  "footings and final.", said)
+    assert not copies("Okay, so how long do the inspections usually take?", said)
+    assert copies("Explain the two-day processing time and ask for the order number.", PLANNER_EXAMPLE)
