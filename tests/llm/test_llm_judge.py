@@ -95,7 +95,9 @@ def test_ihbench_score_end_to_end_with_the_local_model_judge(spec, judge, tmp_pa
                 assert d["winner"] == "tie" and s["value"] == 0.5
     for i in judge_issues:
         assert i["evidence"]                          # the raw answers are kept
-    assert rep.overall[RQ]["n"] + rep.overall[RQ]["unscorable"] == len(items)
+    everything = load_eval_items(rel)              # items without a response count as unscorable
+    assert rep.overall[RQ]["n"] + rep.overall[RQ]["unscorable"] == len(everything) > len(items)
+    assert rep.overall[RQ]["n"] == sum((i.id, RQ) in by_metric for i in items)
     text = (out / "tables.md").read_text()
     assert spec in text and "validation κ not measured" in text and "1 epoch(s)" in text
     card = json.loads((out / "report.json").read_text())["config"]["judge_card"]
