@@ -150,4 +150,6 @@ def rejected_response(item: EvalItem, detail: dict[str, str], rng: random.Random
         if text and P.norm(text) != P.norm(gold) and " ".join(text.split()) != " ".join(gold.split()):
             return name, text
     # nothing fits the good recovery's length: the restart, whole (a rare length mismatch)
+    if item.type == "impatient":                 # the restart of an explanation: all of it
+        return "restart", item.planned_text
     return "restart", cut_sentence(item.planned_text, item.heard_text) or item.planned_text

@@ -243,6 +243,9 @@ def generate_conversations(scenarios: list[Scenario], *, seed: int, workdir: str
     pools = split_pools(accepted, seed=seed, train_percent=train_percent)
     train_items = [i for i in items if pools.get(i.conversation_id) == "train"]
     items = [i for i in items if pools.get(i.conversation_id, "test") == "test"]
+    # a training target never equals a test gold (two goals of a domain can share a script line)
+    test_golds = {i.gold_recovery for i in items}
+    train_items = [i for i in train_items if i.gold_recovery not in test_golds]
     write_jsonl(workdir / "eval_items.jsonl", items)
     exports = write_exports(train_items, accepted, workdir, seed=seed, sft=sft, dpo=dpo)
     stats = run_stats(verified, items, {k: r.failures for k, r in results.items()}, agents=llm)

@@ -98,8 +98,12 @@ def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list
     read_out = {k for st in entry.workflow.stages for tp in st.talking_points
                 for sent in re.split(r"(?<=[.?!])\s+", tp)
                 for k in re.findall(r"\{(\w+)\}", sent) if not sent.rstrip().endswith("?")}
+    asked = {k for st in entry.workflow.stages for tp in st.talking_points
+             for sent in re.split(r"(?<=[.?!])\s+", tp) if sent.rstrip().endswith("?")
+             for k in by_key if k.replace("_", " ") in sent.lower() or f"{{{k}}}" in sent}
+    asked |= {k for st in entry.workflow.stages for k in st.required_info}
     candidates = [k for k in entry.correctable if k in by_key
-                  and not (k in read_out and entry.facts[k].kind == "code")]
+                  and not (k in read_out and (entry.facts[k].kind == "code" or k not in asked))]
     n_corr = min(int(prof.get("corrections", 0)), len(candidates))
     if n_corr:
         n_corr = rng.randint(1, n_corr)

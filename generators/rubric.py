@@ -82,8 +82,12 @@ def _third(text: str) -> str:
 
 
 def _first_sentence(text: str) -> str:
-    m = re.match(r"\s*(.+?[.?!])(?=\s|$)", text)
-    return (m.group(1) if m else text).strip()
+    """The first sentence that says something (not "All done." or "Okay.")."""
+    found = re.findall(r"\s*(.+?[.?!])(?=\s|$)", text)
+    for x in found:
+        if len(x.split()) >= 4:
+            return x.strip()
+    return (found[0] if found else text).strip()
 
 
 def recovery_plans(conv: Conversation) -> dict[int, RoundPlan]:
