@@ -228,7 +228,8 @@ def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     return errs + check_delivered(plan, turn)
 
 
-PLANNER_EXAMPLE = "Explain the two-day processing time, then ask for the order number."
+PLANNER_EXAMPLE = ("Confirm the order and explain that the refund reaches the card within two "
+                   "business days.")
 COPY_SHARE = 0.6
 
 

@@ -242,5 +242,22 @@ def planner_messages(scenario: Scenario, plan: RoundPlan, messages) -> list[dict
         "detail": plan.detail, "recovering_from": plan.recovery.type if plan.recovery else None},
         separators=(",", ":"))
     return [{"role": "system", "content": system},
+            # the worked example as turns of its own (a small model copied it when it was inline)
+            {"role": "user", "content": "The call so far:\n" + _EXAMPLE_CALL},
+            {"role": "user", "content": f"Sampled decisions for the next round:\n<plan>\n{_EXAMPLE_DECISIONS}\n</plan>"},
+            {"role": "assistant", "content": _EXAMPLE_PLAN},
             {"role": "user", "content": "The call so far:\n" + transcript},
             {"role": "user", "content": f"Sampled decisions for the next round:\n<plan>\n{decisions}\n</plan>"}]
+
+
+_EXAMPLE_CALL = ("[0] assistant: Thanks for calling Northwind Outfitters. Could I have your order number?\n"
+                 "[1] user: Sure, it's N W four four one seven.")
+_EXAMPLE_DECISIONS = json.dumps({
+    "stage": {"name": "refund", "description": "Explain the refund timeline"},
+    "assistant_action": "inform", "content": "Refunds reach your card within two business days.",
+    "asks_for": [], "user_action": "ack", "user_facts": {}, "interrupt": False, "type": None,
+    "detail": {}, "recovering_from": None}, separators=(",", ":"))
+_EXAMPLE_PLAN = json.dumps({
+    "assistant_goal": "Confirm the order and explain that the refund reaches the card within two business days.",
+    "user_goal": "Acknowledge the timeline briefly.",
+    "rationale": "The refund stage starts once the order is found."})

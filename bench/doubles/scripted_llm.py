@@ -70,10 +70,18 @@ class ScriptedLLM:
         # prompt a script reads is the system text and the direction (or the one user message)
         first = next((i for i, m in enumerate(msgs) if m.get("role") == "user"
                       and m["content"].startswith(DIRECTION)), None)
-        if first is None:       # no direction: the user messages before the first answer
-            first = next((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), len(msgs))
-            shown = [m["content"] for m in msgs[:first] if m.get("role") == "user"]
-            first = next((i for i, m in enumerate(msgs) if m.get("role") == "user"), len(msgs))
+        if first is None:       # no direction: the user messages of the request itself,
+            # after a worked example's answer if the conversation opens with one
+            users_at = [i for i, m in enumerate(msgs) if m.get("role") == "user"]
+            example = [i for i, m in enumerate(msgs) if m.get("role") == "assistant"
+                       and users_at and i < users_at[-1] and all(
+                           msgs[j].get("role") == "user" for j in range(i + 1, users_at[-1] + 1))]
+            start = example[0] + 1 if example else 0
+            end = next((i for i, m in enumerate(msgs[start:], start) if m.get("role") == "assistant"),
+                       len(msgs))
+            shown = [m["content"] for m in msgs[start:end] if m.get("role") == "user"]
+            first = next((i for i, m in enumerate(msgs[start:], start) if m.get("role") == "user"),
+                         len(msgs))
         else:
             shown = [msgs[first]["content"]]
         prompt = "\n".join([m["content"] for m in msgs if m.get("role") == "system"] + shown)

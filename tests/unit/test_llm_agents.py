@@ -158,7 +158,8 @@ def test_copies_tells_a_copied_line_from_an_answer():
     assert copies("I understand. After approval, you'll have inspections at key stages, like "
                   "footings and final.", said)
     assert not copies("Okay, so how long do the inspections usually take?", said)
-    assert copies("Explain the two-day processing time and ask for the order number.", PLANNER_EXAMPLE)
+    assert copies("Confirm the order, explain the refund reaches the card in two business days.",
+                  PLANNER_EXAMPLE)
 
 
 def test_the_prefix_cache_counts_every_byte_a_state_holds():
