@@ -87,7 +87,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_GGUF, help="GGUF for the local model judge")
     ap.add_argument("--limit", type=int, default=16, help="control judgments for the model judge's kappa")
-    ap.add_argument("--gate-limit", type=int, default=12,
+    ap.add_argument("--gate-limit", type=int, default=24,
                     help="RQ judgments on content-free templates and paraphrases for the gates")
     ap.add_argument("--tf-limit", type=int, default=16,
                     help="extra TF judgments (the pairwise judge, both orders) for its own kappa")

@@ -112,8 +112,11 @@ class LLMAgents:
 
     async def refine_plan(self, plan: RoundPlan, st: ConversationState, messages, rng, sample) -> RoundPlan:
         def check(out: PlannerOut) -> list[str]:
-            return [] if find_placeholders(out.assistant_goal + " " + out.user_goal) == [] else \
-                [f"placeholders: {find_placeholders(out.assistant_goal + ' ' + out.user_goal)[:3]}"]
+            text = out.assistant_goal + " " + out.user_goal
+            errs = [f"placeholders: {find_placeholders(text)[:3]}"] if find_placeholders(text) else []
+            if copies(text, PLANNER_EXAMPLE):
+                errs.append("the plan copies the example; write the plan of this call's round")
+            return errs
 
         out = await ask_valid(self.llm, planner_messages(self.scenario, plan, messages), PlannerOut,
                               agent="round_planner", check=check, sample=sample)
@@ -129,8 +132,15 @@ class LLMAgents:
     async def user_reply(self, plan, heard, rng, sample) -> str:
         up = user_plan(plan)
         agent, msgs = user_messages(up, heard)
-        out = await ask_valid(self.llm, msgs, UserReply, agent=agent,
-                              check=lambda r: check_user_reply(up, r.utterance), sample=sample)
+        last = next((m["text"] for m in reversed(heard) if m["role"] == "assistant"), "")
+
+        def check(r: UserReply) -> list[str]:
+            errs = check_user_reply(up, r.utterance)
+            if last and copies(r.utterance, last):
+                errs.append("the caller repeats the assistant's words; answer in the caller's own words")
+            return errs
+
+        out = await ask_valid(self.llm, msgs, UserReply, agent=agent, check=check, sample=sample)
         return out.utterance.strip()
 
     async def user_interject(self, plan, message, content_start, context, heard, rng, sample) -> Interjected:
@@ -218,8 +228,29 @@ def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     return errs + check_delivered(plan, turn)
 
 
+PLANNER_EXAMPLE = "Explain the two-day processing time, then ask for the order number."
+COPY_SHARE = 0.6
+
+
+def copies(text: str, source: str) -> bool:
+    """Whether ``text`` is mostly ``source``'s words (a model copying instead of writing)."""
+    got, src = content_words(text), content_words(source)
+    return bool(got) and len(got) >= 3 and len(got & src) >= COPY_SHARE * len(got)
+
+
+_ECHOES = ("what you say", "your words", "your own words", "...", "utterance", "interjection")
+
+
+def _echo(text: str) -> list[str]:
+    """The words of the instructions or the format copied instead of speech ('what you say')."""
+    t = text.strip().lower().strip(".!? ")
+    if not t or t in _ECHOES or any(e in t for e in ("what you say", "interjection", "utterance")):
+        return [f"{text.strip()!r} copies the instructions; write what the caller actually says"]
+    return []
+
+
 def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
-    errs = [e for e in check_reply(up, utterance) if not e.startswith(_VALUE_ERRORS)]
+    errs = _echo(utterance) + [e for e in check_reply(up, utterance) if not e.startswith(_VALUE_ERRORS)]
     if up.action == "answer":
         missing = [v for v in up.facts.values() if v and not said(utterance, v)]
         if missing:
@@ -229,8 +260,9 @@ def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
 
 def check_user_interjection(up: UserPlan, message: str, content_start: int, heard: str,
                             interjection: str, context: tuple[str, ...]) -> list[str]:
-    errs = [e for e in check_interjection(up, message, content_start, heard, interjection, context)
-            if not e.startswith(_VALUE_ERRORS)]
+    errs = _echo(interjection) + [
+        e for e in check_interjection(up, message, content_start, heard, interjection, context)
+        if not e.startswith(_VALUE_ERRORS)]
     if up.type == "correction" and not said(interjection, up.detail.get("new", "")):
         errs.append(f"the correction must give the corrected value {up.detail.get('new')!r}")
     return errs

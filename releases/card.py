@@ -194,7 +194,9 @@ def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
         "items where an absolute LLM judge finds every rubric criterion met. Validate the judge "
         "first on bargein's hand-labelled control set (`bargein score validate-judge --judge "
         "MODEL`); every score table then names the judge, its validation kappa and the epochs, "
-        "with the scored and unscorable item counts beside each figure. 3 epochs; 95% CIs by a 1000-iteration percentile "
+        "with the scored and unscorable item counts beside each figure, and the score's "
+        "`report.json` records them as fields (`judge_card`: judge, kappa, accuracy, template "
+        "fail rate, paraphrase pass rate, control-set judgments, epochs). 3 epochs; 95% CIs by a 1000-iteration percentile "
         "bootstrap over per-item epoch means; per-type tables and a depth logistic regression.", "",
         "## Provenance", "",
         f"- bargein version: `{prov.get('bargein_version')}`",

@@ -117,6 +117,9 @@ class ScriptedLLM:
         m = re.search(r'^Push back on "(.*)"|^Ask a quick question about "(.*)"', call.prompt, re.M)
         if m:
             detail["anchor"] = m.group(1) or m.group(2)
+        if up.type == "pushback" and detail.get("anchor") and detail.get("variant") != "sensitive":
+            # the object the direction names (what the rule-based caller picked at this cut)
+            return {"interjection": P.pick(rng, "user", "pushback_suspicion", anchor=detail["anchor"])}
         # what the rule-based caller says at this cut (the heard words only)
         return {"interjection": RuleUser()._say(up, detail.get("variant", ""), heard, detail, rng)}
 

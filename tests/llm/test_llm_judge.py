@@ -31,7 +31,18 @@ def spec():
     return f"llamacpp:{gguf}"
 
 
-def test_ihbench_score_end_to_end_with_the_local_model_judge(spec, tmp_path):
+@pytest.fixture(scope="module")
+def judge(spec, tmp_path_factory):
+    """One model in memory for the module, on one thread (the machines are shared)."""
+    from bargein.llm import get_llm
+    from bargein.scorers.ihbench_judges import LLMJudge
+
+    llm = get_llm(spec, workdir=tmp_path_factory.mktemp("llm"), cache=False)
+    llm.provider.n_threads = int(os.environ.get("BARGEIN_TEST_THREADS", "1"))
+    return LLMJudge(spec, workdir=None, llm=llm)
+
+
+def test_ihbench_score_end_to_end_with_the_local_model_judge(spec, judge, tmp_path):
     """A one-conversation release, two items, gold responses, one epoch: every judgment is a
     schema-valid verdict (RQ: one verdict per rubric criterion, each met one quoting the
     response; TF: a winner with a named deficiency, or a position-bound tie with both orders'
@@ -53,8 +64,8 @@ def test_ihbench_score_end_to_end_with_the_local_model_judge(spec, tmp_path):
     resp.write_text("".join(json.dumps({"item_id": i.id, "epoch": 0, "response": i.gold_recovery}) + "\n"
                             for i in load_eval_items(rel) if i.id in keep))
     out = tmp_path / "scores"
-    rep = score_ihbench(rel, resp, judge=spec, epochs=1, n_boot=50, out=out, workdir=tmp_path / "work",
-                        concurrency=1)
+    rep = score_ihbench(rel, resp, judge=spec, judge_obj=judge, epochs=1, n_boot=50, out=out,
+                        workdir=tmp_path / "work", concurrency=1)
     assert rep.judge.startswith(spec) and not rep.smoke and "both orders" in rep.judge
     scores = [json.loads(x) for x in (out / "item_scores.jsonl").read_text().splitlines()]
     issues = [json.loads(x) for x in (out / "issues.jsonl").read_text().splitlines()]
@@ -84,7 +95,9 @@ def test_ihbench_score_end_to_end_with_the_local_model_judge(spec, tmp_path):
                 assert d["winner"] == "tie" and s["value"] == 0.5
     for i in judge_issues:
         assert i["evidence"]                          # the raw answers are kept
-    assert rep.overall[RQ]["n"] + rep.overall[RQ]["unscorable"] == len(items)
+    everything = load_eval_items(rel)              # items without a response count as unscorable
+    assert rep.overall[RQ]["n"] + rep.overall[RQ]["unscorable"] == len(everything) > len(items)
+    assert rep.overall[RQ]["n"] == sum((i.id, RQ) in by_metric for i in items)
     text = (out / "tables.md").read_text()
     assert spec in text and "validation κ not measured" in text and "1 epoch(s)" in text
     card = json.loads((out / "report.json").read_text())["config"]["judge_card"]
@@ -92,12 +105,12 @@ def test_ihbench_score_end_to_end_with_the_local_model_judge(spec, tmp_path):
     print(f"\n{text}")
 
 
-def test_verdicts_on_control_items_are_saved_and_read_back_by_score(spec, tmp_path):
+def test_verdicts_on_control_items_are_saved_and_read_back_by_score(spec, judge, tmp_path):
     from bargein.scorers.ihbench_judges import get_judge
     from bargein.scorers.judge_validation import judge_card, validate_judge, validation_summary
 
     rep = validate_judge(spec, workdir=tmp_path, scorer="ihbench", limit=4, concurrency=1,
-                         part="dev")
+                         part="dev", ih_judge=judge)
     assert len(rep.verdicts) == 4 and {v.item.axis for v in rep.verdicts} == {"tf", "rq"}
     allowed = {"tf": {"A", "B", "tie"}, "rq": {"pass", "fail"}}
     for v in rep.verdicts:

@@ -133,3 +133,29 @@ def test_llm_stages_keep_twice_the_provider_slots_in_flight(monkeypatch):
     assert rubric_stage("openai:m").concurrency == 32                 # 16 requests by default
     monkeypatch.setenv("BARGEIN_LLM_SETTINGS", "openai.concurrency=4")
     assert simulate_stage("openai:m").concurrency == 8                 # a server with 4 slots
+
+
+def test_a_reply_that_copies_the_instructions_is_refused():
+    """Seen on the 1.5B model: the caller's interjection was "what you say" (the format's
+    placeholder), and it passed every plan check."""
+    from bargein.generators.llm_agents import check_user_interjection, check_user_reply
+    from bargein.generators.user_sim import UserPlan
+
+    up = UserPlan(action="interrupt", interrupt=True, type="impatient")
+    msg = "Sure. Tell me about the project you have in mind and the dates you want to start work."
+    errs = check_user_interjection(up, msg, 0, "Sure. Tell me about the project", "what you say", ())
+    assert any("copies the instructions" in e for e in errs)
+    assert any("copies the instructions" in e for e in check_user_reply(UserPlan(action="ack"), "..."))
+    assert check_user_reply(UserPlan(action="ack"), "Okay, sounds good.") == []
+
+
+def test_copies_tells_a_copied_line_from_an_answer():
+    """Seen on the 1.5B model: the caller said the assistant's line back, and the planner wrote
+    its prompt's example as the plan."""
+    from bargein.generators.llm_agents import PLANNER_EXAMPLE, copies
+
+    said = "After approval, you'll have inspections at key stages, like footings and final."
+    assert copies("I understand. After approval, you'll have inspections at key stages, like "
+                  "footings and final.", said)
+    assert not copies("Okay, so how long do the inspections usually take?", said)
+    assert copies("Explain the two-day processing time and ask for the order number.", PLANNER_EXAMPLE)
