@@ -27,6 +27,22 @@ DEFAULT_N_CTX = 4096
 DEFAULT_CACHE_BYTES = 2 << 30
 
 
+def _bounded_cache(llama_cpp: Any, capacity_bytes: int) -> Any:
+    """A RAM cache of prompt states that counts all the memory a state holds.
+
+    llama-cpp-python's ``LlamaRAMCache`` counts only the KV bytes of a state, but each state also
+    keeps a copy of the logits buffer (batch x vocabulary floats: ~300 MB for Qwen2.5's 152k
+    vocabulary), so a 2 GB cache grew past 20 GB here and the process was killed for memory."""
+
+    class BoundedRAMCache(llama_cpp.LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(int(st.llama_state_size) + int(getattr(st.scores, "nbytes", 0))
+                       + int(getattr(st.input_ids, "nbytes", 0)) for st in self.cache_state.values())
+
+    return BoundedRAMCache(capacity_bytes=capacity_bytes)
+
+
 class LlamaCppProvider:
     name = "llamacpp"
 
@@ -68,7 +84,7 @@ class LlamaCppProvider:
             self._llm = llama_cpp.Llama(model_path=self.model, n_ctx=self.n_ctx,
                                         n_threads=self.n_threads, verbose=False)
             if self.prefix_cache:
-                self._llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=self.cache_bytes))
+                self._llm.set_cache(_bounded_cache(llama_cpp, self.cache_bytes))
         return self._llm
 
     def _complete_sync(self, messages: list[dict[str, str]], kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -159,3 +159,22 @@ def test_copies_tells_a_copied_line_from_an_answer():
                   "footings and final.", said)
     assert not copies("Okay, so how long do the inspections usually take?", said)
     assert copies("Explain the two-day processing time and ask for the order number.", PLANNER_EXAMPLE)
+
+
+def test_the_prefix_cache_counts_every_byte_a_state_holds():
+    """llama-cpp-python's RAM cache counts only a state's KV bytes, not its logits copy; on the
+    1.5B model a 2 GB cache grew past 20 GB and was killed for memory."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    import numpy as np
+
+    from bargein.llm.llamacpp_provider import _bounded_cache
+
+    class State:
+        llama_state_size = 100
+        scores = np.zeros(200, dtype=np.float32)          # 800 bytes of logits
+        input_ids = np.zeros(10, dtype=np.intc)
+
+    cache = _bounded_cache(llama_cpp, 2000)
+    for i in range(5):
+        cache[(i, i + 1)] = State()
+    assert len(cache.cache_state) == 2 and cache.cache_size <= 2000
