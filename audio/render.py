@@ -418,7 +418,7 @@ def backend_ids(config: RenderConfig) -> tuple[str, ...]:
 
 def render_stage(config: RenderConfig) -> Stage:
     return Stage(name=STAGE, fn=render_item, output=RenderedDialogue, config=config,
-                 version="2", backends=backend_ids(config), kind="cpu")
+                 version="3", backends=backend_ids(config), kind="cpu")
 
 
 def render_conversations(items: Sequence[Conversation | VerifiedConversation], *, workdir: str | Path,

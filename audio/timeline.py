@@ -9,8 +9,9 @@ Everything here is in integer samples at the output rate, so every time written 
     ch0 user (bc)   |mm-hm|   (optional backchannel during a long assistant turn)
 
 A normal turn starts ``gap`` after the previous message's audible end (a gap < 0 is a small
-overlap); an interjection starts at the cut onset inside the interrupted message; no channel
-ever overlaps itself.
+overlap); an interjection is first heard at the cut onset inside the interrupted message (its
+quiet lead-in, kept so soft onsets are not clipped, starts just before); no channel ever overlaps
+itself.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from bargein.audio.wordtimes import speech_bounds
 
 BACKCHANNEL_PHRASES: tuple[str, ...] = ("mm-hm", "uh-huh", "yeah", "right", "okay", "I see")
 
@@ -124,6 +127,18 @@ class Placement:
         return self.start + self.clip.n
 
 
+def acoustic_onset(samples: np.ndarray, sample_rate: int) -> int:
+    """Samples of quiet lead-in before a clip is audible: its first 5 ms frame over the speech
+    floor the word timings use (``SILENCE_DB`` under the clip's loudest frame). Clips are trimmed
+    at a lower floor so soft word onsets are kept; this is where a listener (or an energy
+    detector) first hears them::
+
+        clip   |..lead-in (-50..-40 dB)..|==first word==...
+               0                         ^ acoustic_onset
+    """
+    return speech_bounds(samples, sample_rate)[0]
+
+
 def place_clips(clips: Sequence[Clip], gaps: GapModel, rng: random.Random, sample_rate: int,
                 *, lead_in_s: float = 0.3) -> list[Placement]:
     """Lay messages out in order; an interjection follows the ``onset`` of the clip before it."""
@@ -137,7 +152,11 @@ def place_clips(clips: Sequence[Clip], gaps: GapModel, rng: random.Random, sampl
         if prev is None:
             start = lead
         elif prev.clip.onset is not None and clip.channel != prev.clip.channel:
-            out.append(Placement(clip, prev.start + prev.clip.onset))   # the cut-in, as planned
+            # the cut-in, as planned: the interjection's acoustic onset (not its quiet lead-in)
+            # lands on the cut, so ``cut_s`` is where the user is first heard
+            at = prev.start + prev.clip.onset
+            start = max(0, chan_end[clip.channel], at - acoustic_onset(clip.samples, sample_rate))
+            out.append(Placement(clip, start))
             chan_end[clip.channel] = out[-1].end
             continue
         else:
