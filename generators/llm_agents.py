@@ -220,8 +220,13 @@ def check_delivered(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
 DELIVERED_SHARE = 0.5
 
 
+_META = ("breaks the plan", "your answer", "direction for your", "planned content", "json")
+
+
 def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     errs = [e for e in check_turn(plan, turn) if not e.startswith(_VALUE_ERRORS)]
+    if any(w in turn.text.lower() for w in _META):     # seen: a re-ask's errors read out as speech
+        errs.append("the turn repeats the instructions or errors; say only what the assistant says")
     rec = plan.recovery
     if rec is not None and rec.type == "correction" and not said(turn.text, rec.detail.get("new", "")):
         errs.append(f"the corrected value {rec.detail.get('new')!r} is not used")
