@@ -13,6 +13,19 @@ from bargein.perturb.ops import BC_SPACING_S, HOLD_GAP_S, REMOVED_TURN_S, SPEC
 
 Span = tuple[float, float]
 TOLERANCE_S = 0.06
+# pieces of one inserted backchannel ("mm | hm", the stop closure in "exact|ly") are one event:
+# well under the spacing the spec asks between backchannels (>= 0.8 s)
+BC_JOIN_S = 0.25
+
+
+def _joined(segs: Sequence[Span], gap: float) -> list[Span]:
+    out: list[Span] = []
+    for s, e in segs:
+        if out and s - out[-1][1] < gap:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
 
 
 def _nearest(values: Sequence[float], target: float, within: float = 0.35) -> float | None:
@@ -78,7 +91,7 @@ def measure(kind: str, nat: Sequence[Sequence[Span]], pert: Sequence[Sequence[Sp
             m.update(hold_gap_s=nxt - off, inserted_turn_s=turn)
             ok = _inside(nxt - off, *HOLD_GAP_S, tol) and _inside(turn, *SPEC[kind], tol)
     elif kind == "excessive_backchannel":
-        new = [(s, e) for s, e in pert[B] if not any(s < ne and e > ns for ns, ne in nat[B])]
+        new = _joined([(s, e) for s, e in pert[B] if not any(s < ne and e > ns for ns, ne in nat[B])], BC_JOIN_S)
         # turnnat-ref spaces onsets; bargein spaces the silence between backchannels
         gaps = [b[0] - (a[0] if params.get("onset_spacing") else a[1]) for a, b in zip(new, new[1:])]
         m.update(count=float(len(new)), min_spacing_s=min(gaps) if gaps else 0.0)
