@@ -321,23 +321,27 @@ def function_word_candidates(words: Sequence[WordTiming], critical: tuple[int, i
 
         |of|the|  [ critical span ]  |to|      masked(of) + window + guard < critical start
     """
+    t0, t1 = _critical_times(words, critical)
+    c0, c1 = critical
+    return [i for i, w in enumerate(words)
+            if not c0 - 1 <= i <= c1 and is_function_word(w.word)
+            and _clear(w, t0, t1, window_s, guard_s, duration_s) and w.end_s > w.start_s]
+
+
+def _critical_times(words: Sequence[WordTiming], critical: tuple[int, int]) -> tuple[float, float]:
     c0, c1 = critical
     if not (0 <= c0 < c1 <= len(words)):
         raise ValueError(f"critical span {critical} outside 0..{len(words)}")
-    t0, t1 = words[c0].start_s, words[c1 - 1].end_s
-    out = []
-    for i, w in enumerate(words):
-        if c0 - 1 <= i <= c1 or not is_function_word(w.word):
-            continue
-        a, b = w.start_s - window_s, w.end_s + window_s
-        if duration_s is not None:
-            a, b = max(0.0, a), min(duration_s, b)
-        if b > t0 - guard_s and a < t1 + guard_s:
-            continue
-        if w.end_s <= w.start_s:
-            continue
-        out.append(i)
-    return out
+    return words[c0].start_s, words[c1 - 1].end_s
+
+
+def _clear(w: WordTiming, t0: float, t1: float, window_s: float, guard_s: float,
+           duration_s: float | None) -> bool:
+    """Whether ``w`` masked (± ``window_s``, within the clip) stays ``guard_s`` clear of t0..t1."""
+    a, b = w.start_s - window_s, w.end_s + window_s
+    if duration_s is not None:
+        a, b = max(0.0, a), min(duration_s, b)
+    return not (b > t0 - guard_s and a < t1 + guard_s)
 
 
 def maskable_candidates(words: Sequence[WordTiming], critical: tuple[int, int], *, window_s: float = 0.0,
@@ -351,21 +355,14 @@ def maskable_candidates(words: Sequence[WordTiming], critical: tuple[int, int], 
     rules as :func:`function_word_candidates`."""
     from bargein.lexicon import BACKCHANNEL_WORDS, FILLERS
 
+    t0, t1 = _critical_times(words, critical)
     c0, c1 = critical
-    if not (0 <= c0 < c1 <= len(words)):
-        raise ValueError(f"critical span {critical} outside 0..{len(words)}")
-    t0, t1 = words[c0].start_s, words[c1 - 1].end_s
     out = []
     for i, w in enumerate(words):
         if c0 - 1 <= i <= c1 or w.end_s <= w.start_s or any(a <= i < b for a, b in protected):
             continue
         k = word_key(w.word)
-        if not k or k in NEGATIONS:
-            continue
-        a, b = w.start_s - window_s, w.end_s + window_s
-        if duration_s is not None:
-            a, b = max(0.0, a), min(duration_s, b)
-        if b > t0 - guard_s and a < t1 + guard_s:
+        if not k or k in NEGATIONS or not _clear(w, t0, t1, window_s, guard_s, duration_s):
             continue
         if is_function_word(w.word):
             out.append((0, i))
