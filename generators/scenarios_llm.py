@@ -39,8 +39,8 @@ from bargein.seeding import stable_int
 
 GOALS_STAGE = "goals"
 SCENARIOS_STAGE = "scenarios"
-PROMPTS = ("goal_writer", "kb_writer", "system_message_writer", "intent_writer")
-SCENARIO_AGENTS = PROMPTS[1:]        # the scenario stage's agents (the goals come to it as data)
+PROMPTS = ("goal_writer", "goal_writer.system", "kb_writer", "system_message_writer", "intent_writer")
+SCENARIO_AGENTS = PROMPTS[2:]        # the scenario stage's agents (the goals come to it as data)
 # answer budgets: a KB with talking points runs to several thousand tokens
 MAX_TOKENS = {"goal_writer": 1500, "kb_writer": 8192, "system_message_writer": 4096,
               "intent_writer": 1500}
@@ -49,12 +49,12 @@ MAX_TOKENS = {"goal_writer": 1500, "kb_writer": 8192, "system_message_writer": 4
 # ---- what the LLM returns ------------------------------------------------------------------
 
 class GoalDraft(BaseModel):
-    name: str
-    description: str
+    name: str = Field(min_length=3, max_length=60)
+    description: str = Field(min_length=20, max_length=300)
 
 
 class GoalList(BaseModel):
-    goals: list[GoalDraft] = Field(min_length=1)
+    goals: list[GoalDraft] = Field(min_length=1, max_length=12)
 
 
 class StageDraft(BaseModel):
@@ -234,13 +234,74 @@ def _brand(cat: Catalogue, domain: str) -> str:
     return cat.domain(domain).brand
 
 
+# the goal writer's worked example: another domain, goals of different kinds of need, shown as an
+# earlier turn in the target format
+GOAL_EXAMPLE_DOMAIN = Domain(
+    name="utilities", title="Utilities",
+    description="Electricity and water supply for homes: outages, meters, bills and moves.",
+    guidelines=("Never promise an exact repair time.",))
+GOAL_EXAMPLE = {"goals": [
+    {"name": "report_power_outage",
+     "description": "Log a street-wide power outage, give the caller the repair crew's estimate "
+                    "and sign them up for outage alerts by text."},
+    {"name": "dispute_water_bill",
+     "description": "Check a water bill that doubled against the meter readings and issue a "
+                    "corrected bill when a reading was wrong."},
+    {"name": "move_service_address",
+     "description": "Start electricity at the caller's new flat on their moving day and close "
+                    "the account at the old address with a final reading."}]}
+_PROCEDURE = re.compile(r"^(the )?(assistant|agent|caller|customer)\b|\bauthenticat|"
+                        r"\bverif\w* (the |their |his |her )?(caller|customer|identity)", re.I)
+SAME_GOAL = 0.5          # content-word overlap (Jaccard) at which two goals are one formula
+
+
+def goal_messages(domain: Domain, brand: str, n_goals: int,
+                  existing: Sequence[str] = ()) -> list[dict[str, str]]:
+    """The goal writer's chat: instructions, the worked example as an earlier turn, the domain."""
+    example = render("goal_writer", domain=GOAL_EXAMPLE_DOMAIN, brand="Riverside Power & Water",
+                     n_goals=len(GOAL_EXAMPLE["goals"]), existing_goals=[])
+    return [{"role": "system", "content": render("goal_writer.system")},
+            {"role": "user", "content": example},
+            {"role": "assistant", "content": json.dumps(GOAL_EXAMPLE)},
+            {"role": "user", "content": render("goal_writer", domain=domain, brand=brand,
+                                               n_goals=n_goals, existing_goals=list(existing))}]
+
+
+def goal_problems(goals: Sequence[Goal]) -> list[str]:
+    """Variety and form of one domain's goals: no procedure formula ("The assistant asks the
+    caller to authenticate ..."), no two openings alike, no two goals of mostly the same words,
+    nothing copied from the worked example."""
+    from bargein.verify.text import content_words
+
+    problems = []
+    example_names = {g["name"] for g in GOAL_EXAMPLE["goals"]}
+    example_words = [content_words(g["description"]) for g in GOAL_EXAMPLE["goals"]]
+    words = [content_words(g.description) for g in goals]
+    for k, g in enumerate(goals):
+        n = len(g.description.split())
+        if not 6 <= n <= 40:
+            problems.append(f"goal {g.name!r}: description has {n} words; write one sentence of 10-30")
+        if _PROCEDURE.search(g.description):
+            problems.append(f"goal {g.name!r} describes the shared procedure (who asks whom to "
+                            "identify or verify); open with this task's own verb and object")
+        if g.name in example_names or any(
+                len(words[k] & ex) >= 0.6 * max(1, len(words[k])) for ex in example_words):
+            problems.append(f"goal {g.name!r} copies the worked example; write goals of this domain")
+        for j in range(k):
+            union = words[k] | words[j]
+            if union and len(words[k] & words[j]) / len(union) >= SAME_GOAL:
+                problems.append(f"goals {goals[j].name!r} and {g.name!r} are mostly the same words; "
+                                "make them different needs")
+            if g.description.lower().split()[:3] == goals[j].description.lower().split()[:3]:
+                problems.append(f"goals {goals[j].name!r} and {g.name!r} open with the same words")
+    return problems
+
+
 async def write_goals(domain: Domain, ctx: StageContext) -> list[Goal]:
-    """Goal writer: ``n_goals`` goals for one domain."""
+    """Goal writer: ``n_goals`` goals for one domain, of different kinds of need."""
     cfg, llm = ctx.config, ctx.resources["llm"]
     cat = load_catalogue()
-    msgs = [{"role": "user", "content": render(
-        "goal_writer", domain=domain, brand=_brand(cat, domain.name), n_goals=cfg["n_goals"],
-        existing_goals=[])}]
+    msgs = goal_messages(domain, _brand(cat, domain.name), cfg["n_goals"])
 
     def check(draft: GoalList):
         goals, problems, seen = [], [], set()
@@ -253,8 +314,10 @@ async def write_goals(domain: Domain, ctx: StageContext) -> list[Goal]:
             goals.append(Goal(domain=domain.name, name=name, description=g.description.strip()))
         if len(goals) < cfg["n_goals"]:
             problems.append(f"{len(goals)} distinct goals, {cfg['n_goals']} requested")
+        goals = goals[: cfg["n_goals"]]
+        problems += goal_problems(goals)
         problems += [f"placeholder {p}" for p in placeholders_in(draft)]
-        return goals[: cfg["n_goals"]], problems
+        return goals, problems
 
     return await ask_valid(llm, msgs, GoalList, agent="goal_writer", check=check,
                            max_reasks=cfg["max_reasks"])
@@ -339,7 +402,7 @@ def generate_llm_scenarios(n: int, seed: int, *, llm: str, workdir: str | os.Pat
     conc = int(llm_options.get("concurrency") or 8)
     cfg = {"n_goals": n_goals, "max_reasks": max_reasks, "max_kb_reasks": max_kb_reasks}
     gstage = Stage(name=GOALS_STAGE, fn=write_goals, output=Goal, config=_config(llm, ("goal_writer",), **cfg),
-                   version="1", prompts=("goal_writer",), backends=(llm,), kind="io",
+                   version="2", prompts=("goal_writer", "goal_writer.system"), backends=(llm,), kind="io",
                    concurrency=conc)
     gres = run_stage(gstage, [cat.domain(d).domain for d in names], workdir=workdir, seed=seed,
                      resources=resources, progress=progress)

@@ -50,8 +50,10 @@ def responder(body: dict) -> str:
     first = next(m["content"] for m in msgs if m["role"] == "user")
     reasked = sum(1 for m in msgs if m["role"] == "assistant")
     cat = load_catalogue()
-    if first.startswith("You design workflows"):
-        domain = re.search(r"\((\w+)\)\n", first).group(1)
+    asks = [m["content"] for m in msgs if m["role"] == "user"
+            and re.search(r"^Write \d+ goals for", m["content"], re.M)]
+    if asks:      # the goal writer: its worked example's domain, then this one (the last)
+        domain = re.search(r"\((\w+)\)\n", asks[-1]).group(1)
         goals = cat.domain(domain).goals.values()
         return json.dumps({"goals": [{"name": g.name.replace("_", " ").title(),
                                       "description": g.goal.description} for g in goals]})
