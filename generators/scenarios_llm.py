@@ -39,8 +39,10 @@ from bargein.seeding import stable_int
 
 GOALS_STAGE = "goals"
 SCENARIOS_STAGE = "scenarios"
-PROMPTS = ("goal_writer", "goal_writer.system", "kb_writer", "system_message_writer", "intent_writer")
-SCENARIO_AGENTS = PROMPTS[2:]        # the scenario stage's agents (the goals come to it as data)
+PROMPTS = ("goal_writer", "goal_writer.system", "kb_writer", "kb_writer.system", "system_message_writer",
+           "system_message_writer.system", "intent_writer", "intent_writer.system")
+# the scenario stage's agents (the goals come to it as data)
+SCENARIO_AGENTS = ("kb_writer", "system_message_writer", "intent_writer")
 # answer budgets: a KB with talking points runs to several thousand tokens
 MAX_TOKENS = {"goal_writer": 1500, "kb_writer": 8192, "system_message_writer": 4096,
               "intent_writer": 1500}
@@ -323,6 +325,38 @@ async def write_goals(domain: Domain, ctx: StageContext) -> list[Goal]:
                            max_reasks=cfg["max_reasks"])
 
 
+# the intent writer's worked example (another domain), shown as an earlier turn
+INTENT_EXAMPLE = {
+    "profile": "A night-shift nurse who is short on time and doubts the outage estimate.",
+    "interruption_probs": {"normal": 0.15, "impatient": 0.3, "correction": 0.05,
+                           "topic_switch": 0.1, "filler": 0.1, "pushback": 0.3},
+    "interruption_rate": 0.45,
+    "hidden_facts": [{"key": "medical_fridge", "value": "keeps insulin in a fridge at home",
+                      "kind": "text"}],
+    "provides": ["service_address"],
+    "corrections": [{"key": "account_number", "first_value": "RP-55120",
+                     "corrected_value": "RP-55210"}]}
+_EXAMPLE_HIDDEN = {h["value"].lower() for h in INTENT_EXAMPLE["hidden_facts"]}
+
+
+def intent_messages(dom: Domain, goal: Goal, brand: str, kb: KnowledgeBase, intent_index: int,
+                    profile_hint: str) -> list[dict[str, str]]:
+    """The intent writer's chat: instructions, the worked example as an earlier turn, the call."""
+    ex_facts = [UserFact(key="full_name", value="Ines Okafor", kind="name"),
+                UserFact(key="account_number", value="RP-55210", kind="code"),
+                UserFact(key="service_address", value="14 Alder Row", kind="address")]
+    example = render("intent_writer", domain=GOAL_EXAMPLE_DOMAIN, goal=Goal(
+        domain="utilities", name="report_power_outage",
+        description=GOAL_EXAMPLE["goals"][0]["description"]), brand="Riverside Power & Water",
+        facts=ex_facts, intent_index=0, profile_hint="busy and sceptical")
+    return [{"role": "system", "content": render("intent_writer.system")},
+            {"role": "user", "content": example},
+            {"role": "assistant", "content": json.dumps(INTENT_EXAMPLE)},
+            {"role": "user", "content": render(
+                "intent_writer", domain=dom, goal=goal, brand=brand, facts=kb.user_facts,
+                intent_index=intent_index, profile_hint=profile_hint)}]
+
+
 async def write_scenario(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
     """KB writer -> validate (re-ask) -> system message writer -> intent writer."""
     cfg, llm = ctx.config, ctx.resources["llm"]
@@ -334,9 +368,12 @@ async def write_scenario(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
     # "today" and the KB depend only on (domain, goal): intents of one goal share its KB
     today = scenario_today(stable_int("kb-today", spec.domain, spec.goal))
     today = today.strftime("%A, %B %-d, %Y")
-    kb_msgs = [{"role": "user", "content": render(
-        "kb_writer", domain=dom, goal=goal, brand=brand, today=today,
-        min_stages=cfg["min_stages"], fact_kinds=sorted(FACT_KINDS) + ["text"])}]
+    kinds = sorted(FACT_KINDS) + ["text"]
+    kb_msgs = [{"role": "system", "content": render("kb_writer.system", min_stages=cfg["min_stages"],
+                                                    fact_kinds=kinds)},
+               {"role": "user", "content": render(
+                   "kb_writer", domain=dom, goal=goal, brand=brand, today=today,
+                   min_stages=cfg["min_stages"])}]
 
     def check_kb(draft: KBDraft):
         kb = kb_from_draft(draft, spec.domain, spec.goal)
@@ -344,9 +381,10 @@ async def write_scenario(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
 
     kb = await ask_valid(llm, kb_msgs, KBDraft, agent="kb_writer", check=check_kb,
                          max_reasks=cfg["max_kb_reasks"])
-    sm_msgs = [{"role": "user", "content": render(
-        "system_message_writer", domain=dom, goal=goal, brand=brand, today=today,
-        kb_text=kb_text(kb))}]
+    sm_msgs = [{"role": "system", "content": render("system_message_writer.system")},
+               {"role": "user", "content": render(
+                   "system_message_writer", domain=dom, goal=goal, brand=brand, today=today,
+                   kb_text=kb_text(kb))}]
 
     def check_sm(draft: SystemMessageDraft):
         found = find_placeholders(draft.system_message)
@@ -355,11 +393,19 @@ async def write_scenario(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
     system = await ask_valid(llm, sm_msgs, SystemMessageDraft, agent="system_message_writer",
                              check=check_sm, max_reasks=cfg["max_reasks"])
     prof = profile_for(cat, spec.domain, spec.goal, spec.intent_index)
-    in_msgs = [{"role": "user", "content": render(
-        "intent_writer", domain=dom, goal=goal, brand=brand, facts=kb.user_facts,
-        intent_index=spec.intent_index, profile_hint=prof["profile"])}]
+    in_msgs = intent_messages(dom, goal, brand, kb, spec.intent_index, prof["profile"])
+
+    def check_intent(draft: IntentDraft):
+        intent, problems = intent_from_draft(draft, kb)
+        copied = [h.value for h in draft.hidden_facts
+                  if h.value.strip().lower() in _EXAMPLE_HIDDEN]
+        if copied:
+            return None, problems + [f"hidden fact {v!r} copies the worked example; write this "
+                                     "caller's own situation" for v in copied]
+        return intent, problems
+
     intent = await ask_valid(llm, in_msgs, IntentDraft, agent="intent_writer",
-                             check=lambda d: intent_from_draft(d, kb),
+                             check=check_intent,
                              max_reasks=cfg["max_reasks"], sample=spec.intent_index)
     return Scenario(domain=dom, goal=goal, kb=kb, system_prompt=system, intent=intent,
                     seed=ctx.item_seed, agents=cfg["llm"])
