@@ -39,6 +39,8 @@ class LLMIssue(BaseModel):
     issue: str = Field(min_length=3, max_length=300)
     fixable: bool
     instruction: str = Field(default="", max_length=300)   # for the modifier: what to change
+    quote: str = Field(default="", max_length=200)       # the words of that message it is about
+    conflicts_with: str = Field(default="", max_length=200)   # consistency: the value said before
 
 
 class VerifierReport(BaseModel):
@@ -65,9 +67,11 @@ _EXAMPLE_BROKEN = ["Thanks for calling Northwind Bank, how can I help?",
                    "Thanks. Your card ending in four four one zero is ordered."]
 _EXAMPLE_ISSUES = {"issues": [
     {"check": "coherence", "message_index": 3, "fixable": False, "instruction": "",
-     "issue": "the caller answers a question nobody asked (a seat) instead of giving the digits"},
+     "issue": "the caller answers a question nobody asked (a seat) instead of giving the digits",
+     "quote": "I'd like the window seat", "conflicts_with": ""},
     {"check": "consistency", "message_index": 4, "fixable": False, "instruction": "",
-     "issue": "the assistant names digits 4410; the caller's card ends in 7731 and was never given"}]}
+     "issue": "the assistant names digits 4410; the caller's card ends in 7731 and was never given",
+     "quote": "four four one zero", "conflicts_with": "card_last_four 7731"}]}
 
 
 _EXAMPLE_WORDS = content_words("seat window 4410 7731 digits Northwind debit")
@@ -139,9 +143,37 @@ def _validate(conv: Conversation, report: VerifierReport) -> list[str]:
     return errors
 
 
+def _in(words: str, text: str) -> bool:
+    """Whether most content words of ``words`` occur in ``text`` (a quote, loosely)."""
+    got = content_words(words)
+    return bool(got) and len(got & content_words(text)) >= 0.6 * len(got)
+
+
+def unfounded(conv: Conversation, iss: LLMIssue) -> str:
+    """Why an unfixable issue is not grounded in the call ('' when it is): its quote is not in
+    the message it names, or a consistency issue's other value is found neither in the knowledge
+    base nor elsewhere in the call. A small model's invented issue is dropped, not obeyed."""
+    if iss.check not in UNFIXABLE:
+        return ""
+    msg = conv.messages[iss.message_index]
+    if not _in(iss.quote, msg.text):
+        return f"its quote {iss.quote!r} is not in message {iss.message_index}"
+    if iss.check == "consistency":
+        elsewhere = " ".join([m.text for m in conv.messages if m.index != iss.message_index]
+                             + [json.dumps(_kb_view(conv), ensure_ascii=False)])
+        other = content_words(iss.conflicts_with) - content_words(iss.quote)
+        if not other or not _in(" ".join(other), elsewhere):
+            return (f"the value it contradicts ({iss.conflicts_with!r}) is not in the knowledge "
+                    "base or the rest of the call")
+    return ""
+
+
 def to_verdicts(conv: Conversation, report: VerifierReport) -> list[Verdict]:
+    """The report's issues as verdicts; unfounded coherence or consistency issues left out."""
     out = []
     for iss in report.issues:
+        if unfounded(conv, iss):
+            continue
         msg = conv.messages[iss.message_index]
         fixable = iss.fixable and iss.check not in UNFIXABLE
         edit = rewrite_edit(msg, iss.instruction.strip()).to_str() if fixable else None

@@ -220,13 +220,14 @@ def test_a_corrupted_conversation_is_rejected_and_the_verifier_sees_what_it_need
     instructions as the system message (with the coherence and consistency checks), two worked
     examples as earlier turns, the call last. A coherence issue is never fixable (the model's
     ``fixable: true`` is overruled): the conversation is discarded, the modifier never asked.
-    An answer that copies the worked example's particulars is re-asked."""
+    An answer that copies the worked example's particulars is re-asked.""" 
     corrupted = conv_with({5: ("user", UNASKED)})
     copied = {"issues": [{"check": "coherence", "message_index": 5, "fixable": False,
                           "issue": "the caller asks for a window seat instead of the digits"}]}
     found = {"issues": [{"check": "coherence", "message_index": 5, "fixable": True,
                          "issue": "the caller answers a question nobody asked (a seat) instead "
-                                  "of giving the billing zip code", "instruction": "give the zip"}]}
+                                  "of giving the billing zip code", "instruction": "give the zip",
+                         "quote": "the aisle seat on the morning flight"}]}
     with LoopbackLLMServer(answers=[json.dumps(copied), json.dumps(found)]) as srv:
         llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=srv.openai_base_url)
         out = asyncio.run(averify_conversation(corrupted, llm=llm))
@@ -243,3 +244,31 @@ def test_a_corrupted_conversation_is_rejected_and_the_verifier_sees_what_it_need
     assert f"[5] user: {UNASKED}" in call and "4471 0932 58" in call      # the call and the facts
     assert "[4] assistant:" in call and call.index("[4] assistant:") < call.index(f"[5] user:")
     assert "copies the worked example" in reqs[1]["messages"][-1]["content"]
+
+
+def test_unfounded_coherence_and_consistency_issues_are_dropped(tmp_path):
+    """A small model's invented issue is not obeyed: a coherence issue whose quote is not in the
+    message it names, and a consistency issue whose other value is nowhere in the knowledge base
+    or the call, are left out (the clean call passes); a grounded one is kept."""
+    clean = conv_with({})
+    invented = {"issues": [
+        {"check": "coherence", "message_index": 15, "fixable": False, "issue": "off-topic reply",
+         "quote": "the outage day is Tuesday"},
+        {"check": "consistency", "message_index": 20, "fixable": False,
+         "issue": "the visit day contradicts what was agreed", "quote": "Thursday between 9 and 11",
+         "conflicts_with": "Wednesday afternoon"}]}
+    with LoopbackLLMServer(answers=[json.dumps(invented)]) as srv:
+        llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=srv.openai_base_url)
+        out = asyncio.run(averify_conversation(clean, llm=llm))
+    assert out.accepted and out.verdicts == ()
+    friday = conv_with({20: ("assistant", "Done. You're booked for Friday between 2 and 4 pm and on "
+                                          "the cancellation list. Is there anything else?",
+                             {"stage": "wrap_up"})})
+    grounded = {"issues": [{"check": "consistency", "message_index": 20, "fixable": False,
+                            "issue": "the booking day contradicts the agreed Thursday visit",
+                            "quote": "Friday between 2 and 4 pm",
+                            "conflicts_with": "Thursday between 9 and 11 am"}]}
+    with LoopbackLLMServer(answers=[json.dumps(grounded)]) as srv:
+        llm = get_llm("openai:loopback-verifier", workdir=tmp_path / "2", base_url=srv.openai_base_url)
+        out = asyncio.run(averify_conversation(friday, llm=llm))
+    assert not out.accepted and out.discard_reasons[0].startswith("llm_consistency:")
