@@ -7,6 +7,13 @@ base URL and the API key are not part of it (the same model behind another URL g
 cache entry) and are never stored.
 
     <cache_dir>/ab/ab12…ef.json   {"v": 1, "text": …, "usage": {…}, "finish_reason": …, …}
+
+Answers are written behind (``ContentCache(write_behind=True)``): a call inside the event loop
+only queues its answer, and the process's cache writer thread writes the file, so the loop
+never waits on the file system (an answer is ~1 ms of file-system calls on a busy disk, as much
+as the SDK's whole request path). This process reads a queued answer from memory;
+:meth:`ResponseCache.flush` (and ``LLMClient.flush``/``aclose``, and interpreter exit) wait
+until all are on disk.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ class ResponseCache:
     writes after that listing is not seen by this instance: at worst one duplicate request)."""
 
     def __init__(self, root: str | os.PathLike):
-        self.store = ContentCache(root, suffix=".json")
+        self.store = ContentCache(root, suffix=".json", write_behind=True)
         self.root = self.store.root
         self._listed: dict[str, set[str]] = {}
         self._folders: set[str] | None = None        # which ab/ folders exist (listed once)
@@ -88,7 +95,7 @@ class ResponseCache:
             return None
 
     def put(self, key: str, c: Completion) -> None:
-        """Store an answer (written atomically)."""
+        """Store an answer (queued; written atomically by the cache writer thread)."""
         data = json.dumps({
             "v": CACHE_VERSION, "text": c.text, "model": c.model, "provider": c.provider,
             "finish_reason": c.finish_reason,
@@ -99,3 +106,7 @@ class ResponseCache:
             names = self._listed.get(key[:2])
             if names is not None:
                 names.add(f"{key}.json")
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued answer is on disk."""
+        return self.store.flush(timeout)
