@@ -82,6 +82,10 @@ class _WriteBehind:
     def pending(self, path: Path) -> bytes | None:
         return self._pending.get(path)             # a dict read is atomic; no lock on the hot path
 
+    def pending_names(self, folder: Path) -> set[str]:
+        with self._cv:
+            return {p.name for p in self._pending if p.parent == folder}
+
     def _run(self) -> None:
         while True:
             with self._cv:
@@ -186,6 +190,10 @@ class ContentCache:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until this process's queued entries are written (see :func:`flush_writes`)."""
         return _WRITER.flush(timeout)
+
+    def queued_names(self, shard: str) -> set[str]:
+        """File names of entries in ``root/<shard>/`` that are queued, not yet on disk."""
+        return _WRITER.pending_names(self.root / shard)
 
     def get_text(self, key: str) -> str | None:
         data = self.get(key)

@@ -177,3 +177,32 @@ def test_shared_caches_are_not_artifacts(rendered):
     shutil.rmtree(wd / "tts_cache")
     again = render_conversations(convs, workdir=wd, seed=5, config=TONE, workers=1)
     assert (again.computed, again.cached) == (0, 3)
+
+
+def test_llm_answers_written_behind_are_seen_by_every_cache_over_the_folder(tmp_path, monkeypatch):
+    """A second ResponseCache over the same folder (a new client, same workdir) finds an answer
+    the first one queued, both while it is queued and once it is on disk; after the flush a new
+    process (a fresh listing of the folder) finds it on disk."""
+    import threading
+
+    import bargein.cache as cache_mod
+    from bargein.llm import cache as llm_cache
+    from bargein.llm.base import Completion, Usage
+
+    gate = threading.Event()
+    real = cache_mod._write_atomic
+    monkeypatch.setattr(cache_mod, "_write_atomic", lambda p, d: (gate.wait(30), real(p, d)))
+    answer = Completion(text='{"a": 1}', usage=Usage(3, 4), model="m", provider="openai", finish_reason="stop")
+    keys = [cache_mod.cache_key("q", i) for i in range(3)]
+    first = llm_cache.ResponseCache(tmp_path / "llm_cache")
+    first.put(keys[0], answer)
+    queued = llm_cache.ResponseCache(tmp_path / "llm_cache")        # lists while the answer is queued
+    assert queued.get(keys[0]).text == '{"a": 1}' and queued.get(keys[1]) is None
+    first.put(keys[1], answer)
+    gate.set()
+    assert first.flush(30)
+    written = llm_cache.ResponseCache(tmp_path / "llm_cache")       # lists after it is written
+    assert written.get(keys[1]).usage == Usage(3, 4) and queued.get(keys[1]).cached
+    monkeypatch.setattr(llm_cache, "_LISTINGS", {})                  # as a new process
+    assert llm_cache.ResponseCache(tmp_path / "llm_cache").get(keys[0]).text == '{"a": 1}'
+    assert llm_cache.ResponseCache(tmp_path / "llm_cache").get(keys[2]) is None
