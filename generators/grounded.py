@@ -112,8 +112,10 @@ def _compose(rng: random.Random, file: str, kind_key: str, **slots: str) -> str:
     opener = rng.choice(P.bank(file, f"{kind_key}_open"))
     core = P.fill(rng.choice(P.bank(file, kind_key)), where=f"{file}.{kind_key}", **slots)
     tail = rng.choice(P.bank(file, f"{kind_key}_tail"))
-    if opener and core[:1].isupper() and not core.startswith(("I ", "I'")) and opener.endswith(","):
-        core = core[:1].lower() + core[1:]
+    slot_first = {str(v).split()[0] for v in slots.values() if str(v).split()}
+    if opener and core[:1].isupper() and not core.startswith(("I ", "I'")) \
+            and not opener.rstrip().endswith((".", "!", "?")) and core.split()[0] not in slot_first:
+        core = core[:1].lower() + core[1:]     # "Sorry, but where does ...", not "but Where"
     return P.tidy(P.join(opener, core, tail))
 
 

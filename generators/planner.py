@@ -26,7 +26,8 @@ from bargein.verify.text import content_words
 from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the planner's vocabulary)
     CLOSING_TYPES, READBACK_KINDS, EDGE_WORDS, ELIGIBLE_SHARE, EXPLANATION_WORDS, MAX_MESSAGES,
     MIN_CUT_WORDS, MIN_MESSAGES, OVERLAP_MS, UNIT_OVERHEAD, ConversationState, Recovery, RoundPlan,
-    Unit, UnitKind, UserAction, asked_keys, choose_option, spoken, stage_units, user_style,
+    Unit, UnitKind, UserAction, answer_question, asked_keys, choose_option, spoken, stage_units,
+    user_style,
 )
 from bargein.records import INTERRUPTION_TYPES, Scenario
 
@@ -230,6 +231,9 @@ class RulePlanner:
                     user_action=user_action, user_facts=facts, transition=transition)
         if user_action == "volunteer" and any(st.is_hidden(k) for k in facts):
             plan["detail"] = {"hidden": "1"}
+            answered = answer_question(unit.text, random.Random(0)) if unit.text else None
+            if answered and answered[0] == "reason":
+                plan["detail"]["variant"] = "reason"     # the hidden fact is the reason asked for
         itype, detail = self._interruption(st, unit, rng, exclude)
         if itype is not None:
             lo, hi = OVERLAP_MS.get(itype, OVERLAP_MS["default"])
@@ -260,6 +264,10 @@ class RulePlanner:
                 heard_local = rec.heard_text[rec.content_start:]
                 fresh = q and cut.text.find(q) >= len(heard_local)
                 return cut.model_copy(update={"text": q if fresh else ""}), None
+            # a question still unheard (an offer, a yes-no check) is asked, never skipped past
+            q = unheard_question(cut.text, len(rec.heard_text) - rec.content_start)
+            if q:
+                return cut.model_copy(update={"text": q, "kind": "ask"}), None
             unit, transition, _ = self._next_unit(st, rng)
             return unit, transition
         return cut.model_copy(update={"text": st.fill_values(resume_text(cut.text, rec))}), None
@@ -288,9 +296,18 @@ class RulePlanner:
             if extra and rng.random() < 0.4:        # "... and my email is X, in case you need it"
                 answer[extra[0]] = st.say(extra[0])
             return "answer", answer
-        option = choose_option(unit.text, rng) if unit.kind == "ask" and unit.text else None
-        if option:
-            return "choose", {"option": option}
+        answered = answer_question(unit.text, rng) if unit.kind == "ask" and unit.text else None
+        if answered is not None:        # a question asking for no fact: answered, not acknowledged
+            kind, reply = answered
+            if kind == "reason":        # "what's prompting the change?": a hidden fact if any
+                hidden = [k for k in st.volunteerable() if st.is_hidden(k)]
+                if hidden:
+                    return "volunteer", {hidden[0]: st.say(hidden[0])}
+            if kind == "which" and reply:
+                option = choose_option(unit.text, rng)
+                if option:
+                    return "choose", {"option": option}
+            return "choose", {"reply": reply}
         vol = st.volunteerable(self._upcoming_keys(st))
         corr = [k for k in vol if st.correction(k) is not None]
         if corr and rng.random() < 0.5:
@@ -346,6 +363,8 @@ class RulePlanner:
                 continue
             if t == "pushback" and unit.purpose == "deescalate" and not st.dispute:
                 continue                    # nothing specific left to keep objecting to
+            if t == "impatient" and unit.purpose == "deescalate":
+                continue                    # the caller asked for this alternative: nothing to skip
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
                                      else unit.kind == "ask" and st.pending is not None):
                 continue                    # nothing long enough to skip
@@ -488,6 +507,14 @@ def _question(text: str) -> str:
     return qs[-1] if qs and P.n_words(qs[-1]) >= 4 else ""
 
 
+def unheard_question(text: str, heard_chars: int) -> str:
+    """The last question of ``text`` that starts after the first ``heard_chars`` characters;
+    '' when every question was heard or there is none."""
+    sents = [(m.start(), m.end()) for m in re.finditer(r"[^.?!]+[.?!]+", text)]
+    qs = [text[a:b].strip() for a, b in sents if text[a:b].rstrip().endswith("?") and a >= heard_chars]
+    return qs[-1] if qs else ""
+
+
 def _essential(u: Unit) -> bool:
     """Questions for required info and the closing are never trimmed for length."""
     return u.kind == "close" or (u.kind == "ask" and bool(u.keys))
@@ -538,11 +565,12 @@ def _rationale(plan: dict) -> str:
 
 
 def place_cut(text: str, content_start: int, fraction: float, rng: random.Random,
-              min_word: int = 0) -> int | None:
+              min_word: int = 0, protected: set[int] | frozenset[int] = frozenset()) -> int | None:
     """A word index ``k`` inside the content: >= 3 content words heard, >= 3 words unheard.
 
     Prefers cuts inside a sentence (the heard part does not end with punctuation), nearest to
-    ``fraction`` of the content; ``min_word`` forces the heard part to include a given word.
+    ``fraction`` of the content; ``min_word`` forces the heard part to include a given word;
+    ``protected``: cuts that would split a name, a date or a value (unless nothing else fits).
     """
     spans = P.word_spans(text)
     first = next((i for i, (s, _) in enumerate(spans) if s >= content_start), len(spans))
@@ -550,7 +578,7 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
     hi = len(spans) - EDGE_WORDS
     if lo > hi:
         return None
-    cands = list(range(lo, hi + 1))
+    cands = [k for k in range(lo, hi + 1) if k not in protected] or list(range(lo, hi + 1))
     inner = [k for k in cands if text[spans[k - 1][1] - 1] not in ".!?,:;"]
     cands = inner or cands
     target = first + fraction * (len(spans) - first)

@@ -146,7 +146,11 @@ def _slots(up: UserPlan) -> dict[str, str]:
 
 # ---- rule-based -----------------------------------------------------------------------------
 class RuleUser:
-    """The offline user: phrase banks, the plan's facts, the heard words."""
+    """The offline user: phrase banks, the plan's facts, the heard words. ``values``: the
+    scenario's values, which a cut never splits (with names, dates and amounts)."""
+
+    def __init__(self, values: tuple[str, ...] = ()):
+        self.values = tuple(values)
 
     def reply(self, up: UserPlan, rng: random.Random, last: str = "") -> str:
         """``last``: the assistant turn as heard (a plain reply may pick up one of its objects)."""
@@ -168,12 +172,16 @@ class RuleUser:
         if up.action == "unknown":
             key = next(iter(up.facts), "details")
             return P.pick(rng, "user", "answer_unknown", label=P.label(key))
+        if up.action == "choose" and up.facts.get("reply"):
+            return up.facts["reply"]
         if up.action == "choose" and up.facts.get("option"):
             opt = up.facts["option"]
             return P.sentence(rng.choice([f"{opt}, I'd say.", f"Probably {opt}.",
                                           f"Mostly {opt}, I think.", f"{opt} matters most to me."]))
         if up.action == "volunteer" and up.facts:
             key, value = next(iter(up.facts.items()))
+            if up.detail.get("variant") == "reason":
+                return P.pick(rng, "user", "qa_because", value=P.clause(value) or value)
             if up.detail.get("hidden") or P.clause(value):
                 return P.join(P.pick(rng, "user", "ack_info"),
                               P.pick(rng, "user", "volunteer_hidden", value=P.clause(value) or value))
@@ -225,7 +233,7 @@ class RuleUser:
                 min_word = G.end_word(message, content_start, obj)
                 fraction = 0.0                  # react right after hearing it
             if up.type == "impatient":
-                ks = impatient_cuts(message, content_start)
+                ks = impatient_cuts(message, content_start, self.values)
                 if not ks:
                     errors.append({"attempt": attempt, "error": "no explanation left to skip"})
                     break
@@ -233,7 +241,8 @@ class RuleUser:
                 target = first + fraction * (P.n_words(message) - first)
                 k = sorted(ks, key=lambda k: (abs(k - target), k))[0 if rng.random() < 0.7 else min(1, len(ks) - 1)]
             else:
-                k = place_cut(message, content_start, fraction, rng, min_word=min_word)
+                k = place_cut(message, content_start, fraction, rng, min_word=min_word,
+                              protected=P.protected_cuts(message, self.values))
             if k is None:
                 errors.append({"attempt": attempt, "error": "no cut point inside the content"})
                 break
@@ -308,9 +317,10 @@ def reopen(line: str, rng: random.Random) -> str:
                          else body))
 
 
-def impatient_cuts(message: str, content_start: int) -> list[int]:
+def impatient_cuts(message: str, content_start: int, values: tuple[str, ...] = ()) -> list[int]:
     """Cut points where an impatient caller has something to skip: not inside a question, and
-    at least five content words of explanation (not questions) still to come."""
+    at least five content words of explanation (not questions) still to come; never inside a
+    name, a date, an amount or one of ``values``."""
     from bargein.verify.text import content_words as v_content_words
     from bargein.verify.text import sentences
 
@@ -320,7 +330,10 @@ def impatient_cuts(message: str, content_start: int) -> list[int]:
     opening = sentences(message[content_start:])
     heard_from = content_start + opening[0][1] if opening else 0
     out = []
+    protected = P.protected_cuts(message, values)
     for k in range(max(first + EDGE_WORDS, EDGE_WORDS), len(spans) - EDGE_WORDS + 1):
+        if k in protected:
+            continue
         cut = spans[k - 1][1]
         if cut < heard_from and k - first < 8:
             continue
