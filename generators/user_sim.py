@@ -168,7 +168,8 @@ class RuleUser:
                     parts.append(f"And my {P.label(key)} is {value}.")
                 else:
                     parts.append(P.pick_filled(rng, "user", bank, value=value, label=P.label(key)))
-            return P.tidy(_possessive(P.join(*parts), [P.label(k) for k in up.facts]))
+            lead = _yes_first(last, [P.label(k) for k in up.facts], rng)
+            return P.tidy(_possessive(P.join(lead, *parts), [P.label(k) for k in up.facts]))
         if up.action == "unknown":
             key = next(iter(up.facts), "details")
             return P.pick(rng, "user", "answer_unknown", label=P.label(key))
@@ -249,7 +250,7 @@ class RuleUser:
             heard = P.prefix_words(message, k)
             detail = dict(_slots(up))
             if obj is not None:
-                detail["anchor"], detail["object_kind"] = G.as_user(obj.phrase), obj.kind
+                detail["anchor"], detail["object_kind"] = G.as_user(obj.phrase), G.object_kind(obj)
                 text = G.pushback(rng, obj) if up.type == "pushback" else G.clarify(rng, obj)
             else:
                 text = self._say(up, variant, heard[content_start:], detail, rng)
@@ -345,6 +346,20 @@ def impatient_cuts(message: str, content_start: int, values: tuple[str, ...] = (
         if sum(len(v_content_words(x)) for x in told) >= 5:
             out.append(k)
     return out
+
+
+def _yes_first(last: str, labels: list[str], rng: random.Random) -> str:
+    """A yes-no question that names none of the facts given ("Is that the one you need
+    refilled?") is answered before the facts are ("Yes, that's the one. I've got four days.")."""
+    from bargein.generators.plan_state import question_kind
+
+    qs = [q.strip() for q in re.findall(r"[^.?!]*\?", last)]
+    if not qs or any(lab and lab.lower() in qs[-1].lower() for lab in labels):
+        return ""
+    kind = question_kind(qs[-1])
+    if kind not in ("fact", "offer"):
+        return ""
+    return P.compose(rng, "user", f"qa_{kind}")
 
 
 def _anchor_ends(message: str, content_start: int) -> list[int]:
