@@ -184,9 +184,13 @@ def question_kind(question: str) -> str:
     if not yn:
         return "fact"
     aux, subj = yn.group(1).lower(), yn.group(2).lower()
+    if aux in ("can", "could", "may") and subj == "i" and re.search(r"\b(have|get|take|grab)\b", low):
+        return "open"                       # "Could I have your name ...?" asks for information
     if (aux in ("would", "do") and re.search(r"\b(like|want)\b", low)) or subj in ("i", "we") \
             or "go ahead" in low:
         return "offer"
+    if aux in ("can", "could", "may") and subj == "i" and re.search(r"\b(have|get|take|grab)\b", low):
+        return "open"                       # "Could I have your name ...?" asks for information
     if aux in ("can", "could") and subj == "you" and not re.search(r"\b(confirm|see)\b", low):
         return "request"
     return "fact"

@@ -22,7 +22,7 @@ import re
 from collections import deque
 
 from bargein.generators import phrases as P
-from bargein.verify.text import content_words
+from bargein.verify.text import contains_phrase, content_words
 from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the planner's vocabulary)
     CLOSING_TYPES, READBACK_KINDS, EDGE_WORDS, ELIGIBLE_SHARE, EXPLANATION_WORDS, MAX_MESSAGES,
     MIN_CUT_WORDS, MIN_MESSAGES, OVERLAP_MS, UNIT_OVERHEAD, ConversationState, Recovery, RoundPlan,
@@ -264,8 +264,17 @@ class RulePlanner:
                 heard_local = rec.heard_text[rec.content_start:]
                 fresh = q and cut.text.find(q) >= len(heard_local)
                 return cut.model_copy(update={"text": q if fresh else ""}), None
-            # a question still unheard (an offer, a yes-no check) is asked, never skipped past
+            # a question still unheard (an offer, a yes-no check) is asked, never skipped past;
+            # one heard but not answered yet (the caller cut in after it) is asked again, briefly
             q = unheard_question(cut.text, len(rec.heard_text) - rec.content_start)
+            if not q and cut.kind == "ask" and not cut.keys and not cut.purpose:
+                q = _question(cut.text)
+                m = re.search(r"\b(?:would|could|can|do|does|did|is|are|shall|should|will|may|what|"
+                              r"which|where|when|why|how|who)\b", q, re.I)
+                q = P.sentence(q[m.start():]) if m else q     # the question itself, no preamble
+                tail = " ".join(rec.heard_text[rec.content_start:].split()[:8])
+                if P.n_words(tail) >= 5 and contains_phrase(q, tail):
+                    q = ""                  # would say again what was just heard
             if q:
                 return cut.model_copy(update={"text": q, "kind": "ask"}), None
             unit, transition, _ = self._next_unit(st, rng)
@@ -476,7 +485,12 @@ def drop_unfounded(text: str, st: ConversationState) -> str:
     said ("You said it's a grey spinner case" before they described it)."""
     facts = st.facts
     out = []
+    dropped = False
     for sent in re.split(r"(?<=[.?!])\s+", text):
+        if dropped and sent.rstrip().endswith("?") and P.n_words(sent) <= 5:
+            dropped = False
+            continue                        # "Is that right?" about the attribution just dropped
+        dropped = False
         if _ATTR.search(sent):
             said = [k for k, f in facts.items() if f.value in sent or (f.spoken and f.spoken in sent)]
             rest = sent
@@ -484,6 +498,7 @@ def drop_unfounded(text: str, st: ConversationState) -> str:
                 rest = rest.replace(facts[k].value, " ").replace(facts[k].spoken or "\0", " ")
             extra = content_words(_ATTR.sub(" ", rest))   # words beyond the values themselves
             if not said or any(k not in st.uttered for k in said) or len(extra) > 1:
+                dropped = True
                 continue
         out.append(sent)
     return " ".join(out).strip()
@@ -548,7 +563,11 @@ def resume_text(text: str, rec: Recovery) -> str:
         q = text.rfind("?", 0, start)
         prev = max(text.rfind(". ", 0, q), text.rfind("? ", 0, q), text.rfind("! ", 0, q))
         start = prev + 2 if prev >= 0 else 0
-    return text[start:].strip() or text
+    out = text[start:].strip() or text
+    if re.match(r"(?:Alternatively|Instead|Otherwise|Also),\s+\S", out) and start:
+        out = out.split(",", 1)[1].strip()  # its contrast was in the sentence before
+        out = out[:1].upper() + out[1:]
+    return out
 
 
 _ABBREV_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|St|No|Ave|Blvd|Apt|Inc|Ltd|Co|Jr|Sr|vs|etc|[A-Z])\.$")

@@ -357,7 +357,7 @@ def _yes_first(last: str, labels: list[str], rng: random.Random) -> str:
     if not qs or any(lab and lab.lower() in qs[-1].lower() for lab in labels):
         return ""
     kind = question_kind(qs[-1])
-    if kind not in ("fact", "offer"):
+    if kind != "fact":
         return ""
     return P.compose(rng, "user", f"qa_{kind}")
 
