@@ -183,12 +183,77 @@ def to_verdicts(conv: Conversation, report: VerifierReport) -> list[Verdict]:
     return out
 
 
+# ---- one exchange at a time: does the caller's reply respond to what it answers? -----------
+# (a small model misses a reply to a question never asked in a whole transcript, and can judge
+# one exchange; a "no" is asked a second time with another seed and counts only if repeated)
+
+class ReplyCheck(BaseModel):
+    asked: str = Field(max_length=160)       # what the assistant asked or said, in a few words
+    responds: bool
+
+
+REPLY_PROMPT = "reply_checker"
+_REPLY_EXAMPLES = [
+    ("Could I have the last four digits of the card, please?", "Sure, seven seven three one.",
+     {"asked": "the card's last four digits", "responds": True}),
+    ("Which day suits you for the engineer's visit, Tuesday or Wednesday?",
+     "My account number is R P five five two one zero.",
+     {"asked": "which day suits for the visit", "responds": False}),
+]
+
+
+def reply_messages(assistant: str, caller: str) -> list[dict[str, str]]:
+    """The reply checker's chat: instructions, two worked exchanges, then this one."""
+    chat = [{"role": "system", "content": render(REPLY_PROMPT + ".system")}]
+    for a, c, answer in _REPLY_EXAMPLES:
+        chat += [{"role": "user", "content": render(REPLY_PROMPT, assistant=a, caller=c)},
+                 {"role": "assistant", "content": json.dumps(answer)}]
+    return chat + [{"role": "user", "content": render(REPLY_PROMPT, assistant=assistant, caller=caller)}]
+
+
+def exchanges(conv: Conversation) -> list[tuple[int, str, str]]:
+    """(index of the reply, the assistant's words, the caller's reply) for every caller turn that
+    answers a whole assistant turn (interjections are judged by their type instead)."""
+    msgs = conv.messages
+    return [(m.index, msgs[k - 1].text, m.text) for k, m in enumerate(msgs)
+            if k and m.role == "user" and msgs[k - 1].role == "assistant"
+            and msgs[k - 1].interruption is None and m.text.strip()]
+
+
+async def reply_checks(conv: Conversation, llm: LLMClient,
+                       skip: Sequence[int] = ()) -> list[Verdict]:
+    """A coherence verdict for each caller reply that twice did not respond to what it answers."""
+    out = []
+    for index, said, reply in exchanges(conv):
+        if index in skip:
+            continue
+        chat = reply_messages(said, reply)
+        first = await llm.structured(chat, ReplyCheck, agent="verifier", sample=0)
+        if first.responds:
+            continue
+        again = await llm.structured(chat, ReplyCheck, agent="verifier", sample=1, temperature=0.7)
+        if again.responds:
+            continue
+        out.append(Verdict(check="llm_coherence", message_index=index, fixable=False,
+                           issue=f"the caller's reply does not respond to the assistant's "
+                                 f"message before it ({first.asked.strip()[:100]})",
+                           evidence=reply[:300]))
+    return out
+
+
 async def llm_checks(conv: Conversation, llm: LLMClient, *,
                      known: Sequence[Verdict] = ()) -> list[Verdict]:
-    """Ask the verifier model; re-ask on an answer that names no message or lacks instructions.
+    """Ask the verifier model about the whole call (re-asked on an answer that names no message
+    or lacks instructions), then the reply checker about each exchange it did not flag.
 
     ``known``: issues the deterministic checks already found this round (not to be repeated).
     """
+    found = await _whole_call(conv, llm, known)
+    flagged = [v.message_index for v in found] + [v.message_index for v in known]
+    return found + await reply_checks(conv, llm, skip=[i for i in flagged if i is not None])
+
+
+async def _whole_call(conv: Conversation, llm: LLMClient, known: Sequence[Verdict]) -> list[Verdict]:
     chat = verifier_messages(conv, known)
     answers, errors = [], []
     for n in range(REASKS + 1):

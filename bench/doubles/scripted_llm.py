@@ -144,6 +144,9 @@ class ScriptedLLM:
     def _VerifierReport(self, call: Call, rng: random.Random) -> dict:
         return {"issues": []}
 
+    def _ReplyCheck(self, call: Call, rng: random.Random) -> dict:
+        return {"asked": "what the assistant asked", "responds": True}
+
     def _ModifierOutput(self, call: Call, rng: random.Random) -> dict:
         wanted = [int(k) for k in re.findall(r"^- message (\d+):", call.prompt, re.M)]
         texts = dict(re.findall(r"^\[(\d+)\] \w+: (.*)$", call.prompt, re.M))

@@ -42,11 +42,31 @@ def _agent(req: dict) -> tuple[str, str, int]:
     users = [m["content"] for m in msgs if m["role"] == "user"]
     if msgs[0]["role"] == "system" and msgs[0]["content"].startswith("You are the quality verifier"):
         return "verifier", users[2], len(users) - 2
+    if msgs[0]["role"] == "system" and msgs[0]["content"].startswith("You check one exchange"):
+        return "reply_checker", users[-1], 1
     return "modifier", users[0], len(users)
+
+
+RESPONDS = json.dumps({"asked": "what the assistant asked", "responds": True})
+
+
+def verifier_answers(*answers: dict, replies=lambda prompt: RESPONDS):
+    """A responder: the whole-call verifier's answers in order; the reply checker's by
+    ``replies(prompt)`` (every reply responds, unless a test says otherwise)."""
+    queue = [json.dumps(a) for a in answers]
+
+    def respond(req: dict) -> str:
+        agent, prompt, _ = _agent(req)
+        if agent == "reply_checker":
+            return replies(prompt)
+        return queue.pop(0)
+    return respond
 
 
 def responder(req: dict) -> str:
     agent, prompt, attempt = _agent(req)
+    if agent == "reply_checker":
+        return RESPONDS
     if agent == "verifier":
         if "**Thanks!**" in prompt:
             return json.dumps({"issues": [{
@@ -228,7 +248,7 @@ def test_a_corrupted_conversation_is_rejected_and_the_verifier_sees_what_it_need
                          "issue": "the caller answers a question nobody asked (a seat) instead "
                                   "of giving the billing zip code", "instruction": "give the zip",
                          "quote": "the aisle seat on the morning flight"}]}
-    with LoopbackLLMServer(answers=[json.dumps(copied), json.dumps(found)]) as srv:
+    with LoopbackLLMServer(responder=verifier_answers(copied, found)) as srv:
         llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=srv.openai_base_url)
         out = asyncio.run(averify_conversation(corrupted, llm=llm))
         reqs = [r.json for r in srv.requests]
@@ -236,6 +256,7 @@ def test_a_corrupted_conversation_is_rejected_and_the_verifier_sees_what_it_need
     assert out.discard_reasons == ("llm_coherence: the caller answers a question nobody asked (a "
                                    "seat) instead of giving the billing zip code (message 5)",)
     assert [(v.check, v.fixable, v.edit) for v in out.verdicts] == [("llm_coherence", False, None)]
+    reqs = [r for r in reqs if _agent(r)[0] != "reply_checker"]
     assert len(reqs) == 2                          # the copied answer re-asked; no modifier call
     first = reqs[0]["messages"]
     assert [m["role"] for m in first] == ["system", "user", "assistant", "user", "assistant", "user"]
@@ -257,7 +278,7 @@ def test_unfounded_coherence_and_consistency_issues_are_dropped(tmp_path):
         {"check": "consistency", "message_index": 20, "fixable": False,
          "issue": "the visit day contradicts what was agreed", "quote": "Thursday between 9 and 11",
          "conflicts_with": "Wednesday afternoon"}]}
-    with LoopbackLLMServer(answers=[json.dumps(invented)]) as srv:
+    with LoopbackLLMServer(responder=verifier_answers(invented)) as srv:
         llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=srv.openai_base_url)
         out = asyncio.run(averify_conversation(clean, llm=llm))
     assert out.accepted and out.verdicts == ()
@@ -268,7 +289,32 @@ def test_unfounded_coherence_and_consistency_issues_are_dropped(tmp_path):
                             "issue": "the booking day contradicts the agreed Thursday visit",
                             "quote": "Friday between 2 and 4 pm",
                             "conflicts_with": "Thursday between 9 and 11 am"}]}
-    with LoopbackLLMServer(answers=[json.dumps(grounded)]) as srv:
+    with LoopbackLLMServer(responder=verifier_answers(grounded)) as srv:
         llm = get_llm("openai:loopback-verifier", workdir=tmp_path / "2", base_url=srv.openai_base_url)
         out = asyncio.run(averify_conversation(friday, llm=llm))
     assert not out.accepted and out.discard_reasons[0].startswith("llm_consistency:")
+
+
+def test_a_reply_to_another_question_is_rejected_by_the_reply_checker(tmp_path):
+    """Two replies swapped (each answers the other's question; roles and order intact): the
+    whole-call verifier finds nothing, the reply checker is asked about each exchange on its
+    own (the assistant's words, then the caller's), and a "no" given twice rejects the call."""
+    swapped = conv_with({5: EXAMPLE_TURNS[9], 9: EXAMPLE_TURNS[5]})
+    asked: list[str] = []
+
+    def replies(prompt: str) -> str:
+        asked.append(prompt)
+        off = ("lights are amber" in prompt and "zip code" in prompt) or (
+            "60614" in prompt and "modem lights" in prompt)
+        return json.dumps({"asked": "another question", "responds": not off})
+
+    with LoopbackLLMServer(responder=verifier_answers({"issues": []}, replies=replies)) as srv:
+        llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=srv.openai_base_url)
+        out = asyncio.run(averify_conversation(swapped, llm=llm))
+    assert not out.accepted
+    assert [(v.check, v.message_index, v.fixable) for v in out.verdicts] == [
+        ("llm_coherence", 5, False), ("llm_coherence", 9, False)]
+    # four exchanges; each "no" asked twice
+    assert len(asked) == 6 and asked[0].startswith('Assistant: "Thanks for calling Northwind')
+    assert any(p.rstrip().endswith('Caller: "It started Monday around 7 pm, and the lights are amber."')
+               for p in asked)

@@ -64,7 +64,12 @@ def test_a_changed_verifier_model_recomputes_the_cached_verify_stage(routes, tmp
     sim = run_stage(simulate_stage(), conv_run.outputs, workdir=tmp_path / "sim", seed=3, progress=False)
     convs = run_stage(rubric_stage(), sim.outputs, workdir=tmp_path / "sim", seed=3, progress=False).outputs
     assert convs
-    with LoopbackLLMServer(responder=lambda req: json.dumps({"issues": []})) as srv:
+    def clean(req):          # the whole-call verifier finds nothing; every reply responds
+        if "ReplyCheck" in json.dumps(req.get("response_format") or req.get("messages")):
+            return json.dumps({"asked": "x", "responds": True})
+        return json.dumps({"issues": []})
+
+    with LoopbackLLMServer(responder=clean) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
 
         def verify(route: str):
