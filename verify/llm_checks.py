@@ -27,6 +27,9 @@ from bargein.verify.text import content_words
 
 VERIFIER_PROMPT = "verifier"
 VERIFIER_SYSTEM = "verifier.system"
+# every prompt the LLM verify stage renders (its cache key covers them)
+PROMPTS = ("verifier", "verifier.system", "reply_checker", "reply_checker.system", "modifier",
+           "modifier.system")
 LLMCheck = Literal["coherence", "consistency", "naturalness", "type_fit", "state_machine_leakage",
                    "undelivered_content", "other"]
 UNFIXABLE = ("coherence", "consistency")     # the rest of the call was built on the broken message

@@ -22,7 +22,7 @@ from bargein.runner import Stage, StageContext
 from bargein.seeding import stable_hash
 from bargein.verify.checks import run_checks
 from bargein.verify.edits import EditCommand
-from bargein.verify.llm_checks import llm_checks
+from bargein.verify.llm_checks import PROMPTS as LLM_PROMPTS, llm_checks
 from bargein.verify.modifier import LLMClient, amodify, modify
 
 STAGE_NAME = "verify"
@@ -145,7 +145,7 @@ def verify_stage(llm_spec: str = "offline", max_rounds: int = 3) -> Stage:
                  config={"llm": llm_spec, "max_rounds": max_rounds, "code": code_hash(),
                          **({"agents": routed} if routed else {})},
                  version=STAGE_VERSION,
-                 prompts=("verifier", "modifier"), backends=(llm_spec,), kind="io")
+                 prompts=LLM_PROMPTS, backends=(llm_spec,), kind="io")
 
 
 # ---- statistics ---------------------------------------------------------------------------

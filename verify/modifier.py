@@ -142,7 +142,8 @@ async def amodify(messages: Sequence[Message], edits: Sequence[EditCommand], *,
     prompt = render(MODIFIER_PROMPT, messages=message_view(current),
                     edits=[{"message": e.message, "instruction": e.instruction}
                            for e in wanted.values()])
-    chat = [{"role": "user", "content": prompt}]
+    chat = [{"role": "system", "content": render(MODIFIER_PROMPT + ".system")},
+            {"role": "user", "content": prompt}]
     errors: list[str] = []
     for n in range(REASKS + 1):
         # schema errors are re-asked by the client; here: answers that cannot be applied (a

@@ -134,7 +134,8 @@ def test_llm_loop_repairs_the_fixable_and_discards_the_unfixable(server, tmp_pat
 def test_llm_stage_through_the_runner_caches(server, tmp_path):
     llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=server.openai_base_url)
     stage = verify_stage("openai:loopback-verifier", max_rounds=2)
-    assert stage.kind == "io" and stage.prompts == ("verifier", "modifier")
+    assert stage.kind == "io" and {"verifier", "verifier.system", "reply_checker",
+                                   "modifier", "modifier.system"} <= set(stage.prompts)
     res = run_stage(stage, [FIXABLE, UNFIXABLE], workdir=tmp_path / "w", seed=3,
                     resources={"llm": llm})
     assert not res.failures, res.failures
@@ -177,9 +178,9 @@ def test_llm_modifier_rejects_edits_outside_the_request_and_broken_cuts(tmp_path
         res = asyncio.run(amodify(conv.messages, [edit], llm=llm))
         assert srv.request_count == 3
         last = srv.requests[-1].json["messages"]
-    assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user"]
-    assert "was not to be edited" in last[2]["content"]
-    assert "word-boundary prefix" in last[4]["content"]
+    assert [m["role"] for m in last] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert "was not to be edited" in last[3]["content"]
+    assert "word-boundary prefix" in last[5]["content"]
     new = res.messages[10]
     assert res.applied == [edit] and new.text == heard + " now: unplug the power cord."
     assert new.heard_text == heard and new.interruption.cut_char_offset == len(heard)
