@@ -204,6 +204,19 @@ def replay(model: str, calls: list[dict[str, Any]], *, prefix_cache: bool, ctx: 
     return took
 
 
+def _figures(rec: Recorder, client: Any, counting: Counting, totals: Counter, pipeline_s: float) -> dict[str, float]:
+    model_s = sum(c["seconds"] for c in rec.calls)
+    out_tokens = sum(c["output_tokens"] for c in rec.calls)
+    sc = client.structured_counts
+    return {
+        "schema_failure_rate": sc["invalid_first"] / max(1, sc["asks"]),
+        "verified_rate": totals["accepted"] / max(1, totals["attempted"]),
+        "reasks_per_call": (sc["reasks"] + counting.plan_reasks) / max(1, sc["asks"] - counting.plan_reasks),
+        "tokens_per_s": out_tokens / max(1e-9, model_s),
+        "conversations_per_hour": totals["attempted"] / max(1e-9, pipeline_s / 3600),
+    }
+
+
 def verdict(name: str, value: float) -> str:
     if name not in GOALS:
         return "(for the record)"
@@ -288,17 +301,14 @@ def main() -> int:
             for m in v.conversation.messages[:None if v.accepted else 8]:
                 cut = f"  [cut: heard {m.heard_text!r}]" if m.interruption else ""
                 print(f"    {m.role}: {m.text}{cut}")
+        # the figures so far (a run stopped later still leaves them)
+        print("so far: " + ", ".join(f"{k}={v:.3f}" for k, v in
+                                     _figures(rec, client, counting, totals, pipeline_s).items()), flush=True)
     model_s = sum(c["seconds"] for c in rec.calls)
     out_tokens = sum(c["output_tokens"] for c in rec.calls)
     in_tokens = sum(c["input_tokens"] for c in rec.calls)
     sc = client.structured_counts
-    figures = {
-        "schema_failure_rate": sc["invalid_first"] / max(1, sc["asks"]),
-        "verified_rate": totals["accepted"] / max(1, totals["attempted"]),
-        "reasks_per_call": (sc["reasks"] + counting.plan_reasks) / max(1, sc["asks"] - counting.plan_reasks),
-        "tokens_per_s": out_tokens / max(1e-9, model_s),
-        "conversations_per_hour": totals["attempted"] / max(1e-9, pipeline_s / 3600),
-    }
+    figures = _figures(rec, client, counting, totals, pipeline_s)
     print(f"model calls: {len(rec.calls)}; prompt tokens {in_tokens}, output tokens {out_tokens}; "
           f"{model_s:.0f} s in the model of {pipeline_s:.0f} s of pipeline; structured {dict(sc)}, "
           f"plan re-asks {counting.plan_reasks}", flush=True)
