@@ -21,7 +21,9 @@ from bargein.llm.client import reask_temperature
 from bargein.generators import phrases as P
 from bargein.generators import assistant_sim
 from bargein.generators.assistant_sim import check_turn
-from bargein.generators.llm_messages import assistant_messages, planner_messages, user_messages
+from bargein.generators.llm_messages import (
+    _INTERJECTION_EXAMPLES, assistant_messages, planner_messages, user_messages,
+)
 from bargein.generators.facts import find_placeholders
 from bargein.generators.llm_values import said
 from bargein.generators.planner import ConversationState, RoundPlan
@@ -136,13 +138,9 @@ class LLMAgents:
     async def user_reply(self, plan, heard, rng, sample) -> str:
         up = user_plan(plan)
         agent, msgs = user_messages(up, heard)
-        last = next((m["text"] for m in reversed(heard) if m["role"] == "assistant"), "")
 
         def check(r: UserReply) -> list[str]:
-            errs = check_user_reply(up, r.utterance)
-            if last and copies(r.utterance, last):
-                errs.append("the caller repeats the assistant's words; answer in the caller's own words")
-            return errs
+            return check_user_reply(up, r.utterance) + repeats(r.utterance, heard)
 
         out = await ask_valid(self.llm, msgs, UserReply, agent=agent, check=check, sample=sample)
         return out.utterance.strip()
@@ -153,10 +151,19 @@ class LLMAgents:
         cut = self.cutter.interject(up, message, content_start, context, rng)
         agent, msgs = user_messages(up, heard, cut.heard, cut.detail)
         schema = FillerInterjection if up.type == "filler" else UserInterjection
-        out = await ask_valid(
-            self.llm, msgs, schema, agent=agent, sample=sample,
-            check=lambda o: check_user_interjection(up, message, content_start, cut.heard,
-                                                    o.interjection, context))
+        example = _INTERJECTION_EXAMPLES.get(up.type or "normal", "")
+
+        def check(o) -> list[str]:
+            errs = check_user_interjection(up, message, content_start, cut.heard, o.interjection,
+                                           context)
+            if up.type == "filler":
+                return errs
+            if example and copies(o.interjection, example):
+                errs.append("the interjection copies the example; react in the caller's own words "
+                            "to what you heard")
+            return errs + repeats(o.interjection, [*heard, {"role": "assistant", "text": cut.heard}])
+
+        out = await ask_valid(self.llm, msgs, schema, agent=agent, sample=sample, check=check)
         detail = dict(cut.detail)
         if plan.type in ("pushback", "normal"):
             said = [a for a in anchors(cut.heard[content_start:]) if _said(out.interjection, a)]
@@ -240,6 +247,20 @@ def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
 PLANNER_EXAMPLE = ("Confirm the order and explain that the refund reaches the card within two "
                    "business days.")
 COPY_SHARE = 0.6
+
+
+def repeats(utterance: str, heard: list[dict]) -> list[str]:
+    """Why a caller line is not the caller's own words ([] when it is): it repeats what the
+    assistant said (any turn of the call), or an earlier caller line word for word. Seen on the
+    1.5B model: "Sorry, can we skip that part?" three times in one call, the caller reading back
+    "I'll upload everything to the permit portal under your" as its reply."""
+    errs = []
+    if any(m["role"] == "assistant" and copies(utterance, m["text"]) for m in heard):
+        errs.append("the caller repeats the assistant's words; answer in the caller's own words")
+    own = [m["text"] for m in heard if m["role"] == "user"]
+    if len(utterance.split()) >= 3 and any(copies(utterance, t) and copies(t, utterance) for t in own):
+        errs.append("the caller says an earlier line of theirs again; say something new")
+    return errs
 
 
 def copies(text: str, source: str) -> bool:

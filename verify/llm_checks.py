@@ -268,10 +268,11 @@ async def _whole_call(conv: Conversation, llm: LLMClient, known: Sequence[Verdic
         errors = _validate(conv, report)
         if not errors:
             return to_verdicts(conv, report)
-        chat = chat + [
-            {"role": "assistant", "content": json.dumps(report.model_dump(), ensure_ascii=False)},
-            {"role": "user", "content": "Your answer is invalid: " + "; ".join(errors)
-             + ". Answer again with the JSON object only."}]
+        # the request again with the problems, without the refused answer (the 1.5B model shown
+        # its answer that copied the worked example wrote it again, three times)
+        chat = chat[:-1] + [{"role": "user", "content": chat[-1]["content"]
+                             + "\n\nAn earlier answer was refused: " + "; ".join(errors)
+                             + ". Report only issues of this call, or none."}]
     raise GenerationFailed(
         f"verifier: no valid answer for conversation {conv.id} after {REASKS + 1} attempts "
         f"({'; '.join(errors)})", evidence={"answers": answers, "errors": errors})
