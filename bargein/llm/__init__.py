@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,8 @@ from bargein.llm.limits import Limits
 from bargein.llm.sdkclients import HTTP_CLIENTS
 
 __all__ = ["Completion", "CostLedger", "LLMClient", "PriceTable", "Provider", "Usage", "agent_models",
-           "get_llm", "is_offline", "parse_spec", "set_agent_models"]
+           "get_llm", "is_offline", "parse_spec", "set_agent_models",
+           "stage_agent_models"]
 
 registry.register("llm", "openai", openai_provider.create,
                   "OpenAI API, or any OpenAI-compatible server by base_url (vLLM, Ollama, llama.cpp, LM Studio)")
@@ -138,6 +140,17 @@ def _env_agent_models() -> dict[str, str]:
     return out
 
 
+def stage_agent_models(spec: str, agents: Iterable[str]) -> dict[str, str]:
+    """The per-agent models (:func:`agent_models`) of a stage's ``agents`` that are not the
+    stage's own ``spec``: part of the stage's cache key, so changing one agent's model recomputes
+    the stages that agent works in and no other. Empty offline (the rule-based agents take no
+    models), so keys of stages without routes stay as they were."""
+    if is_offline(spec):
+        return {}
+    routes = agent_models()
+    return {a: routes[a] for a in sorted(set(agents)) if a in routes and routes[a] != spec}
+
+
 def stage_concurrency(spec: str, wanted: int) -> int:
     """How many items an LLM stage keeps in flight: at most twice the calls the provider serves
     at once (its ``concurrency`` setting: a local server's slots, 1 for an in-process model), so
@@ -146,9 +159,24 @@ def stage_concurrency(spec: str, wanted: int) -> int:
     if is_offline(spec):
         return wanted
     name, _ = parse_spec(spec)
-    configured = {**env_settings(name), **registry.options("llm", name)}.get("concurrency")
-    slots = configured if isinstance(configured, int) and configured >= 1 else DEFAULT_CONCURRENCY.get(name, 8)
+    settings = {**env_settings(name), **registry.options("llm", name)}
+    slots = resolve_concurrency(name, settings.get("concurrency"), settings.get("base_url"))
     return max(1, min(wanted, 2 * slots))
+
+
+def resolve_concurrency(name: str, configured: Any, base_url: str | None = None) -> int:
+    """Calls in flight for provider ``name``: the ``concurrency`` setting, or with
+    ``concurrency="server"`` the slots an OpenAI-compatible server reports (llama.cpp's
+    ``--parallel``, read from ``/props``), else the provider's default."""
+    if isinstance(configured, int) and configured >= 1:
+        return configured
+    if configured == "server" and name == "openai":
+        from bargein.llm.server import server_slots
+
+        slots = server_slots(base_url)
+        if slots:
+            return slots
+    return DEFAULT_CONCURRENCY.get(name, 8)
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -203,7 +231,8 @@ def get_llm(
     ``prices`` adds ``{model: {"input": USD_PER_1M, "output": USD_PER_1M}}`` to the price table.
 
     Provider settings: ``timeout_s`` per request; ``max_retries`` the SDK's retries (429, 5xx,
-    timeouts; Retry-After honoured); ``concurrency`` calls in flight (and ``rpm``/``tpm``);
+    timeouts; Retry-After honoured); ``concurrency`` calls in flight (and ``rpm``/``tpm``; or
+    ``"server"``: the slots a llama.cpp server reports, :func:`resolve_concurrency`);
     ``structured``: ``auto`` (the best mode the server accepts: ``json_schema`` → ``json_object``
     → ``prompt`` for OpenAI-compatible servers, forced ``tool`` → ``prompt`` for Anthropic) or
     one mode pinned (``schema``, ``json``, ``prompt``); ``max_tokens`` the default answer limit,
@@ -254,8 +283,8 @@ def get_llm(
     max_tokens_field, http, budget_usd = s_["max_tokens_field"], s_["http"], s_["budget_usd"]
     frequency_penalty, prefix_cache, n_threads = s_["frequency_penalty"], s_["prefix_cache"], s_["n_threads"]
     _check("budget_usd", budget_usd, budget_usd is None or budget_usd >= 0, "a number >= 0 (USD)")
-    _check("concurrency", concurrency, concurrency is None or (isinstance(concurrency, int) and concurrency >= 1),
-           "an integer >= 1")
+    _check("concurrency", concurrency, concurrency is None or concurrency == "server"
+           or (isinstance(concurrency, int) and concurrency >= 1), "an integer >= 1 or 'server'")
     _check("rpm", rpm, rpm is None or rpm > 0, "> 0 requests per minute")
     _check("tpm", tpm, tpm is None or tpm > 0, "> 0 tokens per minute")
     _check("timeout_s", timeout_s, timeout_s > 0, "> 0 seconds")
@@ -268,7 +297,7 @@ def get_llm(
            or (isinstance(frequency_penalty, (int, float)) and -2 <= frequency_penalty <= 2), "a number in -2..2")
     _check("n_threads", n_threads, n_threads is None or (isinstance(n_threads, int)
            and not isinstance(n_threads, bool) and n_threads >= 1), "an integer >= 1")
-    concurrency = concurrency or DEFAULT_CONCURRENCY.get(name, 8)
+    concurrency = resolve_concurrency(name, concurrency, base_url)
     options: dict[str, Any] = {"base_url": base_url, "timeout_s": timeout_s, "max_retries": max_retries,
                                "structured": structured, "api_key_env": api_key_env,
                                "context_tokens": context_tokens, "max_connections": concurrency,
