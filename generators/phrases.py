@@ -437,3 +437,23 @@ def protected_cuts(text: str, values: tuple[str, ...] = ()) -> set[int]:
                     words[i - 1].endswith(",") and not norm(words[i - 1]) in STOPWORDS else i, j)
         i = j + 1
     return {k for k in out if 0 < k < n}
+
+
+def vary(text: str, rng: random.Random, rate: float = 0.75) -> str:
+    """A talking point as one agent says it: each ``paraphrase`` rule that matches is applied
+    with probability ``rate``, choosing one of its wordings (the script's own among them)."""
+    # whole-sentence rewordings first (a word-level rule would stop them matching)
+    for rule in sorted(bank("assistant", "paraphrase"), key=lambda r: -len(r["match"])):
+        pattern = _rule(rule["match"])
+        if not pattern.search(text) or rng.random() >= rate:
+            continue
+        text = pattern.sub(rng.choice(rule["say"]), text)
+    return text
+
+
+@lru_cache(maxsize=None)
+def _rule(pattern: str) -> re.Pattern:
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise ConfigError(f"phrases_assistant.yaml paraphrase: bad pattern {pattern!r}: {e}") from e

@@ -186,6 +186,8 @@ def question_kind(question: str) -> str:
     aux, subj = yn.group(1).lower(), yn.group(2).lower()
     if aux in ("can", "could", "may") and subj == "i" and re.search(r"\b(have|get|take|grab)\b", low):
         return "open"                       # "Could I have your name ...?" asks for information
+    if re.search(r"\b(work for you|suit you|be okay|okay with you|sound good|sound better|help)\?", low):
+        return "offer"
     if (aux in ("would", "do") and re.search(r"\b(like|want)\b", low)) or subj in ("i", "we") \
             or "go ahead" in low:
         return "offer"
@@ -266,6 +268,7 @@ class ConversationState:
     dispute: str = ""                                        # what the last pushback was about
     delivered: set[str] = field(default_factory=set)         # stages with a delivered turn
     dispute_kind: str = "policy"                             # fee | requirement | policy
+    persisted: int = 0                                       # pushbacks kept up on that dispute
     fast: bool = False
 
     @property
