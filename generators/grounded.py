@@ -146,11 +146,16 @@ def _head(obj: Obj) -> str:
     return words
 
 
-def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "") -> str:
+def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
+                     domain: str = "") -> str:
     """Empathy, the object explained by its kind, one alternative of that kind, a question;
     ``said``: what the assistant already said about it (a persisting caller gets another reason
-    and another alternative, not the same ones again)."""
+    and another alternative, not the same ones again); ``domain``: its own alternatives join the
+    generic ones."""
     alts = list(P.bank("assistant", f"alternatives_{kind}"))
+    own = f"alternatives_{kind}.{domain}"
+    if own in P.bank_keys("assistant"):       # the domain's own ways, drawn twice as often
+        alts += list(P.bank("assistant", own)) * 2
     obj = as_assistant(phrase)
     head = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj, flags=re.I)
     noun = re.split(r"\s+of\s+", head)[0]            # "last four digits of the card": digits

@@ -151,7 +151,7 @@ class RulePlanner:
                     text = drop_unfounded(text, st)
                     if not text:
                         continue
-                    if u.kind != "close" and not u.purpose:   # the agent's own words
+                    if not u.purpose:                          # the agent's own words
                         text = P.vary(text, rng)
                 return u.model_copy(update={"text": text}), transition, lead
             transition = self._leave(st, rng)
@@ -281,7 +281,8 @@ class RulePlanner:
                 return cut.model_copy(update={"text": q, "kind": "ask"}), None
             unit, transition, _ = self._next_unit(st, rng)
             return unit, transition
-        return cut.model_copy(update={"text": st.fill_values(resume_text(cut.text, rec))}), None
+        again = st.fill_values(resume_text(cut.text, rec))   # started afresh, in other words
+        return cut.model_copy(update={"text": P.vary(again, rng, fresh=True)}), None
 
     def _user_action(self, st: ConversationState, unit: Unit, rng: random.Random):
         if unit.kind == "close":
