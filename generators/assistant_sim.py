@@ -30,7 +30,8 @@ from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, normalise
 from bargein.verify.tone import dedupe_markers, is_distressing
 
-_GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching)|hello|hi there|welcome|"
+_GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching|ringing)|you've reached|hello|"
+                       r"hi there|welcome|"
                        r"good (morning|afternoon|evening))\b", re.I)
 _LOWERABLE = frozenset("the your it this that we so before one if now right let there our for to "
                        "and once just you it's that's there's we'll we're let's a an my since "

@@ -336,6 +336,9 @@ def clause(value: str) -> str | None:
         return first_person(v)
     if first.endswith("ing") and first.isalpha() and len(first) > 4:
         return "I'm " + v.rstrip(".")
+    if (first.endswith("ed") and first.isalpha() and len(first) > 4 and v[:1].islower()
+            and len(v.split()) >= 3):               # "ordered the wrong size": "I ordered ..."
+        return "I " + v.rstrip(".")
     return None
 
 

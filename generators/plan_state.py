@@ -121,11 +121,17 @@ def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
             close.append(Unit(kind="close", stage=stage_name, text=tp))
         elif "?" in tp:
             question = " ".join(re.findall(r"[^.?!]*\?", tp))      # only what is asked counts
-            keys = tuple(dict.fromkeys(k for k in asked_keys(question, askable) + said
-                                       if k not in covered))
+            asked = asked_keys(question, askable)
+            # values the turn reads out are the caller's to confirm only when it asks a yes-no
+            # question about them ("... 4 days left. Is that the one?"), not when it asks
+            # something else ("What's the main reason, recent sales or ...?")
+            last = re.findall(r"[^.?!]*\?", tp)[-1]
+            confirm = () if asked or choose_option(tp, random.Random(0)) or \
+                question_kind(last) not in ("fact", "offer") else said
+            keys = tuple(dict.fromkeys(k for k in asked + confirm if k not in covered))
             if not keys and _REQUEST.search(question):  # "could you tell me ..." naming no label
                 keys = _partial_keys(question, tuple(k for k in askable if k not in covered))
-            covered |= set(keys)
+            covered |= set(keys) | set(said)
             units.append(Unit(kind="ask", stage=stage_name, text=tp, keys=keys))
         else:
             covered |= set(said)
@@ -179,6 +185,8 @@ def question_kind(question: str) -> str:
         return "flexible"
     if re.search(r"\binstead\b", low):
         return "keep"
+    if re.search(r"\banything else\b", low):
+        return "no"
     if re.search(r"\bany(?:one|thing)?\b|\belse\b", low) and "go ahead" not in low:
         return "no"
     if not yn:
