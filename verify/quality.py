@@ -178,6 +178,9 @@ _AN_A = re.compile(r"\b([Aa]n)\s+([b-df-hj-np-tv-z][a-z]+)\b")
 _A_OK = re.compile(r"^(uni|use|usu|uti|ure|uro|eu|one|once|ewe)", re.I)
 _AN_OK = re.compile(r"^(hour|honest|honou?r|heir|herb)", re.I)
 _DOUBLE = re.compile(r"\b(the|a|an|to|and|of|is|you|your|it|in|for|on|my|we|that)\s+\1\b", re.I)
+_LOWER_NAME = re.compile(r"(?<![\w@.'-])(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+                         r"january|february|april|june|july|august|september|october|november|"
+                         r"december)(?![\w@'-])")
 _LOWER_I = re.compile(r"(?<![\w'])i(?=\s|'m|'ve|'ll|'d)(?![\w])")
 
 
@@ -196,6 +199,11 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
         if any(c.isupper() for c in word[1:]) or re.match(r"[a-z]\.[a-z]\.", text[i:]):
             continue                                  # iPhone, e.g. a.m.
         found.append((i, i + 1, text[i].upper(), "sentence starts with a lower-case letter"))
+    for mm in _LOWER_NAME.finditer(text):
+        if mm.start() == 0 and continuation:
+            continue
+        found.append((mm.start(), mm.start() + 1, mm.group(0)[0].upper(),
+                      f"the day or month {mm.group(0)!r} in lower case"))
     for mm in _LOWER_I.finditer(text):
         found.append((mm.start(), mm.end(), "I", "the pronoun 'I' in lower case"))
     for mm in _I_AGREE.finditer(text):
@@ -332,7 +340,9 @@ def held_keys(conv: Conversation) -> frozenset[str]:
     (the assistant stated the value first, in a turn that asked nothing, and never asked the
     caller for it)."""
     out = set(system_keys(conv.scenario))
-    user_side = set(conv.scenario.intent.provides) | {c.key for c in conv.scenario.intent.corrections}
+    # a planned correction does not make a value the caller's: a correction of a value the
+    # records stated first (the carrier's last scan) is itself the defect
+    user_side = set(conv.scenario.intent.provides)
     for f in conv.scenario.kb.user_facts:
         if f.key in user_side or f.key in PERSONAL_KEYS or f.kind in ("name", "email", "phone",
                                                                          "address"):
@@ -386,6 +396,10 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
                 normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
                 and (len(v.split()) > 1 or v in m.text)      # "Team" the plan, not "our team"
                 and not said_before(conv, m.index, v, role="assistant") for v in forms)
+            told = [v for v in forms + [c.corrected_value for c in conv.scenario.intent.corrections
+                                        if c.key == k] if v and len(normalise(v)) >= 3]
+            stated = stated or (st and any(f" {normalise(v)} " in f" {normalise(m.text)} "
+                                           for v in told))
             corrects = lab in low and _CORRECTS.search(low) and (
                 _VALUEISH.search(m.text) or re.search(r"should be|not what you have|wrong", low))
             if stated or new_value or corrects:
