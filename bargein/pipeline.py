@@ -344,9 +344,14 @@ def build(config: BuildConfig, *, workdir: str | Path, out_dir: str | Path,
                        progress=progress, previous=Path(previous) if previous else None,
                        workers=config.audio.workers)
     from bargein.executors import using_executor
+    from bargein.llm import set_agent_models
 
-    with using_executor(config.executor):       # CPU stages: local processes or Ray tasks
-        times = run(p, state)
+    set_agent_models(config.llm_agents)    # every LLM client and stage key of this build routes them
+    try:
+        with using_executor(config.executor):       # CPU stages: local processes or Ray tasks
+            times = run(p, state)
+    finally:
+        set_agent_models(None)
     return BuildReport(manifest=state.records[ReleaseManifest][0], out_dir=out_dir,
                        workdir=workdir, stage_seconds=times, counts=state.counts,
                        failures=state.failures, stages=p.names)

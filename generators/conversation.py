@@ -177,15 +177,17 @@ def _run_sync(coro: Awaitable[Conversation]) -> Conversation:
 
 
 def simulate_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
-    from bargein.llm import stage_concurrency
+    from bargein.llm import stage_agent_models, stage_concurrency
     from bargein.llm.base import is_offline
 
     if is_offline(llm):
         return Stage(name="simulate", fn=_simulate_offline, output=Conversation,
                      config={"llm": "offline", "phrases": P.fingerprint()}, version=SIMULATE_VERSION)
-    from bargein.generators.llm_agents import simulate_llm
+    from bargein.generators.llm_agents import SIMULATE_AGENTS, simulate_llm
 
-    return Stage(name="simulate", fn=simulate_llm, output=Conversation, config={"llm": llm},
+    routed = stage_agent_models(llm, SIMULATE_AGENTS)     # an agent's own model: part of the key
+    return Stage(name="simulate", fn=simulate_llm, output=Conversation,
+                 config={"llm": llm, **({"agents": routed} if routed else {})},
                  version=SIMULATE_VERSION, prompts=PROMPTS, backends=(llm,), kind="io",
                  concurrency=stage_concurrency(llm, concurrency))
 

@@ -100,6 +100,10 @@ async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseM
                      evidence={"agent": agent, "attempts": attempts})
 
 
+SIMULATE_AGENTS = ("round_planner", "assistant_simulator.normal", "assistant_simulator.interruption",
+                   "user_simulator.normal", "user_simulator.interrupting")
+
+
 class LLMAgents:
     """Every agent through ``llm.structured`` with its own conversation; answers checked against
     the plan. What can be computed is computed here and given to the model: the cut word index

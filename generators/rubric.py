@@ -194,7 +194,7 @@ def _rubrics_offline(conv: Conversation, ctx: StageContext) -> Conversation:
 
 def rubric_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
     """Conversation -> Conversation with one rubric per interjection (output: conversations.jsonl)."""
-    from bargein.llm import stage_concurrency
+    from bargein.llm import stage_agent_models, stage_concurrency
     from bargein.llm.base import is_offline
 
     if is_offline(llm):
@@ -202,6 +202,8 @@ def rubric_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
                      config={"llm": "offline"}, version=RUBRIC_VERSION)
     from bargein.generators.llm_rubric import rubrics_llm
 
-    return Stage(name="conversations", fn=rubrics_llm, output=Conversation, config={"llm": llm},
+    routed = stage_agent_models(llm, ("rubric_generator",))
+    return Stage(name="conversations", fn=rubrics_llm, output=Conversation,
+                 config={"llm": llm, **({"agents": routed} if routed else {})},
                  version=RUBRIC_VERSION, prompts=("rubric_generator", "rubric_interruption"), backends=(llm,),
                  kind="io", concurrency=stage_concurrency(llm, concurrency))

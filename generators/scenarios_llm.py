@@ -40,6 +40,7 @@ from bargein.seeding import stable_int
 GOALS_STAGE = "goals"
 SCENARIOS_STAGE = "scenarios"
 PROMPTS = ("goal_writer", "kb_writer", "system_message_writer", "intent_writer")
+SCENARIO_AGENTS = PROMPTS[1:]        # the scenario stage's agents (the goals come to it as data)
 # answer budgets: a KB with talking points runs to several thousand tokens
 MAX_TOKENS = {"goal_writer": 1500, "kb_writer": 8192, "system_message_writer": 4096,
               "intent_writer": 1500}
@@ -303,9 +304,12 @@ async def write_scenario(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
 
 # ---- wiring --------------------------------------------------------------------------------
 
-def _config(llm: str, **extra: Any) -> dict[str, Any]:
+def _config(llm: str, agents: Sequence[str] = SCENARIO_AGENTS, **extra: Any) -> dict[str, Any]:
+    from bargein.llm import stage_agent_models
+
+    routed = stage_agent_models(llm, agents)       # an agent's own model is part of the key
     return {"llm": llm, "n_goals": 5, "min_stages": 4, "max_reasks": 1, "max_kb_reasks": 2,
-            **extra}
+            **({"agents": routed} if routed else {}), **extra}
 
 
 def llm_scenarios_stage(llm: str, goals: dict[str, dict[str, str]] | None = None,
@@ -334,7 +338,7 @@ def generate_llm_scenarios(n: int, seed: int, *, llm: str, workdir: str | os.Pat
     resources = {"llm": client, "ledger": client.ledger}
     conc = int(llm_options.get("concurrency") or 8)
     cfg = {"n_goals": n_goals, "max_reasks": max_reasks, "max_kb_reasks": max_kb_reasks}
-    gstage = Stage(name=GOALS_STAGE, fn=write_goals, output=Goal, config=_config(llm, **cfg),
+    gstage = Stage(name=GOALS_STAGE, fn=write_goals, output=Goal, config=_config(llm, ("goal_writer",), **cfg),
                    version="1", prompts=("goal_writer",), backends=(llm,), kind="io",
                    concurrency=conc)
     gres = run_stage(gstage, [cat.domain(d).domain for d in names], workdir=workdir, seed=seed,

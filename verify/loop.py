@@ -138,8 +138,12 @@ def verify_stage(llm_spec: str = "offline", max_rounds: int = 3) -> Stage:
         return Stage(name=STAGE_NAME, fn=_verify_offline, output=VerifiedConversation,
                      config={"llm": "offline", "max_rounds": max_rounds, "code": code_hash()},
                      version=STAGE_VERSION)
+    from bargein.llm import stage_agent_models
+
+    routed = stage_agent_models(llm_spec, ("verifier", "modifier"))   # their own models: in the key
     return Stage(name=STAGE_NAME, fn=_verify_llm, output=VerifiedConversation,
-                 config={"llm": llm_spec, "max_rounds": max_rounds, "code": code_hash()},
+                 config={"llm": llm_spec, "max_rounds": max_rounds, "code": code_hash(),
+                         **({"agents": routed} if routed else {})},
                  version=STAGE_VERSION,
                  prompts=("verifier", "modifier"), backends=(llm_spec,), kind="io")
 

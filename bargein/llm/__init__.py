@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,8 @@ from bargein.llm.limits import Limits
 from bargein.llm.sdkclients import HTTP_CLIENTS
 
 __all__ = ["Completion", "CostLedger", "LLMClient", "PriceTable", "Provider", "Usage", "agent_models",
-           "get_llm", "is_offline", "parse_spec", "set_agent_models"]
+           "get_llm", "is_offline", "parse_spec", "set_agent_models",
+           "stage_agent_models"]
 
 registry.register("llm", "openai", openai_provider.create,
                   "OpenAI API, or any OpenAI-compatible server by base_url (vLLM, Ollama, llama.cpp, LM Studio)")
@@ -136,6 +138,17 @@ def _env_agent_models() -> dict[str, str]:
         parse_spec(spec)
         out[agent] = spec
     return out
+
+
+def stage_agent_models(spec: str, agents: Iterable[str]) -> dict[str, str]:
+    """The per-agent models (:func:`agent_models`) of a stage's ``agents`` that are not the
+    stage's own ``spec``: part of the stage's cache key, so changing one agent's model recomputes
+    the stages that agent works in and no other. Empty offline (the rule-based agents take no
+    models), so keys of stages without routes stay as they were."""
+    if is_offline(spec):
+        return {}
+    routes = agent_models()
+    return {a: routes[a] for a in sorted(set(agents)) if a in routes and routes[a] != spec}
 
 
 def stage_concurrency(spec: str, wanted: int) -> int:
