@@ -148,7 +148,7 @@ _MULTI = [
                          r"seat|night|person)\b")),
 ]
 _CAP = r"(?:Dr\.|Mr\.|Mrs\.|Ms\.|St\.|[A-Z][\w'’&-]*)"
-_NAME_RUN = re.compile(rf"{_CAP}(?:,?\s+(?:(?:and|of|de|la|on|the|&)\s+)?{_CAP})+")
+_NAME_RUN = re.compile(rf"{_CAP}(?:,?\s+(?:(?:and|of|de|la|&)\s+)?{_CAP})+")
 _NOT_NAME = frozenset("""I I'm I'll I've I'd Okay OK Yes No Oh Actually Sorry Wait Hi Hello Thanks
 Thank The A An And But So Now Then Your My Our Is Are Do Does Did Can Could Would Will Let Let's
 Just Please Before After Once If When While Great Good Perfect Right Alright Sure Got Understood
@@ -208,7 +208,7 @@ def cut_inside_value(conv: Conversation) -> list[Verdict]:
                 edit = set_edit(m, "cut_word_index", k_end) \
                     if m.interruption.type != "filler" and k_end < len(word_ends(m.text)) else None
                 out.append(_verdict(
-                    "cut_inside_value", u.index if edit is None else m.index,
+                    "cut_inside_value", u.index,
                     f"the {m.interruption.type} cut splits the {kind} value {inner!r} after "
                     f"{m.text[s:cut].strip()!r}", edit=edit,
                     evidence=f"message {m.index}: ...{heard[-40:]!r} | {m.text[cut:cut + 30]!r}"))
@@ -238,7 +238,9 @@ _YES_NO = re.compile(
     r"that's it|that's everything|all set|i'm good|i'm set|got what i needed|perfect|great|"
     r"lovely|good|agreed|deal|go with|should be|actually|instead|rather|prefer|problem|"
     r"wrong|changed|spot on|covered|the lot|takes care|sorts it|all i needed|that was all|"
-    r"i'm fine|we're done|nothing else|that's everything|too|rather not|can't|won't)\b|n't\b", re.I)
+    r"i'm fine|we're done|nothing else|that's everything|too|rather not|can't|won't|go for it|"
+    r"go on|why not|by all means|be my guest|i guess so|i suppose|i think so|probably|maybe|"
+    r"perhaps|not sure|depends)\b|n't\b", re.I)
 
 
 def yes_no_question(text: str) -> str:

@@ -171,6 +171,11 @@ _BASE = {"is": "am", "has": "have", "does": "do", "doesn't": "don't", "goes": "g
 _I_AGREE = re.compile(r"\bI((?:\s+(?:also|still|just|already|usually|currently|really|only|"
                       r"now|always|never|often))?)\s+(%s)\b" % "|".join(map(re.escape, _THIRD)))
 _PLURAL_SUBJ = re.compile(r"\b(you|we|they)\s+(has|is|was|doesn't)\b", re.I)
+_I_VERB_S = re.compile(r"\bI((?:\s+(?:also|still|just|already|usually|currently|really|only|now|"
+                       r"always|never|often))?)\s+([a-z]{2,}[^su'\W]s)\b")
+# words after "I" that end in s and are no verb in the third person
+_NOT_VERB_S = frozenset("""always sometimes perhaps nowadays afterwards besides towards regardless
+nonetheless nevertheless was has is does goes""".split())
 _QUESTION_AUX = frozenset("do did can if how who what why where when will would could should must "
                           "might may does are were have had".split())
 _A_AN = re.compile(r"\b([Aa])\s+([aeiouAEIOU][a-z]+)\b")
@@ -206,6 +211,13 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
                       f"the day or month {mm.group(0)!r} in lower case"))
     for mm in _LOWER_I.finditer(text):
         found.append((mm.start(), mm.end(), "I", "the pronoun 'I' in lower case"))
+    for mm in _I_VERB_S.finditer(text):       # any other "I <verb>s": "I wants", "I calls"
+        verb = mm.group(2)
+        if verb.lower() in _NOT_VERB_S or verb in _THIRD:
+            continue
+        base = verb[:-3] + "y" if verb.endswith("ies") else verb[:-2] \
+            if re.search(r"(?:sh|ch|x|z|ss|o)es$", verb) else verb[:-1]
+        found.append((mm.start(2), mm.end(2), base, f"'I {verb}': the verb does not agree"))
     for mm in _I_AGREE.finditer(text):
         verb = mm.group(2)
         base = _BASE.get(verb, verb[:-1] if not verb.endswith("ies") else verb[:-3] + "y")
