@@ -52,6 +52,9 @@ from bargein.generators.conversation import RuleAgents, _run_sync, generate_conv
 from bargein.generators.scenarios import generate_scenarios
 from bargein.llm import get_llm
 from bargein.llm.llamacpp_provider import LlamaCppProvider
+from bargein.verify.checks import run_checks
+from bargein.verify.llm_checks import llm_checks
+from doubles.conversation_examples import EXAMPLE_TURNS, build_conversation, example_scenario
 
 DEFAULT_MODEL = "/work/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 GOALS = {"schema_failure_rate": ("<=", 0.02), "verified_rate": (">=", 0.5),
@@ -106,6 +109,87 @@ def shortest_scenarios(n: int, seed: int, pool: int, workdir: Path) -> list:
     return [s for *_, s in sized[:n]]
 
 
+# hand-made corruptions of the hand-written clean call (bench/doubles/conversation_examples.py),
+# each with the message(s) it breaks: the control must pass, each corruption must be rejected by
+# an unfixable verdict that names a broken message
+SEAT = ("user", "I'd like the aisle seat on the morning flight, please.")
+FRIDAY = ("assistant", "Done. You're booked for Friday between 2 and 4 pm and on the cancellation "
+                       "list. Is there anything else?", {"stage": "wrap_up"})
+PROBES = {"control": ({}, set()),
+          "swapped": ({5: EXAMPLE_TURNS[9], 9: EXAMPLE_TURNS[5]}, {5, 9}),
+          "contradicted_fact": ({20: FRIDAY}, {20}),
+          "unasked_answer": ({5: SEAT}, {5})}
+
+
+def probe_verifier(client: Any) -> dict[str, Any]:
+    """The LLM verifier alone on the control and the three corruptions."""
+    scn = example_scenario()
+    out: dict[str, Any] = {}
+    for name, (changes, broken) in PROBES.items():
+        conv = build_conversation(scn, [changes.get(i, t) for i, t in enumerate(EXAMPLE_TURNS)])
+        t = time.perf_counter()
+        try:
+            verdicts = asyncio.run(llm_checks(conv, client))
+        except Exception as e:          # a failed verifier is a result here, not a crash
+            out[name] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+            print(f"verifier probe {name}: failed: {out[name]['error']}", flush=True)
+            continue
+        unfixable = [v for v in verdicts if not v.fixable]
+        hit = [v for v in unfixable if v.message_index in broken]
+        out[name] = {"rejected": bool(unfixable), "names_broken_message": bool(hit),
+                     "deterministic_checks": sorted({v.check for v in run_checks(conv)}),
+                     "verdicts": [f"{v.check}@{v.message_index} fixable={v.fixable}: {v.issue}"
+                                  for v in verdicts], "seconds": round(time.perf_counter() - t)}
+        print(f"verifier probe {name}: {json.dumps(out[name])}", flush=True)
+    return out
+
+
+GOAL_DOMAINS = ("saas", "healthcare", "travel")
+
+
+def write_goal_sample(client: Any, seed: int, workdir: Path, per_domain: int = 2) -> dict[str, Any]:
+    """The goal writer on three domains: every answer the model gave (first attempts and
+    re-asks), the goals kept, and how alike they are across domains (openings, word overlap)."""
+    from bargein.generators.catalogue_loader import load_catalogue
+    from bargein.generators.scenarios_llm import GOALS_STAGE, _config, write_goals
+    from bargein.records import Goal
+    from bargein.runner import Stage, run_stage
+    from bargein.verify.text import content_words
+
+    answers: list[dict[str, Any]] = []
+
+    class Seen:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(client, name)
+
+        async def structured(self, messages, schema, **kw):
+            obj = await client.structured(messages, schema, **kw)
+            answers.append({"attempt": sum(1 for m in messages if m["role"] == "assistant"),
+                            "goals": [g.model_dump() for g in obj.goals]})
+            return obj
+
+    cat = load_catalogue()
+    stage = Stage(name=GOALS_STAGE, fn=write_goals, output=Goal,
+                  config=_config("llamacpp:bench", ("goal_writer",), n_goals=per_domain, max_reasks=2),
+                  kind="io", concurrency=1)
+    t = time.perf_counter()
+    res = run_stage(stage, [cat.domain(d).domain for d in GOAL_DOMAINS], workdir=workdir, seed=seed,
+                    resources={"llm": Seen()}, progress=False)
+    kept = list(res.outputs)
+    words = [content_words(g.description) for g in kept]
+    overlap = max((len(a & b) / max(1, len(a | b)) for i, a in enumerate(words) for b in words[:i]),
+                  default=0.0)
+    openings = [" ".join(g.description.lower().split()[:3]) for g in kept]
+    out = {"kept": [f"{g.domain}/{g.name}: {g.description}" for g in kept],
+           "failed_domains": [f.item_id for f in res.failures],
+           "answers": answers, "max_word_overlap": round(overlap, 3),
+           "distinct_openings": f"{len(set(openings))} of {len(openings)}",
+           "formula": sum("authenticat" in g.description.lower() for g in kept),
+           "seconds": round(time.perf_counter() - t)}
+    print("goal writer sample:", json.dumps(out, indent=1), flush=True)
+    return out
+
+
 def replay(model: str, calls: list[dict[str, Any]], *, prefix_cache: bool, ctx: int,
            threads: int) -> float:
     """Seconds to send ``calls`` again, in order, to a fresh model (load time excluded)."""
@@ -140,6 +224,10 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--max-tokens", type=int, default=384)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--probe", choices=("yes", "no", "only"), default="yes",
+                    help="the LLM verifier on a clean call and three corrupted copies")
+    ap.add_argument("--goals", choices=("yes", "no", "only"), default="yes",
+                    help=f"the goal writer, 2 goals in each of {', '.join(GOAL_DOMAINS)}")
     a = ap.parse_args()
     if not Path(a.model).is_file():
         print(f"bench/llm_real.py: no GGUF model at {a.model}. Fix: --model PATH.gguf", file=sys.stderr)
@@ -155,6 +243,12 @@ def main() -> int:
     client.provider = rec
     client.provider._inner.n_threads = a.threads
     counting = Counting(client)
+    goals = write_goal_sample(client, a.seed, work / "goals") if a.goals != "no" else {}
+    if a.goals == "only":
+        return 0
+    probe = probe_verifier(client) if a.probe != "no" else {}
+    if a.probe == "only":
+        return 0
     per_conv: list[dict[str, Any]] = []
     totals: Counter[str] = Counter()
     discards: Counter[str] = Counter()
@@ -217,6 +311,12 @@ def main() -> int:
         figures["prefix_reuse_speedup"] = off / on
         print(f"replay of {len(first_calls)} calls of conversation 1: {off:.1f} s without prefix "
               f"reuse, {on:.1f} s with it", flush=True)
+    if probe:
+        caught = [n for n in PROBES if n != "control" and probe[n].get("names_broken_message")]
+        print(f"verifier probe: corruptions rejected naming the broken message: {len(caught)} of "
+              f"{len(PROBES) - 1} ({', '.join(caught) or 'none'}); clean control "
+              f"{'rejected (false alarm)' if probe['control'].get('rejected') else 'passed'}"
+              + ("" if "error" not in probe["control"] else " (verifier failed)"))
     print(f"scenarios run: {totals['attempted']} of {len(scenarios)} asked ({a.model}, "
           f"{a.threads} threads, context {a.ctx})")
     print("discard reasons:", json.dumps(dict(discards.most_common(12)), indent=1))

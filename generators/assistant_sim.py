@@ -205,7 +205,8 @@ class RuleAssistant:
         if t == "pushback":
             kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
             phrase = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "this step")
-            return AssistantTurn(acknowledgement="", content=G.recover_pushback(rng, kind, phrase))
+            return AssistantTurn(acknowledgement="", content=G.recover_pushback(
+                rng, kind, phrase, said=rec.planned_text if d.get("variant") == "persist" else ""))
         if t == "normal":
             variant = d.get("variant")
             if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):

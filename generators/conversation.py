@@ -61,7 +61,7 @@ class RuleAgents:
 
     def __init__(self, scenario: Scenario):
         self.assistant = RuleAssistant(scenario)
-        self.user = RuleUser()
+        self.user = RuleUser(values=said_values(scenario))
 
     async def refine_plan(self, plan, st, messages, rng, sample) -> RoundPlan:
         return plan
@@ -80,6 +80,14 @@ class RuleAgents:
 
     async def user_interject(self, plan, message, content_start, context, heard, rng, sample) -> Interjected:
         return self.user.interject(user_plan(plan), message, content_start, context, rng)
+
+
+def said_values(scenario: Scenario) -> tuple[str, ...]:
+    """Every value of the scenario as written and as spoken (a cut never splits one)."""
+    facts = [*scenario.kb.user_facts, *scenario.intent.hidden_facts]
+    vals = [v for f in facts for v in (f.value, f.spoken) if v]
+    vals += [v for c in scenario.intent.corrections for v in (c.first_value, c.corrected_value)]
+    return tuple(dict.fromkeys(vals))
 
 
 # ---- the loop -------------------------------------------------------------------------------

@@ -112,13 +112,28 @@ def _compose(rng: random.Random, file: str, kind_key: str, **slots: str) -> str:
     opener = rng.choice(P.bank(file, f"{kind_key}_open"))
     core = P.fill(rng.choice(P.bank(file, kind_key)), where=f"{file}.{kind_key}", **slots)
     tail = rng.choice(P.bank(file, f"{kind_key}_tail"))
-    if opener and core[:1].isupper() and not core.startswith(("I ", "I'")) and opener.endswith(","):
-        core = core[:1].lower() + core[1:]
+    slot_first = {str(v).split()[0] for v in slots.values() if str(v).split()}
+    if opener and core[:1].isupper() and not core.startswith(("I ", "I'")) \
+            and not opener.rstrip().endswith((".", "!", "?")) and core.split()[0] not in slot_first:
+        core = core[:1].lower() + core[1:]     # "Sorry, but where does ...", not "but Where"
     return P.tidy(P.join(opener, core, tail))
 
 
+_DOCUMENT_HEADS = frozenset("""statement statements receipt receipts letter letters document documents
+photo photos proof form forms return returns certificate certificates report invoice invoices
+records signature authorisation authorization copy copies""".split())
+
+
+def object_kind(obj: Obj) -> str:
+    """The kind a pushback is about: a required document (a statement, a signed form) is its own
+    kind, answered with why the request needs it and a way to send it later, not as an
+    identity check."""
+    head = obj.phrase.split()[-1].lower().strip(".,?;:") if obj.phrase.split() else ""
+    return "document" if obj.kind == "requirement" and head in _DOCUMENT_HEADS else obj.kind
+
+
 def pushback(rng: random.Random, obj: Obj) -> str:
-    return _compose(rng, "user", f"pushback_{obj.kind}", obj=as_user(obj.phrase),
+    return _compose(rng, "user", f"pushback_{object_kind(obj)}", obj=as_user(obj.phrase),
                     head=_head(obj))
 
 
@@ -131,8 +146,11 @@ def _head(obj: Obj) -> str:
     return words
 
 
-def recover_pushback(rng: random.Random, kind: str, phrase: str) -> str:
-    """Empathy, the object explained by its kind, one alternative of that kind, a question."""
+def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "") -> str:
+    """Empathy, the object explained by its kind, one alternative of that kind, a question;
+    ``said``: what the assistant already said about it (a persisting caller gets another reason
+    and another alternative, not the same ones again)."""
+    alts = list(P.bank("assistant", f"alternatives_{kind}"))
     obj = as_assistant(phrase)
     head = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj, flags=re.I)
     noun = re.split(r"\s+of\s+", head)[0]            # "last four digits of the card": digits
@@ -140,14 +158,17 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str) -> str:
     counted = re.search(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|"
                         r"twenty|thirty|forty|sixty|ninety)\b", head, re.I) and kind != "requirement"
     be = "are" if last.endswith("s") and not last.endswith(("ss", "us")) and not counted else "is"
-    why = P.pick(rng, "assistant", f"recover_pb_why_{kind}", obj=obj, head=head)
+    why_bank = P.bank("assistant", f"recover_pb_why_{kind}")
+    fresh = [w for w in why_bank if P.fill(w, obj=obj, head=head)[:40].lower() not in said.lower()]
+    why = P.fill(rng.choice(fresh or list(why_bank)), where=f"assistant.recover_pb_why_{kind}",
+                 obj=obj, head=head)
     why = re.sub(rf"^((?:The )?{re.escape(head if why.startswith('The ') else obj)}) is\b",
                  rf"\1 {be}", why, flags=re.I)
     parts = [P.tidy(P.join(rng.choice(P.bank("assistant", "pb_empathy_open")),
                            rng.choice(P.bank("assistant", f"pb_empathy_{kind}")))),
              why,
-             P.compose(rng, "assistant", "pb_offer",
-                       alternative=rng.choice(P.bank("assistant", f"alternatives_{kind}")))]
+             P.compose(rng, "assistant", "pb_offer", alternative=rng.choice(
+                 [a for a in alts if a not in said] or alts))]
     return P.tidy(P.join(*parts))
 
 

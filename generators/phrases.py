@@ -130,6 +130,14 @@ def tidy(text: str) -> str:
     text = re.sub(r"\b([Tt]he (?:last four )?digits(?: still)?) (is|doesn't|was|has)\b",
                   lambda m: f"{m.group(1)} " + {"is": "are", "doesn't": "don't", "was": "were",
                                                 "has": "have"}[m.group(2)], text)
+    # a plural subject and a singular verb ("why the last four digits matters")
+    text = re.sub(r"\b((?:the |my |your |these |those )?(?:[a-z]+ )?(?:digits|details|documents|records|"
+                  r"photos|receipts|charges|fees|dates|numbers|payments|statements))"
+                  r" (matters|seems|looks|is needed|is required|is)\b",
+                  lambda m: m.group(0) if re.search(r"\bof\s*$", m.string[:m.start()])
+                  or " of " in f" {m.group(1)}" else f"{m.group(1)} " + {
+                      "matters": "matter", "seems": "seem", "looks": "look", "is needed": "are needed",
+                      "is required": "are required", "is": "are"}[m.group(2)], text)
     for s, e, new, _ in reversed(grammar_issues(text)):
         text = text[:s] + new + text[e:]
     return text
@@ -329,3 +337,103 @@ def clause(value: str) -> str | None:
     if first.endswith("ing") and first.isalpha() and len(first) > 4:
         return "I'm " + v.rstrip(".")
     return None
+
+
+# --- where a cut must not fall ---------------------------------------------------------------
+_NUMBER_WORDS = frozenset("""zero oh one two three four five six seven eight nine ten eleven twelve
+thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty
+seventy eighty ninety hundred thousand million double triple""".split())
+_UNIT_WORDS = frozenset("""am pm a.m. p.m. percent dollars dollar cents days day weeks week months
+month years year hours hour minutes minute gigabytes gb mb lines line credits miles points nights
+seats seat business working calendar per""".split())
+_NAME_LINKS = frozenset({"and", "of", "&", "de", "the"})
+_SPELL_LINKS = frozenset({"at", "dot", "dash", "underscore", "hyphen"})
+
+
+def protected_cuts(text: str, values: tuple[str, ...] = ()) -> set[int]:
+    """Word indices ``k`` after which a cut would split one thing that is said as a whole: a
+    proper name or title ("Premium | Select", "Rice, Duncan | and Mitchell"), a date or time
+    ("12:00 | PM", "June 12, | 2025"), an amount with its unit ("two | business days"), a
+    spelled-out code or address ("kscott three | two at proton dot me"), or any of ``values``
+    (the scenario's facts, as written and as spoken: "a wired | ethernet connection")."""
+    spans = word_spans(text)
+    words = [text[a:b] for a, b in spans]
+    n = len(words)
+    out: set[int] = set()
+
+    def protect(i: int, j: int) -> None:          # words i..j (0-based, inclusive) stay whole
+        out.update(range(i + 1, j + 1))
+
+    low = text.lower()
+    for v in values:
+        v = " ".join(str(v).split())
+        if len(v.split()) < 2:
+            continue
+        for m in re.finditer(re.escape(v.lower()), low):
+            i = sum(1 for a, _ in spans if a < m.start() + 1) - 1
+            j = sum(1 for a, _ in spans if a < m.end()) - 1
+            if 0 <= i < j:
+                protect(i, j)
+
+    def capital(w: str) -> bool:
+        core = w.strip("\"'()[],;:")
+        return bool(core) and (core[0].isupper() or core[0].isdigit() or core[0] in "$€£#") \
+            and core not in ("I", "I'm", "I'll", "I've", "I'd")
+
+    i = 0
+    while i < n:                                   # runs of capitalised words and numbers
+        if not capital(words[i]):
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and not words[j].endswith((".", "?", "!", ":", ";")):
+            nxt = words[j + 1]
+            if capital(nxt):
+                j += 1
+            elif (nxt.lower() in _NAME_LINKS and j + 2 < n and capital(words[j + 2])
+                  and not words[j + 1].endswith((",", "."))):
+                j += 2
+            else:
+                break
+        if j > i:
+            protect(i, j)
+        i = j + 1
+
+    def numeric(w: str) -> bool:
+        core = norm(w)
+        return bool(core) and (any(c.isdigit() for c in core) or core in _NUMBER_WORDS)
+
+    for i in range(n - 1):                         # an amount, a time or a duration and its unit
+        if numeric(words[i]) and not words[i].endswith((".", ",", "?", "!", ";", ":")):
+            for j in (i + 1, i + 2):
+                if j < n and norm(words[j]) in _UNIT_WORDS:
+                    protect(i, j)
+                    if norm(words[j]) == "per" and j + 1 < n:
+                        protect(i, j + 1)
+                if j < n and words[j - 1].endswith((",", ".", "?", "!")):
+                    break
+
+    def spelled(w: str) -> bool:
+        core = norm(w)
+        return core in _NUMBER_WORDS or (len(w.strip(",.")) == 1 and w.strip(",.").isalpha()
+                                         and w.strip(",.").isupper())
+
+    i = 0
+    while i < n:                                   # "L S U two eight", "three two at proton dot me"
+        if not spelled(words[i]):
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and not words[j].endswith((".", "?", "!", ",")):
+            nxt = norm(words[j + 1])
+            if spelled(words[j + 1]):
+                j += 1
+            elif nxt in _SPELL_LINKS and j + 2 < n:
+                j += 2
+            else:
+                break
+        if j > i and sum(1 for w in words[i:j + 1] if spelled(w)) >= 2:
+            protect(max(0, i - 1) if i and norm(words[i - 1]).isalnum() and not
+                    words[i - 1].endswith(",") and not norm(words[i - 1]) in STOPWORDS else i, j)
+        i = j + 1
+    return {k for k in out if 0 < k < n}

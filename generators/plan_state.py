@@ -144,12 +144,97 @@ def choose_option(question: str, rng: random.Random) -> str | None:
     qs = [q for q in re.findall(r"[^.?!]*\?", question) if " or " in q]
     if not qs:
         return None
+    if re.search(r"\b(like|including|perhaps|such as|any)\b", qs[-1], re.I):
+        return None                         # examples of a yes-no question, not options
     head, _, last = qs[-1].rstrip("?").strip().rpartition(" or ")
     parts = [p.strip() for p in head.split(",") if p.strip()] + [last.strip()]
     if len(parts) < 3:
         return None                         # "Is that correct, or has it changed?" is no choice
     opts = [re.sub(r"^(?:more|a|an|the|some)\s+", "", p) for p in parts[1:] if 0 < len(p.split()) <= 5]
     return rng.choice(opts) if opts else None
+
+
+_YN = re.compile(r"\b(would|could|can|do|does|did|is|are|shall|should|will|may|have|has)\s+"
+                 r"(you|i|we|that|this|it|the|there|anyone|your|everything)\b", re.I)
+_WH = re.compile(r"(?:^|,\s*|\band\s+)(?:roughly\s+|about\s+)?(what|which|where|when|why|how|who)\b", re.I)
+_EITHER = re.compile(r"^(are you|would you like|would you prefer|do you want|do you prefer)\s+(.+)$", re.I)
+
+
+def question_kind(question: str) -> str:
+    """How a caller answers a question that asks for no fact of theirs: ``reason`` ("what's
+    prompting the change?"), ``open`` (another wh-question), ``either`` ("are you the patient,
+    or ...?"), ``no`` ("do you have any other cards?"), ``flexible`` ("a preferred time?"),
+    ``offer`` / ``request`` / ``fact`` (a yes-no question offering, asking for an action, or
+    checking something)."""
+    q = question.strip()
+    low = q.lower()
+    yn, wh = _YN.search(q), _WH.search(q)
+    if re.search(r"\b(prompting|reason for|why)\b", low):
+        return "reason"
+    if wh and (not yn or wh.start() < yn.start()):
+        return "which" if wh.group(1).lower() == "which" else "open"
+    if re.search(r",\s*or\b", low) and _EITHER.match(q[yn.start():] if yn else q):
+        return "either"
+    if re.search(r"\b(preferred|preference)\b", low):
+        return "flexible"
+    if re.search(r"\binstead\b", low):
+        return "keep"
+    if re.search(r"\bany(?:one|thing)?\b|\belse\b", low) and "go ahead" not in low:
+        return "no"
+    if not yn:
+        return "fact"
+    aux, subj = yn.group(1).lower(), yn.group(2).lower()
+    if aux in ("can", "could", "may") and subj == "i" and re.search(r"\b(have|get|take|grab)\b", low):
+        return "open"                       # "Could I have your name ...?" asks for information
+    if (aux in ("would", "do") and re.search(r"\b(like|want)\b", low)) or subj in ("i", "we") \
+            or "go ahead" in low:
+        return "offer"
+    if aux in ("can", "could", "may") and subj == "i" and re.search(r"\b(have|get|take|grab)\b", low):
+        return "open"                       # "Could I have your name ...?" asks for information
+    if aux in ("can", "could") and subj == "you" and not re.search(r"\b(confirm|see)\b", low):
+        return "request"
+    return "fact"
+
+
+def _either_option(question: str, rng: random.Random) -> str:
+    """The caller's pick of an 'A, or B?' question, said in the first person."""
+    yn = _YN.search(question)
+    body = question[yn.start():] if yn else question
+    first, _, second = body.rstrip("?").partition(", or ")
+    m = _EITHER.match(first)
+    lead, opt1 = (m.group(1).lower(), m.group(2)) if m else ("", first)
+    opt2 = re.sub(r"^(are you|would you like|do you want)\s+", "", second.strip(), flags=re.I)
+    opt = opt1 if rng.random() < 0.6 else opt2
+    opt = re.sub(r"^(?:me|us) to\s+", "", opt)
+    if lead == "are you":
+        return f"I'm {opt}."
+    if lead in ("would you like", "do you want") and not re.match(r"^(a|an|the|to)\b", opt):
+        return P.sentence(f"please {opt}.")
+    return P.sentence(f"{opt}, please.")
+
+
+def answer_question(text: str, rng: random.Random) -> tuple[str, str] | None:
+    """(kind, reply) for the last question of a talking point that asks for no fact, so the
+    caller answers it instead of acknowledging it; None when the text asks nothing. A
+    ``reason`` question is answered by the planner (with a hidden fact when there is one)."""
+    qs = [q.strip() for q in re.findall(r"[^.?!]*\?", text)]
+    if not qs:
+        return None
+    kind = question_kind(qs[-1])
+    opt = choose_option(text, rng) if kind not in ("keep", "offer", "request") else None
+    if opt:
+        return "which", P.sentence(rng.choice([f"{opt}, I'd say.", f"Probably {opt}.",
+                                               f"Mostly {opt}, I think.", f"{opt} matters most to me."]))
+    if kind == "either":
+        return kind, _either_option(qs[-1], rng)
+    if kind == "which":
+        opt = choose_option(text, rng)
+        return kind, (P.sentence(rng.choice([f"{opt}, I'd say.", f"Probably {opt}.",
+                                             f"{opt}, please."])) if opt
+                      else P.pick(rng, "user", "qa_which"))
+    if kind == "reason":
+        return kind, P.pick(rng, "user", "qa_reason")
+    return kind, P.compose(rng, "user", f"qa_{kind}")
 
 
 # ---- state ----------------------------------------------------------------------------------

@@ -22,11 +22,12 @@ import re
 from collections import deque
 
 from bargein.generators import phrases as P
-from bargein.verify.text import content_words
+from bargein.verify.text import contains_phrase, content_words
 from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the planner's vocabulary)
     CLOSING_TYPES, READBACK_KINDS, EDGE_WORDS, ELIGIBLE_SHARE, EXPLANATION_WORDS, MAX_MESSAGES,
     MIN_CUT_WORDS, MIN_MESSAGES, OVERLAP_MS, UNIT_OVERHEAD, ConversationState, Recovery, RoundPlan,
-    Unit, UnitKind, UserAction, asked_keys, choose_option, spoken, stage_units, user_style,
+    Unit, UnitKind, UserAction, answer_question, asked_keys, choose_option, spoken, stage_units,
+    user_style,
 )
 from bargein.records import INTERRUPTION_TYPES, Scenario
 
@@ -230,6 +231,9 @@ class RulePlanner:
                     user_action=user_action, user_facts=facts, transition=transition)
         if user_action == "volunteer" and any(st.is_hidden(k) for k in facts):
             plan["detail"] = {"hidden": "1"}
+            answered = answer_question(unit.text, random.Random(0)) if unit.text else None
+            if answered and answered[0] == "reason":
+                plan["detail"]["variant"] = "reason"     # the hidden fact is the reason asked for
         itype, detail = self._interruption(st, unit, rng, exclude)
         if itype is not None:
             lo, hi = OVERLAP_MS.get(itype, OVERLAP_MS["default"])
@@ -260,6 +264,19 @@ class RulePlanner:
                 heard_local = rec.heard_text[rec.content_start:]
                 fresh = q and cut.text.find(q) >= len(heard_local)
                 return cut.model_copy(update={"text": q if fresh else ""}), None
+            # a question still unheard (an offer, a yes-no check) is asked, never skipped past;
+            # one heard but not answered yet (the caller cut in after it) is asked again, briefly
+            q = unheard_question(cut.text, len(rec.heard_text) - rec.content_start)
+            if not q and cut.kind == "ask" and not cut.keys and not cut.purpose:
+                q = _question(cut.text)
+                m = re.search(r"\b(?:would|could|can|do|does|did|is|are|shall|should|will|may|what|"
+                              r"which|where|when|why|how|who)\b", q, re.I)
+                q = P.sentence(q[m.start():]) if m else q     # the question itself, no preamble
+                tail = " ".join(rec.heard_text[rec.content_start:].split()[:8])
+                if P.n_words(tail) >= 5 and contains_phrase(q, tail):
+                    q = ""                  # would say again what was just heard
+            if q:
+                return cut.model_copy(update={"text": q, "kind": "ask"}), None
             unit, transition, _ = self._next_unit(st, rng)
             return unit, transition
         return cut.model_copy(update={"text": st.fill_values(resume_text(cut.text, rec))}), None
@@ -288,9 +305,18 @@ class RulePlanner:
             if extra and rng.random() < 0.4:        # "... and my email is X, in case you need it"
                 answer[extra[0]] = st.say(extra[0])
             return "answer", answer
-        option = choose_option(unit.text, rng) if unit.kind == "ask" and unit.text else None
-        if option:
-            return "choose", {"option": option}
+        answered = answer_question(unit.text, rng) if unit.kind == "ask" and unit.text else None
+        if answered is not None:        # a question asking for no fact: answered, not acknowledged
+            kind, reply = answered
+            if kind == "reason":        # "what's prompting the change?": a hidden fact if any
+                hidden = [k for k in st.volunteerable() if st.is_hidden(k)]
+                if hidden:
+                    return "volunteer", {hidden[0]: st.say(hidden[0])}
+            if kind == "which" and reply:
+                option = choose_option(unit.text, rng)
+                if option:
+                    return "choose", {"option": option}
+            return "choose", {"reply": reply}
         vol = st.volunteerable(self._upcoming_keys(st))
         corr = [k for k in vol if st.correction(k) is not None]
         if corr and rng.random() < 0.5:
@@ -346,6 +372,8 @@ class RulePlanner:
                 continue
             if t == "pushback" and unit.purpose == "deescalate" and not st.dispute:
                 continue                    # nothing specific left to keep objecting to
+            if t == "impatient" and unit.purpose == "deescalate":
+                continue                    # the caller asked for this alternative: nothing to skip
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
                                      else unit.kind == "ask" and st.pending is not None):
                 continue                    # nothing long enough to skip
@@ -457,7 +485,12 @@ def drop_unfounded(text: str, st: ConversationState) -> str:
     said ("You said it's a grey spinner case" before they described it)."""
     facts = st.facts
     out = []
+    dropped = False
     for sent in re.split(r"(?<=[.?!])\s+", text):
+        if dropped and sent.rstrip().endswith("?") and P.n_words(sent) <= 5:
+            dropped = False
+            continue                        # "Is that right?" about the attribution just dropped
+        dropped = False
         if _ATTR.search(sent):
             said = [k for k, f in facts.items() if f.value in sent or (f.spoken and f.spoken in sent)]
             rest = sent
@@ -465,6 +498,7 @@ def drop_unfounded(text: str, st: ConversationState) -> str:
                 rest = rest.replace(facts[k].value, " ").replace(facts[k].spoken or "\0", " ")
             extra = content_words(_ATTR.sub(" ", rest))   # words beyond the values themselves
             if not said or any(k not in st.uttered for k in said) or len(extra) > 1:
+                dropped = True
                 continue
         out.append(sent)
     return " ".join(out).strip()
@@ -486,6 +520,14 @@ def _question(text: str) -> str:
     """The last question sentence of a talking point ('' when it has none worth keeping)."""
     qs = [q.strip() for q in re.findall(r"[^.?!]*\?", text)]
     return qs[-1] if qs and P.n_words(qs[-1]) >= 4 else ""
+
+
+def unheard_question(text: str, heard_chars: int) -> str:
+    """The last question of ``text`` that starts after the first ``heard_chars`` characters;
+    '' when every question was heard or there is none."""
+    sents = [(m.start(), m.end()) for m in re.finditer(r"[^.?!]+[.?!]+", text)]
+    qs = [text[a:b].strip() for a, b in sents if text[a:b].rstrip().endswith("?") and a >= heard_chars]
+    return qs[-1] if qs else ""
 
 
 def _essential(u: Unit) -> bool:
@@ -521,7 +563,11 @@ def resume_text(text: str, rec: Recovery) -> str:
         q = text.rfind("?", 0, start)
         prev = max(text.rfind(". ", 0, q), text.rfind("? ", 0, q), text.rfind("! ", 0, q))
         start = prev + 2 if prev >= 0 else 0
-    return text[start:].strip() or text
+    out = text[start:].strip() or text
+    if re.match(r"(?:Alternatively|Instead|Otherwise|Also),\s+\S", out) and start:
+        out = out.split(",", 1)[1].strip()  # its contrast was in the sentence before
+        out = out[:1].upper() + out[1:]
+    return out
 
 
 _ABBREV_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|St|No|Ave|Blvd|Apt|Inc|Ltd|Co|Jr|Sr|vs|etc|[A-Z])\.$")
@@ -538,11 +584,12 @@ def _rationale(plan: dict) -> str:
 
 
 def place_cut(text: str, content_start: int, fraction: float, rng: random.Random,
-              min_word: int = 0) -> int | None:
+              min_word: int = 0, protected: set[int] | frozenset[int] = frozenset()) -> int | None:
     """A word index ``k`` inside the content: >= 3 content words heard, >= 3 words unheard.
 
     Prefers cuts inside a sentence (the heard part does not end with punctuation), nearest to
-    ``fraction`` of the content; ``min_word`` forces the heard part to include a given word.
+    ``fraction`` of the content; ``min_word`` forces the heard part to include a given word;
+    ``protected``: cuts that would split a name, a date or a value (unless nothing else fits).
     """
     spans = P.word_spans(text)
     first = next((i for i, (s, _) in enumerate(spans) if s >= content_start), len(spans))
@@ -550,7 +597,7 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
     hi = len(spans) - EDGE_WORDS
     if lo > hi:
         return None
-    cands = list(range(lo, hi + 1))
+    cands = [k for k in range(lo, hi + 1) if k not in protected] or list(range(lo, hi + 1))
     inner = [k for k in cands if text[spans[k - 1][1] - 1] not in ".!?,:;"]
     cands = inner or cands
     target = first + fraction * (len(spans) - first)

@@ -39,8 +39,10 @@ from bargein.seeding import stable_int
 
 GOALS_STAGE = "goals"
 SCENARIOS_STAGE = "scenarios"
-PROMPTS = ("goal_writer", "kb_writer", "system_message_writer", "intent_writer")
-SCENARIO_AGENTS = PROMPTS[1:]        # the scenario stage's agents (the goals come to it as data)
+PROMPTS = ("goal_writer", "goal_writer.system", "kb_writer", "kb_writer.system", "system_message_writer",
+           "system_message_writer.system", "intent_writer", "intent_writer.system")
+# the scenario stage's agents (the goals come to it as data)
+SCENARIO_AGENTS = ("kb_writer", "system_message_writer", "intent_writer")
 # answer budgets: a KB with talking points runs to several thousand tokens
 MAX_TOKENS = {"goal_writer": 1500, "kb_writer": 8192, "system_message_writer": 4096,
               "intent_writer": 1500}
@@ -49,12 +51,12 @@ MAX_TOKENS = {"goal_writer": 1500, "kb_writer": 8192, "system_message_writer": 4
 # ---- what the LLM returns ------------------------------------------------------------------
 
 class GoalDraft(BaseModel):
-    name: str
-    description: str
+    name: str = Field(min_length=3, max_length=60)
+    description: str = Field(min_length=20, max_length=300)
 
 
 class GoalList(BaseModel):
-    goals: list[GoalDraft] = Field(min_length=1)
+    goals: list[GoalDraft] = Field(min_length=1, max_length=12)
 
 
 class StageDraft(BaseModel):
@@ -234,13 +236,74 @@ def _brand(cat: Catalogue, domain: str) -> str:
     return cat.domain(domain).brand
 
 
+# the goal writer's worked example: another domain, goals of different kinds of need, shown as an
+# earlier turn in the target format
+GOAL_EXAMPLE_DOMAIN = Domain(
+    name="utilities", title="Utilities",
+    description="Electricity and water supply for homes: outages, meters, bills and moves.",
+    guidelines=("Never promise an exact repair time.",))
+GOAL_EXAMPLE = {"goals": [
+    {"name": "report_power_outage",
+     "description": "Log a street-wide power outage, give the caller the repair crew's estimate "
+                    "and sign them up for outage alerts by text."},
+    {"name": "dispute_water_bill",
+     "description": "Check a water bill that doubled against the meter readings and issue a "
+                    "corrected bill when a reading was wrong."},
+    {"name": "move_service_address",
+     "description": "Start electricity at the caller's new flat on their moving day and close "
+                    "the account at the old address with a final reading."}]}
+_PROCEDURE = re.compile(r"^(the )?(assistant|agent|caller|customer)\b|\bauthenticat|"
+                        r"\bverif\w* (the |their |his |her )?(caller|customer|identity)", re.I)
+SAME_GOAL = 0.5          # content-word overlap (Jaccard) at which two goals are one formula
+
+
+def goal_messages(domain: Domain, brand: str, n_goals: int,
+                  existing: Sequence[str] = ()) -> list[dict[str, str]]:
+    """The goal writer's chat: instructions, the worked example as an earlier turn, the domain."""
+    example = render("goal_writer", domain=GOAL_EXAMPLE_DOMAIN, brand="Riverside Power & Water",
+                     n_goals=len(GOAL_EXAMPLE["goals"]), existing_goals=[])
+    return [{"role": "system", "content": render("goal_writer.system")},
+            {"role": "user", "content": example},
+            {"role": "assistant", "content": json.dumps(GOAL_EXAMPLE)},
+            {"role": "user", "content": render("goal_writer", domain=domain, brand=brand,
+                                               n_goals=n_goals, existing_goals=list(existing))}]
+
+
+def goal_problems(goals: Sequence[Goal]) -> list[str]:
+    """Variety and form of one domain's goals: no procedure formula ("The assistant asks the
+    caller to authenticate ..."), no two openings alike, no two goals of mostly the same words,
+    nothing copied from the worked example."""
+    from bargein.verify.text import content_words
+
+    problems = []
+    example_names = {g["name"] for g in GOAL_EXAMPLE["goals"]}
+    example_words = [content_words(g["description"]) for g in GOAL_EXAMPLE["goals"]]
+    words = [content_words(g.description) for g in goals]
+    for k, g in enumerate(goals):
+        n = len(g.description.split())
+        if not 6 <= n <= 40:
+            problems.append(f"goal {g.name!r}: description has {n} words; write one sentence of 10-30")
+        if _PROCEDURE.search(g.description):
+            problems.append(f"goal {g.name!r} describes the shared procedure (who asks whom to "
+                            "identify or verify); open with this task's own verb and object")
+        if g.name in example_names or any(
+                len(words[k] & ex) >= 0.6 * max(1, len(words[k])) for ex in example_words):
+            problems.append(f"goal {g.name!r} copies the worked example; write goals of this domain")
+        for j in range(k):
+            union = words[k] | words[j]
+            if union and len(words[k] & words[j]) / len(union) >= SAME_GOAL:
+                problems.append(f"goals {goals[j].name!r} and {g.name!r} are mostly the same words; "
+                                "make them different needs")
+            if g.description.lower().split()[:3] == goals[j].description.lower().split()[:3]:
+                problems.append(f"goals {goals[j].name!r} and {g.name!r} open with the same words")
+    return problems
+
+
 async def write_goals(domain: Domain, ctx: StageContext) -> list[Goal]:
-    """Goal writer: ``n_goals`` goals for one domain."""
+    """Goal writer: ``n_goals`` goals for one domain, of different kinds of need."""
     cfg, llm = ctx.config, ctx.resources["llm"]
     cat = load_catalogue()
-    msgs = [{"role": "user", "content": render(
-        "goal_writer", domain=domain, brand=_brand(cat, domain.name), n_goals=cfg["n_goals"],
-        existing_goals=[])}]
+    msgs = goal_messages(domain, _brand(cat, domain.name), cfg["n_goals"])
 
     def check(draft: GoalList):
         goals, problems, seen = [], [], set()
@@ -253,11 +316,45 @@ async def write_goals(domain: Domain, ctx: StageContext) -> list[Goal]:
             goals.append(Goal(domain=domain.name, name=name, description=g.description.strip()))
         if len(goals) < cfg["n_goals"]:
             problems.append(f"{len(goals)} distinct goals, {cfg['n_goals']} requested")
+        goals = goals[: cfg["n_goals"]]
+        problems += goal_problems(goals)
         problems += [f"placeholder {p}" for p in placeholders_in(draft)]
-        return goals[: cfg["n_goals"]], problems
+        return goals, problems
 
     return await ask_valid(llm, msgs, GoalList, agent="goal_writer", check=check,
                            max_reasks=cfg["max_reasks"])
+
+
+# the intent writer's worked example (another domain), shown as an earlier turn
+INTENT_EXAMPLE = {
+    "profile": "A night-shift nurse who is short on time and doubts the outage estimate.",
+    "interruption_probs": {"normal": 0.15, "impatient": 0.3, "correction": 0.05,
+                           "topic_switch": 0.1, "filler": 0.1, "pushback": 0.3},
+    "interruption_rate": 0.45,
+    "hidden_facts": [{"key": "medical_fridge", "value": "keeps insulin in a fridge at home",
+                      "kind": "text"}],
+    "provides": ["service_address"],
+    "corrections": [{"key": "account_number", "first_value": "RP-55120",
+                     "corrected_value": "RP-55210"}]}
+_EXAMPLE_HIDDEN = {h["value"].lower() for h in INTENT_EXAMPLE["hidden_facts"]}
+
+
+def intent_messages(dom: Domain, goal: Goal, brand: str, kb: KnowledgeBase, intent_index: int,
+                    profile_hint: str) -> list[dict[str, str]]:
+    """The intent writer's chat: instructions, the worked example as an earlier turn, the call."""
+    ex_facts = [UserFact(key="full_name", value="Ines Okafor", kind="name"),
+                UserFact(key="account_number", value="RP-55210", kind="code"),
+                UserFact(key="service_address", value="14 Alder Row", kind="address")]
+    example = render("intent_writer", domain=GOAL_EXAMPLE_DOMAIN, goal=Goal(
+        domain="utilities", name="report_power_outage",
+        description=GOAL_EXAMPLE["goals"][0]["description"]), brand="Riverside Power & Water",
+        facts=ex_facts, intent_index=0, profile_hint="busy and sceptical")
+    return [{"role": "system", "content": render("intent_writer.system")},
+            {"role": "user", "content": example},
+            {"role": "assistant", "content": json.dumps(INTENT_EXAMPLE)},
+            {"role": "user", "content": render(
+                "intent_writer", domain=dom, goal=goal, brand=brand, facts=kb.user_facts,
+                intent_index=intent_index, profile_hint=profile_hint)}]
 
 
 async def write_scenario(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
@@ -271,9 +368,12 @@ async def write_scenario(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
     # "today" and the KB depend only on (domain, goal): intents of one goal share its KB
     today = scenario_today(stable_int("kb-today", spec.domain, spec.goal))
     today = today.strftime("%A, %B %-d, %Y")
-    kb_msgs = [{"role": "user", "content": render(
-        "kb_writer", domain=dom, goal=goal, brand=brand, today=today,
-        min_stages=cfg["min_stages"], fact_kinds=sorted(FACT_KINDS) + ["text"])}]
+    kinds = sorted(FACT_KINDS) + ["text"]
+    kb_msgs = [{"role": "system", "content": render("kb_writer.system", min_stages=cfg["min_stages"],
+                                                    fact_kinds=kinds)},
+               {"role": "user", "content": render(
+                   "kb_writer", domain=dom, goal=goal, brand=brand, today=today,
+                   min_stages=cfg["min_stages"])}]
 
     def check_kb(draft: KBDraft):
         kb = kb_from_draft(draft, spec.domain, spec.goal)
@@ -281,9 +381,10 @@ async def write_scenario(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
 
     kb = await ask_valid(llm, kb_msgs, KBDraft, agent="kb_writer", check=check_kb,
                          max_reasks=cfg["max_kb_reasks"])
-    sm_msgs = [{"role": "user", "content": render(
-        "system_message_writer", domain=dom, goal=goal, brand=brand, today=today,
-        kb_text=kb_text(kb))}]
+    sm_msgs = [{"role": "system", "content": render("system_message_writer.system")},
+               {"role": "user", "content": render(
+                   "system_message_writer", domain=dom, goal=goal, brand=brand, today=today,
+                   kb_text=kb_text(kb))}]
 
     def check_sm(draft: SystemMessageDraft):
         found = find_placeholders(draft.system_message)
@@ -292,11 +393,19 @@ async def write_scenario(spec: ScenarioSpec, ctx: StageContext) -> Scenario:
     system = await ask_valid(llm, sm_msgs, SystemMessageDraft, agent="system_message_writer",
                              check=check_sm, max_reasks=cfg["max_reasks"])
     prof = profile_for(cat, spec.domain, spec.goal, spec.intent_index)
-    in_msgs = [{"role": "user", "content": render(
-        "intent_writer", domain=dom, goal=goal, brand=brand, facts=kb.user_facts,
-        intent_index=spec.intent_index, profile_hint=prof["profile"])}]
+    in_msgs = intent_messages(dom, goal, brand, kb, spec.intent_index, prof["profile"])
+
+    def check_intent(draft: IntentDraft):
+        intent, problems = intent_from_draft(draft, kb)
+        copied = [h.value for h in draft.hidden_facts
+                  if h.value.strip().lower() in _EXAMPLE_HIDDEN]
+        if copied:
+            return None, problems + [f"hidden fact {v!r} copies the worked example; write this "
+                                     "caller's own situation" for v in copied]
+        return intent, problems
+
     intent = await ask_valid(llm, in_msgs, IntentDraft, agent="intent_writer",
-                             check=lambda d: intent_from_draft(d, kb),
+                             check=check_intent,
                              max_reasks=cfg["max_reasks"], sample=spec.intent_index)
     return Scenario(domain=dom, goal=goal, kb=kb, system_prompt=system, intent=intent,
                     seed=ctx.item_seed, agents=cfg["llm"])
@@ -339,7 +448,7 @@ def generate_llm_scenarios(n: int, seed: int, *, llm: str, workdir: str | os.Pat
     conc = int(llm_options.get("concurrency") or 8)
     cfg = {"n_goals": n_goals, "max_reasks": max_reasks, "max_kb_reasks": max_kb_reasks}
     gstage = Stage(name=GOALS_STAGE, fn=write_goals, output=Goal, config=_config(llm, ("goal_writer",), **cfg),
-                   version="1", prompts=("goal_writer",), backends=(llm,), kind="io",
+                   version="2", prompts=("goal_writer", "goal_writer.system"), backends=(llm,), kind="io",
                    concurrency=conc)
     gres = run_stage(gstage, [cat.domain(d).domain for d in names], workdir=workdir, seed=seed,
                      resources=resources, progress=progress)

@@ -146,7 +146,11 @@ def _slots(up: UserPlan) -> dict[str, str]:
 
 # ---- rule-based -----------------------------------------------------------------------------
 class RuleUser:
-    """The offline user: phrase banks, the plan's facts, the heard words."""
+    """The offline user: phrase banks, the plan's facts, the heard words. ``values``: the
+    scenario's values, which a cut never splits (with names, dates and amounts)."""
+
+    def __init__(self, values: tuple[str, ...] = ()):
+        self.values = tuple(values)
 
     def reply(self, up: UserPlan, rng: random.Random, last: str = "") -> str:
         """``last``: the assistant turn as heard (a plain reply may pick up one of its objects)."""
@@ -164,16 +168,21 @@ class RuleUser:
                     parts.append(f"And my {P.label(key)} is {value}.")
                 else:
                     parts.append(P.pick_filled(rng, "user", bank, value=value, label=P.label(key)))
-            return P.tidy(_possessive(P.join(*parts), [P.label(k) for k in up.facts]))
+            lead = _yes_first(last, [P.label(k) for k in up.facts], rng)
+            return P.tidy(_possessive(P.join(lead, *parts), [P.label(k) for k in up.facts]))
         if up.action == "unknown":
             key = next(iter(up.facts), "details")
             return P.pick(rng, "user", "answer_unknown", label=P.label(key))
+        if up.action == "choose" and up.facts.get("reply"):
+            return up.facts["reply"]
         if up.action == "choose" and up.facts.get("option"):
             opt = up.facts["option"]
             return P.sentence(rng.choice([f"{opt}, I'd say.", f"Probably {opt}.",
                                           f"Mostly {opt}, I think.", f"{opt} matters most to me."]))
         if up.action == "volunteer" and up.facts:
             key, value = next(iter(up.facts.items()))
+            if up.detail.get("variant") == "reason":
+                return P.pick(rng, "user", "qa_because", value=P.clause(value) or value)
             if up.detail.get("hidden") or P.clause(value):
                 return P.join(P.pick(rng, "user", "ack_info"),
                               P.pick(rng, "user", "volunteer_hidden", value=P.clause(value) or value))
@@ -225,7 +234,7 @@ class RuleUser:
                 min_word = G.end_word(message, content_start, obj)
                 fraction = 0.0                  # react right after hearing it
             if up.type == "impatient":
-                ks = impatient_cuts(message, content_start)
+                ks = impatient_cuts(message, content_start, self.values)
                 if not ks:
                     errors.append({"attempt": attempt, "error": "no explanation left to skip"})
                     break
@@ -233,14 +242,15 @@ class RuleUser:
                 target = first + fraction * (P.n_words(message) - first)
                 k = sorted(ks, key=lambda k: (abs(k - target), k))[0 if rng.random() < 0.7 else min(1, len(ks) - 1)]
             else:
-                k = place_cut(message, content_start, fraction, rng, min_word=min_word)
+                k = place_cut(message, content_start, fraction, rng, min_word=min_word,
+                              protected=P.protected_cuts(message, self.values))
             if k is None:
                 errors.append({"attempt": attempt, "error": "no cut point inside the content"})
                 break
             heard = P.prefix_words(message, k)
             detail = dict(_slots(up))
             if obj is not None:
-                detail["anchor"], detail["object_kind"] = G.as_user(obj.phrase), obj.kind
+                detail["anchor"], detail["object_kind"] = G.as_user(obj.phrase), G.object_kind(obj)
                 text = G.pushback(rng, obj) if up.type == "pushback" else G.clarify(rng, obj)
             else:
                 text = self._say(up, variant, heard[content_start:], detail, rng)
@@ -308,9 +318,10 @@ def reopen(line: str, rng: random.Random) -> str:
                          else body))
 
 
-def impatient_cuts(message: str, content_start: int) -> list[int]:
+def impatient_cuts(message: str, content_start: int, values: tuple[str, ...] = ()) -> list[int]:
     """Cut points where an impatient caller has something to skip: not inside a question, and
-    at least five content words of explanation (not questions) still to come."""
+    at least five content words of explanation (not questions) still to come; never inside a
+    name, a date, an amount or one of ``values``."""
     from bargein.verify.text import content_words as v_content_words
     from bargein.verify.text import sentences
 
@@ -320,7 +331,10 @@ def impatient_cuts(message: str, content_start: int) -> list[int]:
     opening = sentences(message[content_start:])
     heard_from = content_start + opening[0][1] if opening else 0
     out = []
+    protected = P.protected_cuts(message, values)
     for k in range(max(first + EDGE_WORDS, EDGE_WORDS), len(spans) - EDGE_WORDS + 1):
+        if k in protected:
+            continue
         cut = spans[k - 1][1]
         if cut < heard_from and k - first < 8:
             continue
@@ -332,6 +346,20 @@ def impatient_cuts(message: str, content_start: int) -> list[int]:
         if sum(len(v_content_words(x)) for x in told) >= 5:
             out.append(k)
     return out
+
+
+def _yes_first(last: str, labels: list[str], rng: random.Random) -> str:
+    """A yes-no question that names none of the facts given ("Is that the one you need
+    refilled?") is answered before the facts are ("Yes, that's the one. I've got four days.")."""
+    from bargein.generators.plan_state import question_kind
+
+    qs = [q.strip() for q in re.findall(r"[^.?!]*\?", last)]
+    if not qs or any(lab and lab.lower() in qs[-1].lower() for lab in labels):
+        return ""
+    kind = question_kind(qs[-1])
+    if kind != "fact":
+        return ""
+    return P.compose(rng, "user", f"qa_{kind}")
 
 
 def _anchor_ends(message: str, content_start: int) -> list[int]:

@@ -1,9 +1,13 @@
-"""LLM checks (LLM path only): naturalness and interruption-type fit, plus anything else the
-verifier model finds that the deterministic checks missed.
+"""LLM checks (LLM path only): coherence (a reply to a question never asked, messages out of
+order), consistency (a value that contradicts the knowledge base, the caller's facts or the call
+itself), naturalness and interruption-type fit, plus anything else the verifier model finds that
+the deterministic checks missed.
 
 The verifier sees the whole conversation, the knowledge base, the user intent and the type
-definitions (as in IHBench, Appendix I.6); each issue it reports is fixable (a rewrite
-instruction for the modifier) or unfixable (the conversation is discarded).
+definitions (as in IHBench, Appendix I.6). Its prompt is a conversation: the instructions as the
+system message, two worked examples (a clean call and a broken one) as earlier turns, the call
+to verify last. Each issue it reports is fixable (a rewrite instruction for the modifier) or
+unfixable (the conversation is discarded); coherence and consistency issues are never fixable.
 """
 
 from __future__ import annotations
@@ -12,31 +16,97 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from bargein.errors import GenerationFailed
 from bargein.prompts import render
 from bargein.records.conversation import Conversation, Verdict
 from bargein.verify.edits import rewrite_edit
 from bargein.verify.modifier import REASKS, LLMClient, message_view
+from bargein.verify.text import content_words
 
 VERIFIER_PROMPT = "verifier"
-LLMCheck = Literal["naturalness", "type_fit", "state_machine_leakage", "undelivered_content",
-                   "other"]
+VERIFIER_SYSTEM = "verifier.system"
+LLMCheck = Literal["coherence", "consistency", "naturalness", "type_fit", "state_machine_leakage",
+                   "undelivered_content", "other"]
+UNFIXABLE = ("coherence", "consistency")     # the rest of the call was built on the broken message
+MAX_ISSUES = 8
 
 
 class LLMIssue(BaseModel):
     check: LLMCheck
-    message_index: int
-    issue: str
+    message_index: int = Field(ge=0)
+    issue: str = Field(min_length=3, max_length=300)
     fixable: bool
-    instruction: str = ""       # for the modifier: what to change in that message
+    instruction: str = Field(default="", max_length=300)   # for the modifier: what to change
+    quote: str = Field(default="", max_length=200)       # the words of that message it is about
+    conflicts_with: str = Field(default="", max_length=200)   # consistency: the value said before
 
 
 class VerifierReport(BaseModel):
     """The LLM verifier's answer; an empty ``issues`` list means the conversation passes."""
 
-    issues: list[LLMIssue]
+    issues: list[LLMIssue] = Field(max_length=MAX_ISSUES)
+
+
+# two worked examples in the target format, shown as earlier turns (a clean call, a broken one);
+# the call to verify comes after them
+_EXAMPLE_KB = {"stages": [{"name": "identify", "description": "ask for the card's last four digits"},
+                          {"name": "replace", "description": "order the replacement card"}],
+               "terminals": ["done"], "guidelines": ["Confirm the digits back."],
+               "user_facts": {"card_last_four": "7731"}}
+_EXAMPLE_INTENT = {"profile": "polite", "hidden_facts": {}, "corrections": []}
+_EXAMPLE_CLEAN = ["Thanks for calling Northwind Bank, how can I help?",
+                  "Hi, my debit card broke and I need a new one.",
+                  "I can order that. What are the last four digits of the card?",
+                  "Seven seven three one."]
+_EXAMPLE_BROKEN = ["Thanks for calling Northwind Bank, how can I help?",
+                   "Hi, my debit card broke and I need a new one.",
+                   "I can order that. What are the last four digits of the card?",
+                   "I'd like the window seat, please.",
+                   "Thanks. Your card ending in four four one zero is ordered."]
+_EXAMPLE_ISSUES = {"issues": [
+    {"check": "coherence", "message_index": 3, "fixable": False, "instruction": "",
+     "issue": "the caller answers a question nobody asked (a seat) instead of giving the digits",
+     "quote": "I'd like the window seat", "conflicts_with": ""},
+    {"check": "consistency", "message_index": 4, "fixable": False, "instruction": "",
+     "issue": "the assistant names digits 4410; the caller's card ends in 7731 and was never given",
+     "quote": "four four one zero", "conflicts_with": "card_last_four 7731"}]}
+
+
+_EXAMPLE_WORDS = content_words("seat window 4410 7731 digits Northwind debit")
+
+
+def _copies_example(text: str, conv: Conversation) -> bool:
+    """Whether an issue names the worked example's particulars (a seat, card digits 4410) that
+    this call never mentions: a model copying the example instead of reading the call."""
+    said = content_words(" ".join(m.text for m in conv.messages))
+    return bool((content_words(text) & _EXAMPLE_WORDS) - said)
+
+
+def _example_turn(texts: list[str]) -> str:
+    msgs = [{"index": i, "role": "assistant" if i % 2 == 0 else "user", "text": t}
+            for i, t in enumerate(texts)]
+    return render(VERIFIER_PROMPT, domain="Banking", goal="Replace a broken debit card",
+                  knowledge_base=json.dumps(_EXAMPLE_KB, ensure_ascii=False, indent=1),
+                  user_intent=json.dumps(_EXAMPLE_INTENT, ensure_ascii=False, indent=1),
+                  messages=msgs, known_issues=[])
+
+
+def verifier_messages(conv: Conversation, known: Sequence[Verdict] = ()) -> list[dict[str, str]]:
+    """The verifier's chat: instructions, the two worked examples, then this call."""
+    prompt = render(
+        VERIFIER_PROMPT, domain=conv.scenario.domain.title, goal=conv.scenario.goal.description,
+        knowledge_base=json.dumps(_kb_view(conv), ensure_ascii=False, indent=1),
+        user_intent=json.dumps(_intent_view(conv), ensure_ascii=False, indent=1),
+        messages=message_view(conv.messages),
+        known_issues=[f"message {v.message_index}: {v.check}: {v.issue}" for v in known])
+    return [{"role": "system", "content": render(VERIFIER_SYSTEM)},
+            {"role": "user", "content": _example_turn(_EXAMPLE_CLEAN)},
+            {"role": "assistant", "content": json.dumps({"issues": []})},
+            {"role": "user", "content": _example_turn(_EXAMPLE_BROKEN)},
+            {"role": "assistant", "content": json.dumps(_EXAMPLE_ISSUES, ensure_ascii=False)},
+            {"role": "user", "content": prompt}]
 
 
 def _kb_view(conv: Conversation) -> dict:
@@ -66,18 +136,49 @@ def _validate(conv: Conversation, report: VerifierReport) -> list[str]:
     for k, iss in enumerate(report.issues):
         if not 0 <= iss.message_index < n:
             errors.append(f"issues[{k}].message_index {iss.message_index} is outside 0..{n - 1}")
-        if iss.fixable and not iss.instruction.strip():
+        if iss.fixable and iss.check not in UNFIXABLE and not iss.instruction.strip():
             errors.append(f"issues[{k}] is fixable but has no instruction for the modifier")
+        if _copies_example(iss.issue, conv):
+            errors.append(f"issues[{k}] copies the worked example; report only issues of this call")
     return errors
 
 
+def _in(words: str, text: str) -> bool:
+    """Whether most content words of ``words`` occur in ``text`` (a quote, loosely)."""
+    got = content_words(words)
+    return bool(got) and len(got & content_words(text)) >= 0.6 * len(got)
+
+
+def unfounded(conv: Conversation, iss: LLMIssue) -> str:
+    """Why an unfixable issue is not grounded in the call ('' when it is): its quote is not in
+    the message it names, or a consistency issue's other value is found neither in the knowledge
+    base nor elsewhere in the call. A small model's invented issue is dropped, not obeyed."""
+    if iss.check not in UNFIXABLE:
+        return ""
+    msg = conv.messages[iss.message_index]
+    if not _in(iss.quote, msg.text):
+        return f"its quote {iss.quote!r} is not in message {iss.message_index}"
+    if iss.check == "consistency":
+        elsewhere = " ".join([m.text for m in conv.messages if m.index != iss.message_index]
+                             + [json.dumps(_kb_view(conv), ensure_ascii=False)])
+        other = content_words(iss.conflicts_with) - content_words(iss.quote)
+        if not other or not _in(" ".join(other), elsewhere):
+            return (f"the value it contradicts ({iss.conflicts_with!r}) is not in the knowledge "
+                    "base or the rest of the call")
+    return ""
+
+
 def to_verdicts(conv: Conversation, report: VerifierReport) -> list[Verdict]:
+    """The report's issues as verdicts; unfounded coherence or consistency issues left out."""
     out = []
     for iss in report.issues:
+        if unfounded(conv, iss):
+            continue
         msg = conv.messages[iss.message_index]
-        edit = rewrite_edit(msg, iss.instruction.strip()).to_str() if iss.fixable else None
+        fixable = iss.fixable and iss.check not in UNFIXABLE
+        edit = rewrite_edit(msg, iss.instruction.strip()).to_str() if fixable else None
         out.append(Verdict(check=f"llm_{iss.check}", message_index=iss.message_index,
-                           issue=iss.issue, fixable=iss.fixable, edit=edit,
+                           issue=iss.issue, fixable=fixable, edit=edit,
                            evidence=msg.text[:300]))
     return out
 
@@ -88,17 +189,13 @@ async def llm_checks(conv: Conversation, llm: LLMClient, *,
 
     ``known``: issues the deterministic checks already found this round (not to be repeated).
     """
-    prompt = render(
-        VERIFIER_PROMPT, domain=conv.scenario.domain.title, goal=conv.scenario.goal.description,
-        knowledge_base=json.dumps(_kb_view(conv), ensure_ascii=False, indent=1),
-        user_intent=json.dumps(_intent_view(conv), ensure_ascii=False, indent=1),
-        messages=message_view(conv.messages),
-        known_issues=[f"message {v.message_index}: {v.check}: {v.issue}" for v in known])
-    chat = [{"role": "user", "content": prompt}]
+    chat = verifier_messages(conv, known)
     answers, errors = [], []
-    for _ in range(REASKS + 1):
-        # schema errors are re-asked by the client; here: answers that name no real message
-        report = await llm.structured(chat, VerifierReport, agent="verifier", sample=0)
+    for n in range(REASKS + 1):
+        # schema errors are re-asked by the client; here: answers that name no real message or
+        # copy the example (a re-ask is a new draw: a new seed, sampled hotter)
+        report = await llm.structured(chat, VerifierReport, agent="verifier", sample=n,
+                                      **({} if n == 0 else {"temperature": 0.7}))
         answers.append(report.model_dump())
         errors = _validate(conv, report)
         if not errors:

@@ -159,9 +159,24 @@ def stage_concurrency(spec: str, wanted: int) -> int:
     if is_offline(spec):
         return wanted
     name, _ = parse_spec(spec)
-    configured = {**env_settings(name), **registry.options("llm", name)}.get("concurrency")
-    slots = configured if isinstance(configured, int) and configured >= 1 else DEFAULT_CONCURRENCY.get(name, 8)
+    settings = {**env_settings(name), **registry.options("llm", name)}
+    slots = resolve_concurrency(name, settings.get("concurrency"), settings.get("base_url"))
     return max(1, min(wanted, 2 * slots))
+
+
+def resolve_concurrency(name: str, configured: Any, base_url: str | None = None) -> int:
+    """Calls in flight for provider ``name``: the ``concurrency`` setting, or with
+    ``concurrency="server"`` the slots an OpenAI-compatible server reports (llama.cpp's
+    ``--parallel``, read from ``/props``), else the provider's default."""
+    if isinstance(configured, int) and configured >= 1:
+        return configured
+    if configured == "server" and name == "openai":
+        from bargein.llm.server import server_slots
+
+        slots = server_slots(base_url)
+        if slots:
+            return slots
+    return DEFAULT_CONCURRENCY.get(name, 8)
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -215,7 +230,8 @@ def get_llm(
     ``prices`` adds ``{model: {"input": USD_PER_1M, "output": USD_PER_1M}}`` to the price table.
 
     Provider settings: ``timeout_s`` per request; ``max_retries`` the SDK's retries (429, 5xx,
-    timeouts; Retry-After honoured); ``concurrency`` calls in flight (and ``rpm``/``tpm``);
+    timeouts; Retry-After honoured); ``concurrency`` calls in flight (and ``rpm``/``tpm``; or
+    ``"server"``: the slots a llama.cpp server reports, :func:`resolve_concurrency`);
     ``structured``: ``auto`` (the best mode the server accepts: ``json_schema`` → ``json_object``
     → ``prompt`` for OpenAI-compatible servers, forced ``tool`` → ``prompt`` for Anthropic) or
     one mode pinned (``schema``, ``json``, ``prompt``); ``max_tokens`` the default answer limit,
@@ -263,8 +279,8 @@ def get_llm(
     max_tokens_field, http, budget_usd = s_["max_tokens_field"], s_["http"], s_["budget_usd"]
     frequency_penalty, prefix_cache = s_["frequency_penalty"], s_["prefix_cache"]
     _check("budget_usd", budget_usd, budget_usd is None or budget_usd >= 0, "a number >= 0 (USD)")
-    _check("concurrency", concurrency, concurrency is None or (isinstance(concurrency, int) and concurrency >= 1),
-           "an integer >= 1")
+    _check("concurrency", concurrency, concurrency is None or concurrency == "server"
+           or (isinstance(concurrency, int) and concurrency >= 1), "an integer >= 1 or 'server'")
     _check("rpm", rpm, rpm is None or rpm > 0, "> 0 requests per minute")
     _check("tpm", tpm, tpm is None or tpm > 0, "> 0 tokens per minute")
     _check("timeout_s", timeout_s, timeout_s > 0, "> 0 seconds")
@@ -275,7 +291,7 @@ def get_llm(
     _check("http", http, http in HTTP_CLIENTS, f"one of {', '.join(HTTP_CLIENTS)}")
     _check("frequency_penalty", frequency_penalty, frequency_penalty is None
            or (isinstance(frequency_penalty, (int, float)) and -2 <= frequency_penalty <= 2), "a number in -2..2")
-    concurrency = concurrency or DEFAULT_CONCURRENCY.get(name, 8)
+    concurrency = resolve_concurrency(name, concurrency, base_url)
     options: dict[str, Any] = {"base_url": base_url, "timeout_s": timeout_s, "max_retries": max_retries,
                                "structured": structured, "api_key_env": api_key_env,
                                "context_tokens": context_tokens, "max_connections": concurrency,

@@ -9,7 +9,8 @@ Endpoints: ``POST /v1/chat/completions`` (OpenAI, ``response_format`` honoured b
 answer), ``POST /v1/messages`` (Anthropic: a forced tool is answered with a ``tool_use`` block,
 ``output_config.format`` honoured too), ``POST /v1/audio/speech`` (bytes from
 ``speech_fn(text, voice, response_format)``) and ``GET /v1/models/MODEL`` (with
-``context_tokens``: the model's ``max_model_len``, as vLLM reports it).
+``context_tokens``: the model's ``max_model_len``, as vLLM reports it); with ``slots=N`` also
+``GET /props`` (``total_slots``, as llama.cpp's server reports its ``--parallel`` slots).
 
 Servers differ in what they accept, and the loopback can play them:
 ``reject_modes=("json_schema",)`` answers every request in that structured-output mode with
@@ -119,6 +120,7 @@ class LoopbackLLMServer:
         reject_modes: Iterable[str] = (),
         reject_status: int = 500,
         context_tokens: int | None = None,
+        slots: int | None = None,
     ):
         self.responder = responder
         self.latency_s = latency_s
@@ -133,6 +135,7 @@ class LoopbackLLMServer:
         self.reject_modes = frozenset(reject_modes)
         self.reject_status = reject_status
         self.context_tokens = context_tokens
+        self.slots = slots
         self.port = 0
         self._lock = threading.Lock()
         self._answers: deque[Answer] = deque()
@@ -331,7 +334,8 @@ class LoopbackLLMServer:
         api = ("openai" if path.endswith("/chat/completions") else
                "anthropic" if path.endswith("/messages") else
                "speech" if path.endswith("/audio/speech") else
-               "models" if "/models" in path and method == "GET" else "other")
+               "models" if "/models" in path and method == "GET" else
+               "props" if path.rstrip("/").endswith("/props") and method == "GET" else "other")
         try:
             payload = json.loads(body) if body else {}
         except ValueError:
@@ -373,6 +377,11 @@ class LoopbackLLMServer:
         err_api = "anthropic" if rec.api == "anthropic" else "openai"
         if rec.api == "models":
             return self._models(rec.path)
+        if rec.api == "props":         # llama.cpp's server: its parallel slots and context
+            if self.slots is None:
+                return self._json(404, wire.error_body(err_api, 404, f"no route GET {rec.path}"))
+            return self._json(200, {"total_slots": self.slots, "default_generation_settings": {
+                "n_ctx": self.context_tokens or 4096}})
         if rec.method != "POST" or rec.api == "other":
             return self._json(404, wire.error_body(err_api, 404, f"no route {rec.method} {rec.path}"))
         if self.api_key is not None:

@@ -45,13 +45,32 @@ def _kb_json(domain: str, goal: str, broken: bool) -> str:
                                       for f in kb["user_facts"]]})
 
 
+def _system(body: dict) -> str:
+    system = body.get("system") or next((m["content"] for m in body["messages"]
+                                         if m["role"] == "system"), "")
+    if isinstance(system, list):          # Anthropic: the system prompt as text blocks
+        system = "".join(b.get("text", "") for b in system)
+    return system
+
+
+def _prompt(body: dict) -> str:
+    """An agent's chat as one text: its instructions (system), then its request (after the
+    worked example, when it has one)."""
+    system = _system(body)
+    users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+    return system + "\n" + users[1 if system.startswith("You write a user intent") else 0]
+
+
 def responder(body: dict) -> str:
     msgs = body["messages"]
-    first = next(m["content"] for m in msgs if m["role"] == "user")
+    users = [m["content"] for m in msgs if m["role"] == "user"]
+    first = _prompt(body)
     reasked = sum(1 for m in msgs if m["role"] == "assistant")
     cat = load_catalogue()
-    if first.startswith("You design workflows"):
-        domain = re.search(r"\((\w+)\)\n", first).group(1)
+    asks = [m["content"] for m in msgs if m["role"] == "user"
+            and re.search(r"^Write \d+ goals for", m["content"], re.M)]
+    if asks:      # the goal writer: its worked example's domain, then this one (the last)
+        domain = re.search(r"\((\w+)\)\n", asks[-1]).group(1)
         goals = cat.domain(domain).goals.values()
         return json.dumps({"goals": [{"name": g.name.replace("_", " ").title(),
                                       "description": g.goal.description} for g in goals]})
@@ -67,7 +86,7 @@ def responder(body: dict) -> str:
             "Work through each step in order, verify the caller against the records on file, "
             "and keep every turn short and spoken. " * 3)})
     if first.startswith("You write a user intent"):
-        keys = re.findall(r"^- (\w+): ", first, re.M)
+        keys = re.findall(r"^- (\w+): ", users[1], re.M)     # the facts of the request
         return json.dumps({
             "profile": "skeptical of fees and quick to dispute charges",
             "interruption_probs": {"normal": 0.15, "impatient": 0.2, "correction": 0.05,
@@ -114,8 +133,7 @@ def test_llm_path_end_to_end(tmp_path, provider):
         assert placeholders_in(s) == []
         assert abs(sum(s.intent.interruption_probs.values()) - 1) < 1e-9
     # prompts were rendered with the domain, goal and KB
-    texts = [r.json["messages"][0]["content"] if r.json["messages"][0]["role"] == "user"
-             else r.json["messages"][1]["content"] for r in requests]
+    texts = [_prompt(r.json) for r in requests]
     assert any("Riverside Family Health" in t and "Healthcare" in t for t in texts)
     sm = [t for t in texts if t.startswith("You write the system prompt")]
     assert sm and all('"workflow"' in t and "{{" not in t for t in sm)

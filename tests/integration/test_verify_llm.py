@@ -36,10 +36,13 @@ UNFIXABLE = conv_with({15: ("user", "Thursday? Great, that works perfectly.")})
 
 
 def _agent(req: dict) -> tuple[str, str, int]:
-    """(agent, its prompt, attempt number) of a chat request."""
-    users = [m["content"] for m in req["messages"] if m["role"] == "user"]
-    agent = "verifier" if users[0].startswith("You are the quality verifier") else "modifier"
-    return agent, users[0], len(users)
+    """(agent, its prompt, attempt number) of a chat request. The verifier's chat is its
+    instructions (system), two worked examples (user, assistant turns), then the call."""
+    msgs = req["messages"]
+    users = [m["content"] for m in msgs if m["role"] == "user"]
+    if msgs[0]["role"] == "system" and msgs[0]["content"].startswith("You are the quality verifier"):
+        return "verifier", users[2], len(users) - 2
+    return "modifier", users[0], len(users)
 
 
 def responder(req: dict) -> str:
@@ -125,7 +128,7 @@ def test_llm_stage_through_the_runner_caches(server, tmp_path):
 
 
 def test_verifier_that_never_answers_validly_fails_the_item_with_evidence(tmp_path):
-    bad = json.dumps({"issues": [{"check": "other", "message_index": 500, "issue": "?",
+    bad = json.dumps({"issues": [{"check": "other", "message_index": 500, "issue": "odd wording",
                                   "fixable": True, "instruction": "?"}]})
     with LoopbackLLMServer(responder=lambda req: bad) as srv:
         llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=srv.openai_base_url)
@@ -206,3 +209,66 @@ def test_llm_modifier_refuses_an_edit_that_swaps_two_messages(tmp_path):
     assert f"copies message {j}" in reask and f"copies message {i}" in reask
     assert res.applied == [] and res.messages == conv.messages
     assert all("copies message" in why for _, why in res.skipped)
+
+
+UNASKED = "I'd like the aisle seat on the morning flight, please."
+
+
+def test_a_corrupted_conversation_is_rejected_and_the_verifier_sees_what_it_needs(tmp_path):
+    """A caller reply to a question never asked (message 5 answers the zip-code question with a
+    seat). The deterministic checks pass it, so the verifier model is asked, in a chat: its
+    instructions as the system message (with the coherence and consistency checks), two worked
+    examples as earlier turns, the call last. A coherence issue is never fixable (the model's
+    ``fixable: true`` is overruled): the conversation is discarded, the modifier never asked.
+    An answer that copies the worked example's particulars is re-asked.""" 
+    corrupted = conv_with({5: ("user", UNASKED)})
+    copied = {"issues": [{"check": "coherence", "message_index": 5, "fixable": False,
+                          "issue": "the caller asks for a window seat instead of the digits"}]}
+    found = {"issues": [{"check": "coherence", "message_index": 5, "fixable": True,
+                         "issue": "the caller answers a question nobody asked (a seat) instead "
+                                  "of giving the billing zip code", "instruction": "give the zip",
+                         "quote": "the aisle seat on the morning flight"}]}
+    with LoopbackLLMServer(answers=[json.dumps(copied), json.dumps(found)]) as srv:
+        llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=srv.openai_base_url)
+        out = asyncio.run(averify_conversation(corrupted, llm=llm))
+        reqs = [r.json for r in srv.requests]
+    assert not out.accepted and out.rounds == 0
+    assert out.discard_reasons == ("llm_coherence: the caller answers a question nobody asked (a "
+                                   "seat) instead of giving the billing zip code (message 5)",)
+    assert [(v.check, v.fixable, v.edit) for v in out.verdicts] == [("llm_coherence", False, None)]
+    assert len(reqs) == 2                          # the copied answer re-asked; no modifier call
+    first = reqs[0]["messages"]
+    assert [m["role"] for m in first] == ["system", "user", "assistant", "user", "assistant", "user"]
+    system, call = first[0]["content"], first[-1]["content"]
+    assert "[coherence]" in system and "[consistency]" in system
+    assert f"[5] user: {UNASKED}" in call and "4471 0932 58" in call      # the call and the facts
+    assert "[4] assistant:" in call and call.index("[4] assistant:") < call.index(f"[5] user:")
+    assert "copies the worked example" in reqs[1]["messages"][-1]["content"]
+
+
+def test_unfounded_coherence_and_consistency_issues_are_dropped(tmp_path):
+    """A small model's invented issue is not obeyed: a coherence issue whose quote is not in the
+    message it names, and a consistency issue whose other value is nowhere in the knowledge base
+    or the call, are left out (the clean call passes); a grounded one is kept."""
+    clean = conv_with({})
+    invented = {"issues": [
+        {"check": "coherence", "message_index": 15, "fixable": False, "issue": "off-topic reply",
+         "quote": "the outage day is Tuesday"},
+        {"check": "consistency", "message_index": 20, "fixable": False,
+         "issue": "the visit day contradicts what was agreed", "quote": "Thursday between 9 and 11",
+         "conflicts_with": "Wednesday afternoon"}]}
+    with LoopbackLLMServer(answers=[json.dumps(invented)]) as srv:
+        llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=srv.openai_base_url)
+        out = asyncio.run(averify_conversation(clean, llm=llm))
+    assert out.accepted and out.verdicts == ()
+    friday = conv_with({20: ("assistant", "Done. You're booked for Friday between 2 and 4 pm and on "
+                                          "the cancellation list. Is there anything else?",
+                             {"stage": "wrap_up"})})
+    grounded = {"issues": [{"check": "consistency", "message_index": 20, "fixable": False,
+                            "issue": "the booking day contradicts the agreed Thursday visit",
+                            "quote": "Friday between 2 and 4 pm",
+                            "conflicts_with": "Thursday between 9 and 11 am"}]}
+    with LoopbackLLMServer(answers=[json.dumps(grounded)]) as srv:
+        llm = get_llm("openai:loopback-verifier", workdir=tmp_path / "2", base_url=srv.openai_base_url)
+        out = asyncio.run(averify_conversation(friday, llm=llm))
+    assert not out.accepted and out.discard_reasons[0].startswith("llm_consistency:")
