@@ -218,3 +218,37 @@ def clean_gold(conv: Conversation, rng: random.Random):
     k = rng.choice(sites)
     new = f"{conv.gold_recoveries[k]} {rng.choice(FINE)}"
     return conv.with_(gold_recoveries={**conv.gold_recoveries, k: new}), k
+
+
+# ---- 5. a request for a supervisor that the next turn passes over --------------------------------
+ESCALATE = ["Honestly, put me through to your manager.", "I want a supervisor on the line.",
+            "Could I speak with someone senior, please?", "Can you get me a real person?",
+            "I need a manager for this.", "I'd like to talk to a supervisor, please."]
+TAKEN_UP = ["My team leader can ring you back this afternoon about that.",
+            "I'll ask a supervisor to call you back today.",
+            "I can transfer you once I've noted the details.",
+            "A manager isn't free right now, but I've logged your request for one.",
+            "Let me escalate that for you.", "Of course, I'll get my supervisor on the line."]
+
+
+def _escalation(conv: Conversation, rng: random.Random, taken_up: bool):
+    ms = conv.messages
+    sites = [i for i in range(1, len(ms) - 1) if ms[i].role == "user" and ms[i - 1].interruption
+             is None and ms[i + 1].role == "assistant" and ms[i + 1].interruption is None
+             and ms[i + 1].text[:1].isupper()]
+    if not sites:
+        return None
+    i = rng.choice(sites)
+    msgs = list(ms)
+    msgs[i] = msgs[i].with_(text=f"{msgs[i].text} {rng.choice(ESCALATE)}")
+    if taken_up:
+        msgs[i + 1] = msgs[i + 1].with_(text=f"{rng.choice(TAKEN_UP)} {msgs[i + 1].text}")
+    return conv.with_(messages=tuple(msgs)), i
+
+
+def escalation_ignored(conv: Conversation, rng: random.Random):
+    return _escalation(conv, rng, False)
+
+
+def clean_escalation(conv: Conversation, rng: random.Random):
+    return _escalation(conv, rng, True)

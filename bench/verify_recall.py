@@ -165,6 +165,7 @@ KINDS = {
     "cut_inside_value": (D.cut_inside, D.clean_cut),
     "yes_no_answered": (D.unanswered, D.clean_answered),
     "grammar_gold": (D.gold_slip, D.clean_gold),
+    "escalation_addressed": (D.escalation_ignored, D.clean_escalation),
 }
 
 

@@ -323,3 +323,41 @@ def grammar_gold(conv: Conversation) -> list[Verdict]:
                 out.append(_verdict("grammar_gold", r.message_index, f"rubric criterion: {rule}",
                                     fixable=False, evidence=repr(c[max(0, s - 30):e + 30])))
     return out
+
+
+# ---- escalation_addressed ---------------------------------------------------------------------
+_ASK_ESCALATION = re.compile(
+    r"\b(?:speak|talk|put me through|transfer me|escalate|get me|want|like|need|ask for)\b"
+    r"[^.?!]{0,30}?\b(supervisor|manager|team lead|someone senior|a human|a real person)\b", re.I)
+_ANSWERS_ESCALATION = re.compile(
+    r"\b(?:supervisors?|managers?|team lead\w*|senior|boss|head of \w+|escalat\w*|transfer\w*|"
+    r"put you through|"
+    r"connect you|hand (?:you|this) over)\b", re.I)
+
+
+@check("escalation_addressed")
+def escalation_addressed(conv: Conversation) -> list[Verdict]:
+    """When the caller asks for a supervisor (a manager, a human), the next assistant turn and
+    the gold recovery take that request up (grant it, refuse it, offer a transfer or a
+    callback from one), rather than repeating the same offer as if it was not said."""
+    out = []
+    msgs = conv.messages
+    for pos, u in enumerate(msgs):
+        if u.role != "user":
+            continue
+        mm = _ASK_ESCALATION.search(u.text)
+        if not mm:
+            continue
+        replies = []
+        if pos + 1 < len(msgs) and msgs[pos + 1].role == "assistant":
+            replies.append(("next turn", msgs[pos + 1].spoken_text))
+        if u.index in conv.gold_recoveries:
+            replies.append(("gold recovery", conv.gold_recoveries[u.index]))
+        for where, text in replies:
+            if not _ANSWERS_ESCALATION.search(text):
+                out.append(_verdict("escalation_addressed", u.index, f"the caller asks for a "
+                                    f"{mm.group(1)} and the {where} does not take it up",
+                                    evidence=f"caller {u.text!r}; {where} {text[:160]!r}",
+                                    fixable=False))
+                break
+    return out

@@ -466,8 +466,8 @@ def tf_not_given(conv: Conversation) -> list[Verdict]:
             continue
         wl = normalise(tf)
         for f in facts:
-            lab = normalise(label(f.key))
-            if not lab or f" {lab} " not in f" {wl} ":
+            labs = {normalise(label(f.key)), normalise(f.key.replace("_", " "))} - {""}
+            if not any(f" {lab} " in f" {wl} " for lab in labs):   # "card last4" too
                 continue
             forms = [v for v in (f.value, f.spoken) if v]
             if any(said_before(conv, r.message_index + 1, v) for v in forms):
