@@ -252,3 +252,37 @@ def escalation_ignored(conv: Conversation, rng: random.Random):
 
 def clean_escalation(conv: Conversation, rng: random.Random):
     return _escalation(conv, rng, True)
+
+
+# ---- 6. "Is that right?" with nothing to confirm ------------------------------------------------
+TAGS = ["Is that right?", "Did I get that right?", "Is that correct?", "Have I got that right?"]
+EMPTY = ["Let's move on to the next part.", "Now for the next step.", "Okay, let's see here.",
+         "What's the reason for the call today?", "Which of these suits you best?",
+         "Bear with me a moment."]
+
+
+def _tag(conv: Conversation, rng: random.Random, clean: bool):
+    sites = _plain_assistant(conv)
+    if not sites:
+        return None
+    i = rng.choice(sites)
+    if clean:
+        facts = _facts(conv)
+        if not facts:
+            return None
+        f = rng.choice(facts)
+        lead = rng.choice(["I have {v} for the {l}.", "So the {l} is {v}.",
+                           "That's {v} for the {l}."]).format(v=f.value, l=f.key.replace("_", " "))
+    else:
+        lead = rng.choice(EMPTY)
+    msgs = list(conv.messages)
+    msgs[i] = msgs[i].with_(text=f"{msgs[i].text} {lead} {rng.choice(TAGS)}")
+    return conv.with_(messages=tuple(msgs)), i
+
+
+def empty_confirmation(conv: Conversation, rng: random.Random):
+    return _tag(conv, rng, False)
+
+
+def clean_confirmation(conv: Conversation, rng: random.Random):
+    return _tag(conv, rng, True)

@@ -166,6 +166,7 @@ KINDS = {
     "yes_no_answered": (D.unanswered, D.clean_answered),
     "grammar_gold": (D.gold_slip, D.clean_gold),
     "escalation_addressed": (D.escalation_ignored, D.clean_escalation),
+    "confirmation_has_object": (D.empty_confirmation, D.clean_confirmation),
 }
 
 

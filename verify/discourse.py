@@ -361,3 +361,48 @@ def escalation_addressed(conv: Conversation) -> list[Verdict]:
                                     fixable=False))
                 break
     return out
+
+
+# ---- confirmation_has_object ------------------------------------------------------------------
+_CONFIRM_TAG = re.compile(r"^(?:(?:so|and|okay|ok|just),?\s+)?(?:is that (?:right|correct)|"
+                          r"is that all (?:right|correct)|did I get that (?:right|correct)|"
+                          r"have I got that right|does that (?:sound|look) right|"
+                          r"is all of that (?:right|correct))\??$", re.I)
+
+
+def _states_something(conv: Conversation, sent: str) -> bool:
+    """Whether a sentence puts something up for confirmation: a value of the scenario, a
+    number, a name, an email, or a claim about the caller ("you're ...", "your ...")."""
+    if re.search(r"\d|@|\b(?:you|you're|your|you've)\b", sent, re.I):
+        return True
+    if any(_mentions(sent, v) for _, fs in _fact_forms(conv) for v in fs if len(normalise(v)) >= 3):
+        return True
+    return any(kind == "name" for *_, kind in value_spans(conv, sent))
+
+
+@check("confirmation_has_object")
+def confirmation_has_object(conv: Conversation) -> list[Verdict]:
+    """"Is that right?" asks the caller to confirm something just said: it follows a statement
+    of a value or a claim about the caller, not a question ("Which employee is this for? Is
+    that right?") or a sentence that states nothing ("Let's find the check. Is that right?")."""
+    out = []
+    for m in conv.messages:
+        if m.role != "assistant":
+            continue
+        text = m.text
+        cut = conv.messages[m.index - 2] if m.index >= 2 else None
+        if cut is not None and cut.interruption is not None and cut.interruption.type == "filler":
+            text = f"{cut.heard_text} {text}"     # a continuation: the sentence began before
+        sents = sentences(text)
+        for j, (s, e) in enumerate(sents):
+            if not _CONFIRM_TAG.match(text[s:e].strip()):
+                continue
+            prev = text[sents[j - 1][0]:sents[j - 1][1]] if j else ""
+            if not prev and m.index > 0:
+                continue                          # a tag opening a turn confirms the caller's
+            if prev.rstrip().endswith("?") or not _states_something(conv, prev):
+                out.append(_verdict("confirmation_has_object", m.index, "a confirmation "
+                                    "question after a sentence that puts nothing up to confirm",
+                                    evidence=f"{prev} {text[s:e]}".strip(), fixable=False))
+                break
+    return out

@@ -503,7 +503,8 @@ def whole_phrase(span: str, conv: Conversation) -> bool:
     p = " ".join(toks)
     texts = [m.spoken_text for m in conv.messages]
     for t in texts:
-        pieces = [t] + [t[a:b] for a, b in sentences(t)] + re.split(r"[.,;:!?\u2014]+(?!\d)", t)
+        titled = re.sub(r"\b(Dr|Mr|Mrs|Ms|St)\. ", r"\1 ", t)     # "Dr. Morse" is one clause
+        pieces = [t] + [t[a:b] for a, b in sentences(t)] + re.split(r"[.,;:!?\u2014]+(?!\d)", titled)
         for clause in pieces:
             if " ".join(tokens(clause)) == p:
                 return True

@@ -138,3 +138,23 @@ def test_a_request_for_a_supervisor_passed_over_is_found():
                     18: ("assistant", "I'll ask my team leader to call you back today. Shall I "
                                       "keep Thursday as a backup?", {"stage": "schedule_technician"})})
     assert found(ok, "escalation_addressed") == []
+
+
+# ---- confirmation_has_object --------------------------------------------------------------
+def test_is_that_right_after_a_question_or_nothing_is_found():
+    for lead in ("Which day suits you?", "Let's look at the next part."):
+        bad = conv_with({16: ("assistant", f"I can add you to the list. {lead} Is that right?",
+                              {"stage": "schedule_technician"})})
+        (v,) = found(bad, "confirmation_has_object")
+        assert v.message_index == 16 and lead in v.evidence
+    ok = conv_with({16: ("assistant", "I have 4471 0932 58 as the account. Is that right?",
+                         {"stage": "schedule_technician"})})
+    assert found(ok, "confirmation_has_object") == []
+
+
+def test_a_sentence_is_not_ended_by_a_title():
+    from bargein.verify.quality import whole_phrase
+    conv = conv_with({16: ("assistant", "Okay. Dr. Steven Morse can see you Thursday at 2 pm. "
+                                        "Does that work?", {"stage": "schedule_technician"})})
+    assert whole_phrase("Dr. Steven Morse can see you Thursday at 2 pm.", conv)
+    assert not whole_phrase("Steven Morse can see you Thursday at 2 pm.", conv)

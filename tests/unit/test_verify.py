@@ -51,7 +51,8 @@ def test_example_passes_every_check():
                            "hidden_fact_addressed", "user_states_system_value",
                            "resolved_goal_reached", "tf_not_given", "rq_whole_phrase",
                            "tone_after_bad_news", "repeated_marker", "presupposed_value",
-                           "cut_inside_value", "yes_no_answered", "grammar_gold"}
+                           "cut_inside_value", "yes_no_answered", "grammar_gold",
+                           "escalation_addressed", "confirmation_has_object"}
 
 
 # ---- turn_alternation --------------------------------------------------------------------
