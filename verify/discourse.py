@@ -240,7 +240,11 @@ _YES_NO = re.compile(
     r"wrong|changed|spot on|covered|the lot|takes care|sorts it|all i needed|that was all|"
     r"i'm fine|we're done|nothing else|that's everything|too|rather not|can't|won't|go for it|"
     r"go on|why not|by all means|be my guest|i guess so|i suppose|i think so|probably|maybe|"
-    r"perhaps|not sure|depends)\b|n't\b", re.I)
+    r"perhaps|not sure|depends|sounds|reasonable|fair)\b|n't\b", re.I)
+
+
+_REFUSAL = re.compile(r"\b(?:no|not|rather|why|prefer|uncomfortable|comfortable|wait|hold on|"
+                      r"hang on|don't|can't|won't|later|moment|second|sec)\b|n't\b", re.I)
 
 
 def yes_no_question(text: str) -> str:
@@ -254,6 +258,9 @@ def yes_no_question(text: str) -> str:
     if not q.endswith("?"):
         return ""
     body = _LEAD.sub("", q)
+    if re.search(r",? or\b|\b(?:ask|know|tell me|say|see)\s+(?:what|why|how|which|when|where|"
+                 r"who|whether)\b", body, re.I):
+        return ""                    # "..., or ...?", "Can I ask what's prompting it?"
     first = (tokens(body) or [""])[0]
     if _TAG.search(q) or first in _AUX:
         return q
@@ -281,9 +288,15 @@ def yes_no_answered(conv: Conversation) -> list[Verdict]:
         if not q:
             continue
         first = " ".join(re.split(r"(?<=[.!?])\s+", u.text.strip())[:2])   # "Thursday? No."
-        if _YES_NO.search(first) or is_backchannel(u.text):
+        if _REQUEST.match(_LEAD.sub("", q)) and re.search(r"\b(?:give|tell|read|spell|provide|"
+                                                          r"share|have)\b", q, re.I):
+            # "Could you give me your name?" -> "Yep." and nothing: a bare yes is no answer
+            bare = is_backchannel(u.text) or len(tokens(u.text)) <= 2
+            if not bare or _gives_value(conv, u.text) or _REFUSAL.search(first):
+                continue
+        elif _YES_NO.search(first) or is_backchannel(u.text):
             continue
-        if _REQUEST.match(_LEAD.sub("", q)) and _gives_value(conv, u.text):
+        elif _REQUEST.match(_LEAD.sub("", q)) and _gives_value(conv, u.text):
             continue
         nxt = msgs[pos + 2] if pos + 2 < len(msgs) else None
         core = normalise(_LEAD.sub("", q))
