@@ -8,14 +8,23 @@ atomically, so a process killed at any point leaves either the whole entry or no
 
 A stage output is only as good as the files it points to: :mod:`bargein.artifacts` notes and
 checks those (re-exported here).
+
+A cache written on a hot path inside an event loop (one LLM answer per call) is made with
+``write_behind=True``: ``put`` hands the entry to one writer thread per process and returns; the
+same atomic write happens there, off the loop (the file-system calls release the GIL). Until an
+entry is on disk, ``get`` in this process returns it from memory; :func:`flush_writes` waits for
+every queued entry (it also runs at interpreter exit). A process killed before its queue is
+written loses those entries only: each costs one repeated computation, never a half file.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import re
 import threading
+from collections import deque
 from pathlib import Path
 
 from bargein.artifacts import (  # noqa: F401 - re-exported: one import for cache users
@@ -44,15 +53,114 @@ def cache_key(*parts: object) -> str:
     return stable_hash(*parts)
 
 
+class _WriteBehind:
+    """The process's cache writer: one daemon thread writing queued entries in order."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._queue: deque[tuple[Path, bytes]] = deque()
+        self._pending: dict[Path, bytes] = {}
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+        self.failed = 0
+
+    def submit(self, path: Path, data: bytes) -> None:
+        with self._cv:
+            if self._pid != os.getpid():           # a forked child: the parent's thread is not here
+                self._queue.clear()
+                self._pending.clear()
+                self._thread, self._pid = None, os.getpid()
+            self._pending[path] = data
+            self._queue.append((path, data))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="bargein-cache-writer",
+                                                daemon=True)
+                self._thread.start()
+            elif len(self._queue) == 1:
+                self._cv.notify()
+
+    def pending(self, path: Path) -> bytes | None:
+        return self._pending.get(path)             # a dict read is atomic; no lock on the hot path
+
+    def pending_names(self, folder: Path) -> set[str]:
+        with self._cv:
+            return {p.name for p in self._pending if p.parent == folder}
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue:
+                    self._cv.wait()
+                batch = list(self._queue)
+                self._queue.clear()
+            for path, data in batch:
+                try:
+                    _write_atomic(path, data)
+                except OSError as e:
+                    self.failed += 1
+                    log.error("could not write cache entry %s: %s (it will be computed again)", path, e)
+            with self._cv:
+                for path, data in batch:
+                    if self._pending.get(path) is data:
+                        del self._pending[path]
+                self._cv.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued entry is on disk (True) or ``timeout`` passed (False)."""
+        if self._thread is None or self._pid != os.getpid():
+            return True
+        with self._cv:
+            return self._cv.wait_for(lambda: not self._pending, timeout)
+
+
+_WRITER = _WriteBehind()
+atexit.register(_WRITER.flush, 60.0)
+
+
+def flush_writes(timeout: float | None = None) -> bool:
+    """Wait until every entry queued by a ``write_behind`` cache in this process is written."""
+    return _WRITER.flush(timeout)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Open, write, rename (the lean form of :func:`bargein.store.atomic_write_bytes`): the shard
+    folder is made only when the open finds it missing, and the file mode comes from the umask.
+    Anything unusual goes through ``atomic_write_bytes`` for its clear errors."""
+    tmp = path.with_name(f".{path.name}.{_tmp_tag()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+    try:
+        try:
+            fd = os.open(tmp, flags, 0o666)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, flags, 0o666)
+    except OSError:
+        atomic_write_bytes(path, data, artifact=False)
+        return
+    try:
+        with open(fd, "wb", closefd=True) as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 class ContentCache:
     """Bytes by content key under ``root`` (``root/ab/<key><suffix>``), written atomically.
 
     A missing or unreadable entry is a miss; writes never count as a stage item's artifacts.
+    ``write_behind``: ``put`` returns at once and the process's writer thread writes the entry
+    (see the module docstring); reads in this process see it from the moment ``put`` returns.
     """
 
-    def __init__(self, root: str | os.PathLike, suffix: str = ".json"):
+    def __init__(self, root: str | os.PathLike, suffix: str = ".json", *, write_behind: bool = False):
         self.root = Path(root)
         self.suffix = suffix
+        self.write_behind = write_behind
 
     def path(self, key: str) -> Path:
         if not _HEX_KEY.fullmatch(key):
@@ -60,42 +168,32 @@ class ContentCache:
         return self.root / key[:2] / f"{key}{self.suffix}"
 
     def get(self, key: str) -> bytes | None:
+        path = self.path(key)
+        data = _WRITER.pending(path)
+        if data is not None:
+            return data
         try:
-            return self.path(key).read_bytes()
+            return path.read_bytes()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
 
     def put(self, key: str, data: bytes) -> Path:
-        """Write the entry atomically (temp file beside it, then rename).
-
-        Entries are written on hot paths (one per LLM answer, inside the event loop), so this is
-        the lean form of :func:`bargein.store.atomic_write_bytes`: open, write, rename; the shard
-        folder is made only when the open finds it missing, and the file mode comes from the
-        umask. Anything unusual goes through ``atomic_write_bytes`` for its clear errors.
-        """
+        """Write the entry atomically (temp file beside it, then rename); with ``write_behind``
+        in the writer thread."""
         path = self.path(key)
-        tmp = path.with_name(f".{path.name}.{_tmp_tag()}.tmp")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
-        try:
-            try:
-                fd = os.open(tmp, flags, 0o666)
-            except FileNotFoundError:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(tmp, flags, 0o666)
-        except OSError:
-            atomic_write_bytes(path, data, artifact=False)
-            return path
-        try:
-            with open(fd, "wb", closefd=True) as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        if self.write_behind:
+            _WRITER.submit(path, data)
+        else:
+            _write_atomic(path, data)
         return path
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until this process's queued entries are written (see :func:`flush_writes`)."""
+        return _WRITER.flush(timeout)
+
+    def queued_names(self, shard: str) -> set[str]:
+        """File names of entries in ``root/<shard>/`` that are queued, not yet on disk."""
+        return _WRITER.pending_names(self.root / shard)
 
     def get_text(self, key: str) -> str | None:
         data = self.get(key)
@@ -111,10 +209,14 @@ class ContentCache:
         return self.put(key, text.encode("utf-8"))
 
     def discard(self, key: str) -> None:
+        path = self.path(key)
+        if _WRITER.pending(path) is not None:
+            _WRITER.flush()                 # the queued write would bring the entry back
         try:
-            self.path(key).unlink()
+            path.unlink()
         except FileNotFoundError:
             pass
 
     def __contains__(self, key: str) -> bool:
-        return self.path(key).is_file()
+        path = self.path(key)
+        return _WRITER.pending(path) is not None or path.is_file()

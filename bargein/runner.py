@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import ValidationError
 
 from bargein.cache import ArtifactRef, ContentCache, check_artifacts, note_written, recording
 from bargein import executors
@@ -164,6 +165,9 @@ def _to_list(result: Any) -> list[Record]:
 
 
 def _failure(stage: Stage, item_id: str, exc: BaseException) -> Failure:
+    """The item's :class:`Failure`: the exception's evidence as JSON (its ``repr`` when it is not
+    JSON, the last traceback frames when there is none). Evidence whose keys bargein types have
+    values of another type (a stage's bug) is kept as its JSON text, never lost."""
     evidence = getattr(exc, "evidence", None)
     if evidence is None:
         evidence = {"traceback": traceback.format_exception(exc)[-3:]}
@@ -171,8 +175,16 @@ def _failure(stage: Stage, item_id: str, exc: BaseException) -> Failure:
         evidence = json.loads(canonical_json(evidence))
     except (TypeError, ValueError):
         evidence = repr(evidence)
-    return Failure(stage=stage.name, item_id=item_id, reason=str(exc) or type(exc).__name__,
-                   error_type=type(exc).__name__, evidence=evidence)
+    if not isinstance(evidence, (dict, list, str)):
+        evidence = {"value": evidence}            # a bare number or flag
+    kw = {"stage": stage.name, "item_id": item_id, "reason": str(exc) or type(exc).__name__,
+          "error_type": type(exc).__name__}
+    try:
+        return Failure(**kw, evidence=evidence)
+    except ValidationError as e:
+        log.warning("stage %s, item %s: the failure's evidence does not fit FailureEvidence (%s); "
+                    "kept as JSON text", stage.name, item_id, str(e).splitlines()[0])
+        return Failure(**kw, evidence=canonical_json(evidence))
 
 
 ENTRY_VERSION = 2          # 2: entries list the artifacts their records depend on

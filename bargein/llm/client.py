@@ -418,6 +418,8 @@ class LLMClient:
     # ---- lifecycle ------------------------------------------------------------------------
     def flush(self) -> None:
         """Write the ledger and every pending cache entry now."""
+        if self.cache is not None:
+            self.cache.flush()
         self.ledger.save(wait=True)
 
     async def aclose(self) -> None:
@@ -425,4 +427,6 @@ class LLMClient:
         close = getattr(self.provider, "aclose", None)
         if close is not None:
             await close()
+        if self.cache is not None:
+            await asyncio.to_thread(self.cache.flush)
         self.ledger.save(wait=True)

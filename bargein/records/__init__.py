@@ -13,8 +13,8 @@ from bargein.records.plan import (
     Acknowledgement, InterruptionDetail, Recovery, RoundPlan, Turn, Unit,
 )
 from bargein.records.release import (
-    Aggregate, Failure, FileEntry, ItemScore, Provenance, ReleaseManifest, ScoreReport,
-    StageDescription,
+    Aggregate, Attempt, Failure, FailureEvidence, FileEntry, ItemScore, Provenance, ReleaseManifest,
+    Round, ScoreReport, StageDescription, TokenUsage,
 )
 from bargein.records.scenario import (
     INTERRUPTION_TYPES, Correction, Domain, Goal, InterruptionType, KnowledgeBase, Scenario,
@@ -32,5 +32,6 @@ ALL_RECORDS: tuple[type[Record], ...] = (
 __all__ = [c.__name__ for c in ALL_RECORDS] + [
     "Record", "Frozen", "FrozenDict", "RoundPlan", "Unit", "Recovery", "Turn", "InterruptionDetail",
     "Acknowledgement", "MaskMeasures", "PairMeasures", "Role", "Provenance", "StageDescription",
+    "FailureEvidence", "Attempt", "Round", "TokenUsage",
     "JSONValue", "ALL_RECORDS", "INTERRUPTION_TYPES", "PERTURBATION_TYPES", "InterruptionType",
 ]

@@ -46,3 +46,15 @@ def write_file(item: ChatMessage, ctx) -> ChatMessage:
     path = Path(ctx.config["out"]) / f"{item.id}.txt"
     atomic_write_text(path, f"{item.content.upper()} {ctx.rng.random():.12f}\n")
     return ChatMessage(role="assistant", content=str(path), id=f"{item.id}_written")
+
+
+def fail_with_evidence(item: ChatMessage, ctx) -> ChatMessage:
+    """Fails every item; the item's text says which evidence the exception carries."""
+    from bargein.errors import GenerationFailed
+
+    evidence = {"typed": {"agent": "a", "attempts": 2, "errors": ["no JSON"]},
+                "mistyped": {"agent": "a", "attempts": "two"},
+                "list": ["first problem", "second problem"],
+                "number": 7,
+                "object": {"agent": "a", "when": object()}}[item.content]
+    raise GenerationFailed(f"{item.content} evidence", evidence=evidence)

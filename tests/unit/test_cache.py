@@ -132,6 +132,42 @@ def test_content_cache(tmp_path):
         c.path("../../etc/passwd")
 
 
+def test_write_behind_cache_reads_its_queue_and_writes_the_same_files(tmp_path, monkeypatch):
+    """An entry put with write_behind is readable at once, lands on disk byte-identical (atomic:
+    no temp file left), and a fresh instance (as another process) reads it after the flush.
+    The disk is made slow (a gate before each write) so every entry is still queued when read."""
+    import threading
+
+    import bargein.cache as cache_mod
+    from bargein.cache import flush_writes
+
+    wb = ContentCache(tmp_path / "wb", ".json", write_behind=True)
+    keys = [cache_key("llm", i) for i in range(200)]
+    want = [f'{{"n": {i}}}'.encode() for i in range(200)]
+    gate = threading.Event()
+    real = cache_mod._write_atomic
+
+    def slow_disk(path, data):
+        gate.wait(30)
+        real(path, data)
+
+    monkeypatch.setattr(cache_mod, "_write_atomic", slow_disk)
+    try:
+        for k, data in zip(keys, want):
+            wb.put(k, data)
+        assert [wb.get(k) for k in keys] == want and all(k in wb for k in keys)
+        assert not any(wb.path(k).exists() for k in keys)        # nothing on disk yet
+    finally:
+        gate.set()
+    assert flush_writes(30)
+    fresh = ContentCache(tmp_path / "wb", ".json")
+    assert [fresh.get(k) for k in keys] == want
+    assert not list((tmp_path / "wb").rglob("*.tmp"))
+    wb.put(keys[0], b"again")
+    wb.discard(keys[0])                     # a queued write must not bring a discarded entry back
+    assert flush_writes(30) and wb.get(keys[0]) is None and not wb.path(keys[0]).exists()
+
+
 def test_shared_caches_are_not_artifacts(rendered):
     """The synthesis cache is a cache: deleting it costs synthesis later, never a re-render."""
     import shutil
@@ -141,3 +177,32 @@ def test_shared_caches_are_not_artifacts(rendered):
     shutil.rmtree(wd / "tts_cache")
     again = render_conversations(convs, workdir=wd, seed=5, config=TONE, workers=1)
     assert (again.computed, again.cached) == (0, 3)
+
+
+def test_llm_answers_written_behind_are_seen_by_every_cache_over_the_folder(tmp_path, monkeypatch):
+    """A second ResponseCache over the same folder (a new client, same workdir) finds an answer
+    the first one queued, both while it is queued and once it is on disk; after the flush a new
+    process (a fresh listing of the folder) finds it on disk."""
+    import threading
+
+    import bargein.cache as cache_mod
+    from bargein.llm import cache as llm_cache
+    from bargein.llm.base import Completion, Usage
+
+    gate = threading.Event()
+    real = cache_mod._write_atomic
+    monkeypatch.setattr(cache_mod, "_write_atomic", lambda p, d: (gate.wait(30), real(p, d)))
+    answer = Completion(text='{"a": 1}', usage=Usage(3, 4), model="m", provider="openai", finish_reason="stop")
+    keys = [cache_mod.cache_key("q", i) for i in range(3)]
+    first = llm_cache.ResponseCache(tmp_path / "llm_cache")
+    first.put(keys[0], answer)
+    queued = llm_cache.ResponseCache(tmp_path / "llm_cache")        # lists while the answer is queued
+    assert queued.get(keys[0]).text == '{"a": 1}' and queued.get(keys[1]) is None
+    first.put(keys[1], answer)
+    gate.set()
+    assert first.flush(30)
+    written = llm_cache.ResponseCache(tmp_path / "llm_cache")       # lists after it is written
+    assert written.get(keys[1]).usage == Usage(3, 4) and queued.get(keys[1]).cached
+    monkeypatch.setattr(llm_cache, "_LISTINGS", {})                  # as a new process
+    assert llm_cache.ResponseCache(tmp_path / "llm_cache").get(keys[0]).text == '{"a": 1}'
+    assert llm_cache.ResponseCache(tmp_path / "llm_cache").get(keys[2]) is None

@@ -30,6 +30,17 @@ class Echo(BaseModel):
     n: int
 
 
+@pytest.fixture(autouse=True)
+def fresh_mode_memory():
+    """What a server accepted is remembered by its address, and a loopback server's port is
+    reused by later tests: each test starts from a process that has met no server yet."""
+    from bargein.llm.modes import MODES
+
+    MODES.reset()
+    yield
+    MODES.reset()
+
+
 @pytest.fixture
 def keys(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)

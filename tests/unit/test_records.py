@@ -185,3 +185,52 @@ def test_seeds_and_ids_stable_across_processes():
     assert outs == {here}
     assert item_rng(7, "render", "conv-1").random() == item_rng(7, "render", "conv-1").random()
     assert item_seed(7, "render", "conv-1") != item_seed(8, "render", "conv-1")
+
+
+# failures-file lines as the runner wrote them before Failure.evidence was typed (evidence: Any)
+OLD_FAILURE_LINES = [
+    '{"id":"fail-89611d17f87df894","stage":"s","item_id":"i","reason":"r","error_type":"X","evidence":"repr text"}',
+    '{"id":"fail-74d8420a5aa44b0e","stage":"s","item_id":"i","reason":"r","error_type":"X","evidence":{"traceback":["a","b"]}}',
+    '{"id":"fail-0c76c56e58fffa12","stage":"s","item_id":"i","reason":"r","error_type":"X","evidence":{"agent":"a",'
+    '"attempts":[{"errors":["e"],"finish_reason":"length","raw":"x","usage":{"input_tokens":1,"output_tokens":2}},'
+    '{"details":{"agent":"a","attempts":3,"errors":["x"],"probes":["p"]},"error":"boom"}],"model":"m",'
+    '"provider":"openai","sample":0,"schema":"S","usage":{"input_tokens":2,"output_tokens":3}}}',
+    '{"id":"fail-40d24ec7a8fc5993","stage":"s","item_id":"i","reason":"r","error_type":"X","evidence":{"rounds":'
+    '[{"evidence":{"agent":"a","attempts":[{"answer":{"a":1},"problems":["p"]}]},"reason":"r","replan":0,"round":1}],'
+    '"scenario":"scn-1"}}',
+    '{"id":"fail-2a4696dc9ce0e39e","stage":"s","item_id":"i","reason":"r","error_type":"X","evidence":{"attempts":'
+    '[{"attempt":2,"errors":["e"],"heard":"hi there","interjection":"wait"}],"message":"m"}}',
+    '{"id":"fail-0bf30525780f76b4","stage":"s","item_id":"i","reason":"r","error_type":"X","evidence":{"epoch":1,'
+    '"item":"i","model":"gpt","placeholders":["{x}"],"plan":{"k":[1]},"spent_usd":1.5,"violations":["v1"]}}',
+]
+
+
+def test_failure_evidence_is_typed_frozen_and_old_files_read_unchanged():
+    """Failure.evidence is a FailureEvidence: the keys bargein's producers write are typed (a
+    wrongly typed value is refused, naming the key), a stage's own keys are kept as JSON, every
+    level is frozen. Lines written before the typing read back to the same id and the same bytes."""
+    from bargein.records import Failure, FrozenDict
+
+    for line in OLD_FAILURE_LINES:
+        f = Failure.from_json(line)
+        assert f.to_json() == line and f.content_id() == f.id == json.loads(line)["id"]
+    llm = Failure.from_json(OLD_FAILURE_LINES[2])
+    try_ = llm.evidence["attempts"][1]
+    assert isinstance(try_, FrozenDict) and try_["details"]["attempts"] == 3
+    assert llm.evidence["attempts"][0]["usage"] == {"input_tokens": 1, "output_tokens": 2}
+    with pytest.raises(TypeError, match="immutable"):
+        try_["details"]["errors"] = ()
+    # keys come out sorted at every level, however the producer ordered them (as the runner wrote)
+    unsorted = Failure(stage="s", item_id="i", reason="r", error_type="X", evidence={
+        "usage": {"output_tokens": 3, "input_tokens": 2}, "schema": "S", "sample": 0, "provider": "openai",
+        "model": "m", "attempts": [{"usage": {"output_tokens": 2, "input_tokens": 1}, "raw": "x",
+                                    "finish_reason": "length", "errors": ["e"]},
+                                   {"error": "boom", "details": {"probes": ["p"], "errors": ["x"], "attempts": 3,
+                                                                 "agent": "a"}}], "agent": "a"})
+    assert unsorted.to_json() == OLD_FAILURE_LINES[2]
+    for bad, where in (({"attempts": "three"}, "attempts"), ({"usage": {"input_tokens": 1}}, "output_tokens"),
+                       ({"attempts": [{"usage": {"input_tokens": "x", "output_tokens": 1}}]}, "input_tokens"),
+                       ({"rounds": [{"round": "first"}]}, "round"), ({"extra": float("nan")}, "JSON"),
+                       ({"extra": {1, 2}}, "JSON")):
+        with pytest.raises(ValidationError, match=where):
+            Failure(stage="s", item_id="i", reason="r", evidence=bad)

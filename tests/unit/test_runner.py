@@ -62,6 +62,21 @@ def test_failures_are_recorded_with_evidence_and_the_batch_goes_on(tmp_path):
     assert again.cached == 4 and len(again.failures) == 2
 
 
+def test_every_failure_keeps_its_evidence_typed_or_as_text(tmp_path):
+    """Evidence that fits FailureEvidence is kept typed; a list stays a list; a stage's bug (a
+    typed key with a value of another type, an object that is not JSON) still reaches the
+    failures file with its evidence, as text, and the batch goes on."""
+    its = [ChatMessage(role="user", content=k, id=k) for k in ("typed", "mistyped", "list", "number", "object")]
+    res = run_stage(Stage(name="failing", fn=S.fail_with_evidence, output=ChatMessage), its,
+                    workdir=tmp_path, seed=1)
+    got = {f.item_id: f.evidence for f in read_jsonl(tmp_path / "failing.failures.jsonl", Failure)}
+    assert [f.item_id for f in res.failures] == [i.id for i in its]
+    assert got["typed"] == {"agent": "a", "attempts": 2, "errors": ("no JSON",)}
+    assert json.loads(got["mistyped"]) == {"agent": "a", "attempts": "two"}
+    assert got["list"] == ("first problem", "second problem") and got["number"] == {"value": 7}
+    assert got["object"].startswith("{'agent': 'a', 'when': <object object at")
+
+
 def test_one_to_many_and_composition(tmp_path):
     split = Stage(name="split", fn=S.split_words, output=ChatMessage)
     results = run([split, shout_stage()], items(2), workdir=tmp_path, seed=3)
