@@ -283,8 +283,9 @@ def main() -> int:
         totals["attempted"] += 1
         totals["accepted"] += accepted
         print(f"conversation {i}: {json.dumps(per_conv[-1])}", flush=True)
-        for v in run.verified:          # a sample to read, as a buyer would
-            for m in v.conversation.messages[:8]:
+        for v in run.verified:          # to read, as a buyer would (all of an accepted one)
+            print(f"  {'ACCEPTED' if v.accepted else 'discarded'}: {'; '.join(v.discard_reasons)[:300]}")
+            for m in v.conversation.messages[:None if v.accepted else 8]:
                 cut = f"  [cut: heard {m.heard_text!r}]" if m.interruption else ""
                 print(f"    {m.role}: {m.text}{cut}")
     model_s = sum(c["seconds"] for c in rec.calls)

@@ -121,11 +121,17 @@ def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
             close.append(Unit(kind="close", stage=stage_name, text=tp))
         elif "?" in tp:
             question = " ".join(re.findall(r"[^.?!]*\?", tp))      # only what is asked counts
-            keys = tuple(dict.fromkeys(k for k in asked_keys(question, askable) + said
-                                       if k not in covered))
+            asked = asked_keys(question, askable)
+            # values the turn reads out are the caller's to confirm only when it asks a yes-no
+            # question about them ("... 4 days left. Is that the one?"), not when it asks
+            # something else ("What's the main reason, recent sales or ...?")
+            last = re.findall(r"[^.?!]*\?", tp)[-1]
+            confirm = () if asked or choose_option(tp, random.Random(0)) or \
+                question_kind(last) not in ("fact", "offer") else said
+            keys = tuple(dict.fromkeys(k for k in asked + confirm if k not in covered))
             if not keys and _REQUEST.search(question):  # "could you tell me ..." naming no label
                 keys = _partial_keys(question, tuple(k for k in askable if k not in covered))
-            covered |= set(keys)
+            covered |= set(keys) | set(said)
             units.append(Unit(kind="ask", stage=stage_name, text=tp, keys=keys))
         else:
             covered |= set(said)
@@ -179,6 +185,8 @@ def question_kind(question: str) -> str:
         return "flexible"
     if re.search(r"\binstead\b", low):
         return "keep"
+    if re.search(r"\banything else\b", low):
+        return "no"
     if re.search(r"\bany(?:one|thing)?\b|\belse\b", low) and "go ahead" not in low:
         return "no"
     if not yn:
@@ -186,6 +194,8 @@ def question_kind(question: str) -> str:
     aux, subj = yn.group(1).lower(), yn.group(2).lower()
     if aux in ("can", "could", "may") and subj == "i" and re.search(r"\b(have|get|take|grab)\b", low):
         return "open"                       # "Could I have your name ...?" asks for information
+    if re.search(r"\b(work for you|suit you|be okay|okay with you|sound good|sound better|help)\?", low):
+        return "offer"
     if (aux in ("would", "do") and re.search(r"\b(like|want)\b", low)) or subj in ("i", "we") \
             or "go ahead" in low:
         return "offer"
@@ -266,6 +276,7 @@ class ConversationState:
     dispute: str = ""                                        # what the last pushback was about
     delivered: set[str] = field(default_factory=set)         # stages with a delivered turn
     dispute_kind: str = "policy"                             # fee | requirement | policy
+    persisted: int = 0                                       # pushbacks kept up on that dispute
     fast: bool = False
 
     @property

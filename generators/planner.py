@@ -151,6 +151,8 @@ class RulePlanner:
                     text = drop_unfounded(text, st)
                     if not text:
                         continue
+                    if not u.purpose:                          # the agent's own words
+                        text = P.vary(text, rng)
                 return u.model_copy(update={"text": text}), transition, lead
             transition = self._leave(st, rng)
             lead = st.stage is not None
@@ -279,7 +281,8 @@ class RulePlanner:
                 return cut.model_copy(update={"text": q, "kind": "ask"}), None
             unit, transition, _ = self._next_unit(st, rng)
             return unit, transition
-        return cut.model_copy(update={"text": st.fill_values(resume_text(cut.text, rec))}), None
+        again = st.fill_values(resume_text(cut.text, rec))   # started afresh, in other words
+        return cut.model_copy(update={"text": P.vary(again, rng, fresh=True)}), None
 
     def _user_action(self, st: ConversationState, unit: Unit, rng: random.Random):
         if unit.kind == "close":
@@ -370,8 +373,10 @@ class RulePlanner:
                 continue                    # nothing the user said can be corrected (yet)
             if t == "topic_switch" and not st.free_pairs("topic_switch"):
                 continue
-            if t == "pushback" and unit.purpose == "deescalate" and not st.dispute:
-                continue                    # nothing specific left to keep objecting to
+            if t == "pushback" and unit.purpose == "deescalate" and (not st.dispute or st.persisted >= 1):
+                continue                    # nothing specific left to keep objecting to (or the
+                                            # caller already held out once: a third round reads
+                                            # as a loop, not a conversation)
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
@@ -436,6 +441,8 @@ class RulePlanner:
             st.pending, st.pending_unit = None, None
         if interruption is not None:
             d = interruption.detail
+            if interruption.type == "pushback":
+                st.persisted = st.persisted + 1 if d.get("variant") == "persist" else 0
             if interruption.type == "pushback" and d.get("variant") != "persist":
                 anchor = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "")
                 st.dispute = "" if anchor == "that" else anchor

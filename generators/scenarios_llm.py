@@ -208,9 +208,13 @@ def kb_text(kb: KnowledgeBase) -> str:
 
 async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseModel], *,
                     agent: str, check: Callable[[Any], tuple[Any, list[str]]],
-                    max_reasks: int, sample: int = 0) -> Any:
-    """``structured`` plus content checks: re-ask with the problems, then fail with evidence."""
+                    max_reasks: int, sample: int = 0, show_answer: bool = True) -> Any:
+    """``structured`` plus content checks: re-ask with the problems, then fail with evidence.
+
+    ``show_answer=False``: the re-ask is the request again with the problems added, without the
+    refused answer (a small model shown its own answer writes it again, word for word)."""
     attempts: list[dict[str, Any]] = []
+    first = messages
     for n in range(max_reasks + 1):
         # a re-ask is a new draw (a new seed, sampled hotter), not the same answer again
         draft = await llm.structured(messages, schema, agent=agent, sample=sample * (max_reasks + 1) + n,
@@ -220,6 +224,12 @@ async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseM
         if not problems:
             return value
         attempts.append({"answer": draft.model_dump(mode="json"), "problems": problems})
+        if not show_answer:
+            seen = sorted({p for a in attempts for p in a["problems"]})
+            messages = first[:-1] + [{"role": "user", "content": first[-1]["content"]
+                                      + "\n\nEarlier answers were refused:\n- " + "\n- ".join(seen)
+                                      + "\nWrite different ones that avoid these problems."}]
+            continue
         messages = messages + [
             {"role": "assistant", "content": draft.model_dump_json()},
             {"role": "user", "content": "That answer is not acceptable:\n- " + "\n- ".join(problems)
@@ -255,6 +265,7 @@ GOAL_EXAMPLE = {"goals": [
 _PROCEDURE = re.compile(r"^(the )?(assistant|agent|caller|customer)\b|\bauthenticat|"
                         r"\bverif\w* (the |their |his |her )?(caller|customer|identity)", re.I)
 SAME_GOAL = 0.5          # content-word overlap (Jaccard) at which two goals are one formula
+COPIED_RULE = 0.8        # share of a goal's content words found in one domain rule: a copied rule
 
 
 def goal_messages(domain: Domain, brand: str, n_goals: int,
@@ -269,17 +280,21 @@ def goal_messages(domain: Domain, brand: str, n_goals: int,
                                                n_goals=n_goals, existing_goals=list(existing))}]
 
 
-def goal_problems(goals: Sequence[Goal]) -> list[str]:
+def goal_problems(goals: Sequence[Goal], guidelines: Sequence[str] = ()) -> list[str]:
     """Variety and form of one domain's goals: no procedure formula ("The assistant asks the
     caller to authenticate ..."), no two openings alike, no two goals of mostly the same words,
-    nothing copied from the worked example."""
+    nothing copied from the worked example or the domain's rules."""
     from bargein.verify.text import content_words
 
     problems = []
     example_names = {g["name"] for g in GOAL_EXAMPLE["goals"]}
     example_words = [content_words(g["description"]) for g in GOAL_EXAMPLE["goals"]]
     words = [content_words(g.description) for g in goals]
+    rules = [content_words(r) for r in guidelines]
     for k, g in enumerate(goals):
+        if any(len(words[k] & r) >= COPIED_RULE * max(1, len(words[k])) for r in rules):
+            problems.append(f"goal {g.name!r} copies a rule of the assistant; a goal is what a "
+                            "caller phones about")
         n = len(g.description.split())
         if not 6 <= n <= 40:
             problems.append(f"goal {g.name!r}: description has {n} words; write one sentence of 10-30")
@@ -317,12 +332,12 @@ async def write_goals(domain: Domain, ctx: StageContext) -> list[Goal]:
         if len(goals) < cfg["n_goals"]:
             problems.append(f"{len(goals)} distinct goals, {cfg['n_goals']} requested")
         goals = goals[: cfg["n_goals"]]
-        problems += goal_problems(goals)
+        problems += goal_problems(goals, domain.guidelines)
         problems += [f"placeholder {p}" for p in placeholders_in(draft)]
         return goals, problems
 
     return await ask_valid(llm, msgs, GoalList, agent="goal_writer", check=check,
-                           max_reasks=cfg["max_reasks"])
+                           max_reasks=cfg["max_reasks"], show_answer=False)
 
 
 # the intent writer's worked example (another domain), shown as an earlier turn

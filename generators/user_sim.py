@@ -357,8 +357,9 @@ def _yes_first(last: str, labels: list[str], rng: random.Random) -> str:
     if not qs or any(lab and lab.lower() in qs[-1].lower() for lab in labels):
         return ""
     kind = question_kind(qs[-1])
-    if kind != "fact":
-        return ""
+    if kind != "fact" or not re.match(r"^\W*(?:\w+,\s*)?(?:is|are|does|do|did|was|were|has|have)\b",
+                                      qs[-1], re.I):
+        return ""                       # only a real yes-no question ("Is that the one ...?")
     return P.compose(rng, "user", f"qa_{kind}")
 
 

@@ -29,7 +29,53 @@ def test_the_issues_formula_is_refused():
 
 @pytest.mark.parametrize("domain", sorted(load_catalogue().domains))
 def test_hand_written_catalogue_goals_pass(domain):
-    assert goal_problems([e.goal for e in load_catalogue().domain(domain).goals.values()]) == []
+    entry = load_catalogue().domain(domain)
+    assert goal_problems([e.goal for e in entry.goals.values()], entry.domain.guidelines) == []
+
+
+def test_a_rule_of_the_assistant_written_as_a_goal_is_refused():
+    """Seen on the 1.5B model: the travel domain's guidelines came back as its goals."""
+    dom = load_catalogue().domain("travel").domain
+    copied = goals("travel", ("book_flight", "Retrieve the booking with the six-character confirmation "
+                              "code and the passenger's last name before discussing or changing it."))
+    assert any(r.startswith("Retrieve the booking") for r in dom.guidelines)
+    assert any("copies a rule" in p for p in goal_problems(copied, dom.guidelines))
+
+
+def test_a_goal_reask_leaves_the_refused_answer_out():
+    """A small model shown its refused answer wrote it again word for word (three times): the
+    goal writer's re-ask is the request again, with the problems and without the answer."""
+    import asyncio
+
+    from bargein.generators.scenarios_llm import GoalList, ask_valid
+
+    class Recording:         # a stand-in client: answers from a list, keeps each chat it got
+        def __init__(self, answers):
+            self.answers, self.chats = list(answers), []
+
+        async def structured(self, messages, schema, **kw):
+            self.chats.append(messages)
+            return schema.model_validate(self.answers.pop(0))
+
+    same = {"goals": [{"name": "upgrade_plan", "description": "Log a request to upgrade the plan and quote it."},
+                      {"name": "downgrade_plan", "description": "Log a request to downgrade the plan and quote it."}]}
+    good = {"goals": [{"name": "upgrade_plan", "description": "Move the workspace to the Business plan and quote the new price."},
+                      {"name": "recover_deleted_file", "description": "Restore a file deleted from the shared drive within the last thirty days."}]}
+    llm = Recording([same, good])
+    dom = load_catalogue().domain("saas")
+    msgs = goal_messages(dom.domain, dom.brand, 2)
+
+    def check(d: GoalList):
+        gs = [Goal(domain="saas", name=g.name, description=g.description) for g in d.goals]
+        return gs, goal_problems(gs)
+
+    out = asyncio.run(ask_valid(llm, msgs, GoalList, agent="goal_writer", check=check,
+                                max_reasks=2, show_answer=False))
+    assert [g.name for g in out] == ["upgrade_plan", "recover_deleted_file"]
+    reask = llm.chats[1]
+    assert [m["role"] for m in reask] == ["system", "user", "assistant", "user"]
+    assert "Log a request" not in str(reask) and "open with the same words" in reask[-1]["content"]
+    assert reask[-1]["content"].startswith(msgs[-1]["content"])
 
 
 def test_the_same_need_reworded_and_the_example_copied_are_refused():
