@@ -45,7 +45,7 @@ class RulePlanner:
         self._units = {s: stage_units(scenario, s) for s in self.wf.stage_names}
 
     def new_state(self, rng: random.Random) -> ConversationState:
-        target = int(round(rng.triangular(26, MAX_MESSAGES, 38)))
+        target = int(round(rng.triangular(30, MAX_MESSAGES, MAX_MESSAGES)))
         st = ConversationState(scenario=self.scenario, target_messages=target)
         self._enter(st, self.wf.start, rng)
         return st
