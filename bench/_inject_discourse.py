@@ -1,0 +1,288 @@
+"""Seeded defects of the second reading (and clean look-alikes) for the verifier-recall bench.
+
+Kinds: a value presented as the caller's that they never gave, an interruption cut inside a
+multi-word value, a yes/no question left unanswered, grammar slips in a gold recovery. Each
+injector returns ``(conversation, index)`` or ``None`` when the conversation has no site; its
+wording lists are written as the error appears in conversation, not from the checks' patterns
+(several frames and replies here are deliberately absent from the checks' word lists).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from bargein.records import Conversation
+
+WORD = re.compile(r"\S+")
+
+
+def _norm(s: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", s.lower()))
+
+
+def _said_by_user(conv: Conversation, upto: int, forms: list[str]) -> bool:
+    txt = " " + " ".join(_norm(m.text) for m in conv.messages[:upto] if m.role == "user") + " "
+    return any(_norm(v) and f" {_norm(v)} " in txt for v in forms)
+
+
+def _plain_assistant(conv: Conversation) -> list[int]:
+    ms = conv.messages
+    return [i for i in range(2, len(ms)) if ms[i].role == "assistant" and ms[i].interruption is None
+            and ms[i - 1].interruption is None and ms[i].text[:1].isupper()]
+
+
+def _facts(conv: Conversation):
+    return [f for f in conv.scenario.kb.user_facts if f.value and len(f.value) >= 4]
+
+
+# ---- 1. a value framed as the caller's that they never gave -----------------------------------
+FRAMES = ["You mentioned your {label} is {value}.", "Let me read that back: your {label} is {value}.",
+          "I've noted {value} as your {label}.", "As you told me, the {label} is {value}.",
+          "So, going by what you said, the {label} is {value}.", "You said {value}, right, for the {label}.",
+          "I have {value} written down for your {label}.", "From what you told me, it's {value}."]
+STATEMENTS = ["Our records show the {label} as {value}.", "On file, the {label} is {value}.",
+              "The system lists {value} for the {label}."]
+
+
+def _framed(conv: Conversation, rng: random.Random, said: bool, frames: list[str]):
+    sites = _plain_assistant(conv)
+    rng.shuffle(sites)
+    for i in sites:
+        cands = [f for f in _facts(conv)
+                 if _said_by_user(conv, i, [f.value, f.spoken] if f.spoken else [f.value]) == said]
+        if not cands:
+            continue
+        f = rng.choice(cands)
+        value = f.spoken if said and f.spoken and _said_by_user(conv, i, [f.spoken]) else f.value
+        sent = rng.choice(frames).format(label=f.key.replace("_", " "), value=value)
+        msgs = list(conv.messages)
+        msgs[i] = msgs[i].with_(text=f"{sent} {msgs[i].text}")
+        return conv.with_(messages=tuple(msgs)), i
+    return None
+
+
+def presupposed(conv: Conversation, rng: random.Random):
+    return _framed(conv, rng, False, FRAMES)
+
+
+def clean_presupposed(conv: Conversation, rng: random.Random):
+    if rng.random() < 0.5:                      # the caller did say it
+        return _framed(conv, rng, True, FRAMES)
+    return _framed(conv, rng, False, STATEMENTS)    # the records say it, not the caller
+
+
+# ---- 2. a cut inside a multi-word value ---------------------------------------------------------
+DATES = ["Tuesday, March 4, 2025", "Friday, October 17, 2025", "Monday, June 2, 2025 at 10:30 AM",
+         "Thursday, January 15, 2026"]
+NAMES = ["Northgate Medical Centre", "Los Angeles", "Pine Hollow Road", "Dr. Anita Brooks",
+         "Silver Line Express", "New York"]
+QUANT = ["14 business days", "six weeks", "45 minutes", "three months"]
+CARRIERS = ["The next opening is {v}.", "That goes through {v} first.", "It usually takes {v}.",
+            "I'll note {v} on the file."]
+
+
+def _value_sites(conv: Conversation, text: str) -> list[tuple[int, int]]:
+    """Spans of multi-word values in ``text`` by the injector's own reading: fact values of the
+    scenario said there, and written dates."""
+    out = []
+    for f in conv.scenario.kb.user_facts:
+        for v in (f.value, f.spoken):
+            if v and len(v.split()) >= 2 and not re.match(r"(the|a|an) ", v):
+                i = text.find(v)
+                if i >= 0:
+                    out.append((i, i + len(v)))
+    for m in re.finditer(r"\b[A-Z][a-z]+day, [A-Z][a-z]+ \d{1,2}, \d{4}", text):
+        out.append(m.span())
+    return out
+
+
+def _cut_at(m, k: int, text: str):
+    spans = [x.span() for x in WORD.finditer(text)]
+    heard = text[: spans[k - 1][1]]
+    itr = m.interruption.with_(cut_word_index=k, cut_char_offset=len(heard), heard_text=heard)
+    return m.with_(text=text, heard_text=heard, interruption=itr)
+
+
+def _cut_value(conv: Conversation, rng: random.Random, inside: bool):
+    sites = [u.index for m, u in conv.interruptions]
+    rng.shuffle(sites)
+    for i in sites:
+        msgs = list(conv.messages)
+        m = msgs[i - 1]
+        text = m.text
+        vals = _value_sites(conv, text)
+        if not vals or rng.random() < 0.3:      # put one in: a sentence with a value, cut there
+            v = rng.choice(DATES + NAMES + QUANT)
+            text = f"{rng.choice(CARRIERS).format(v=v)} {text}"
+            vals = [(text.find(v), text.find(v) + len(v))]
+        s, e = rng.choice(vals)
+        spans = [x.span() for x in WORD.finditer(text)]
+        words_in = [k for k, (a, b) in enumerate(spans, 1) if s <= a and b <= e + 1]
+        if len(words_in) < 2:
+            continue
+        if inside:
+            k = rng.choice(words_in[:-1])
+        else:
+            k = words_in[-1] if rng.random() < 0.5 or words_in[0] < 2 else words_in[0] - 1
+        if k >= len(spans) or k < 1:
+            continue
+        msgs[i - 1] = _cut_at(m, k, text)
+        return conv.with_(messages=tuple(msgs)), i
+    return None
+
+
+def cut_inside(conv: Conversation, rng: random.Random):
+    return _cut_value(conv, rng, True)
+
+
+def clean_cut(conv: Conversation, rng: random.Random):
+    return _cut_value(conv, rng, False)
+
+
+# ---- 3. a yes/no question left unanswered -------------------------------------------------------
+QUESTIONS = ["Does that work for you?", "Would you like me to go ahead?", "Is that okay?",
+             "Shall I send that over now?", "Can I put you down for that?",
+             "Have you had our email about it?", "Are you happy with that?",
+             "Do you want the text reminder as well?"]
+NON_ANSWERS = ["Oh, by the way, my daughter might ring later about this.",
+               "I'm calling from the car park, sorry about the noise.",
+               "What time do you close today?", "My neighbour had the same thing last month.",
+               "Hang on, the dog is barking.", "Is it raining where you are?",
+               "I was on hold for twenty minutes before this.",
+               "Let me just grab a pen."]
+ANSWERS = ["Yes please, go ahead.", "No, not yet.", "Sure thing.", "Nah, leave it for now.",
+           "That's fine by me.", "Not right now, thanks.", "I'd rather not.", "Go for it.",
+           "Yep, that's great.", "Absolutely.", "Mm, no.", "Please do."]
+
+
+def _yes_no(conv: Conversation, rng: random.Random, replies: list[str]):
+    ms = conv.messages
+    sites = [i for i in range(1, len(ms) - 2) if ms[i].role == "assistant" and ms[i].interruption
+             is None and ms[i + 1].role == "user" and ms[i + 2].role == "assistant"
+             and not ms[i].text.rstrip().endswith("?") and ms[i - 1].interruption is None]
+    if not sites:
+        return None
+    i = rng.choice(sites)
+    msgs = list(ms)
+    msgs[i] = msgs[i].with_(text=f"{msgs[i].text} {rng.choice(QUESTIONS)}")
+    msgs[i + 1] = msgs[i + 1].with_(text=rng.choice(replies))
+    return conv.with_(messages=tuple(msgs)), i + 1
+
+
+def unanswered(conv: Conversation, rng: random.Random):
+    return _yes_no(conv, rng, NON_ANSWERS)
+
+
+def clean_answered(conv: Conversation, rng: random.Random):
+    return _yes_no(conv, rng, ANSWERS)
+
+
+# ---- 4. grammar slips in a gold recovery --------------------------------------------------------
+SLIPS = ["I needs to check one thing first.", "I has that on the file now.",
+         "I wants to make sure this is right.", "I sees the note here.",
+         "We was going to send it today.", "They has the details already.",
+         "I calls the depot every morning.", "I finds it on the account now."]
+FINE = ["I need to check one thing first.", "I have that on the file now.",
+        "She wants to make sure this is right.", "It makes sense to check.",
+        "We were going to send it today.", "Dr. Patel has the details already.",
+        "The team calls the depot every morning.", "I always find it on the account."]
+
+
+def _gold_sites(conv: Conversation) -> list[int]:
+    itype = {u.index: m.interruption.type for m, u in conv.interruptions}
+    return [k for k in sorted(conv.gold_recoveries) if itype.get(k) != "filler"]
+
+
+def gold_slip(conv: Conversation, rng: random.Random):
+    sites = _gold_sites(conv)
+    if not sites:
+        return None
+    k = rng.choice(sites)
+    gold = conv.gold_recoveries[k]
+    if rng.random() < 0.4:                      # a sentence after a period in lower case
+        ms = list(re.finditer(r"(?<=[.?!] )([A-Z])(?=[a-z]+ )", gold))
+        ms = [m for m in ms if m.group(1) != "I"]
+        if ms:
+            m = rng.choice(ms)
+            new = gold[:m.start()] + m.group(1).lower() + gold[m.end():]
+            return conv.with_(gold_recoveries={**conv.gold_recoveries, k: new}), k
+    new = f"{gold} {rng.choice(SLIPS)}"
+    return conv.with_(gold_recoveries={**conv.gold_recoveries, k: new}), k
+
+
+def clean_gold(conv: Conversation, rng: random.Random):
+    sites = _gold_sites(conv)
+    if not sites:
+        return None
+    k = rng.choice(sites)
+    new = f"{conv.gold_recoveries[k]} {rng.choice(FINE)}"
+    return conv.with_(gold_recoveries={**conv.gold_recoveries, k: new}), k
+
+
+# ---- 5. a request for a supervisor that the next turn passes over --------------------------------
+ESCALATE = ["Honestly, put me through to your manager.", "I want a supervisor on the line.",
+            "Could I speak with someone senior, please?", "Can you get me a real person?",
+            "I need a manager for this.", "I'd like to talk to a supervisor, please."]
+TAKEN_UP = ["My team leader can ring you back this afternoon about that.",
+            "I'll ask a supervisor to call you back today.",
+            "I can transfer you once I've noted the details.",
+            "A manager isn't free right now, but I've logged your request for one.",
+            "Let me escalate that for you.", "Of course, I'll get my supervisor on the line."]
+
+
+def _escalation(conv: Conversation, rng: random.Random, taken_up: bool):
+    ms = conv.messages
+    sites = [i for i in range(1, len(ms) - 1) if ms[i].role == "user" and ms[i - 1].interruption
+             is None and ms[i + 1].role == "assistant" and ms[i + 1].interruption is None
+             and ms[i + 1].text[:1].isupper()]
+    if not sites:
+        return None
+    i = rng.choice(sites)
+    msgs = list(ms)
+    msgs[i] = msgs[i].with_(text=f"{msgs[i].text} {rng.choice(ESCALATE)}")
+    if taken_up:
+        msgs[i + 1] = msgs[i + 1].with_(text=f"{rng.choice(TAKEN_UP)} {msgs[i + 1].text}")
+    return conv.with_(messages=tuple(msgs)), i
+
+
+def escalation_ignored(conv: Conversation, rng: random.Random):
+    return _escalation(conv, rng, False)
+
+
+def clean_escalation(conv: Conversation, rng: random.Random):
+    return _escalation(conv, rng, True)
+
+
+# ---- 6. "Is that right?" with nothing to confirm ------------------------------------------------
+TAGS = ["Is that right?", "Did I get that right?", "Is that correct?", "Have I got that right?"]
+EMPTY = ["Let's move on to the next part.", "Now for the next step.", "Okay, let's see here.",
+         "What's the reason for the call today?", "Which of these suits you best?",
+         "Bear with me a moment."]
+
+
+def _tag(conv: Conversation, rng: random.Random, clean: bool):
+    sites = _plain_assistant(conv)
+    if not sites:
+        return None
+    i = rng.choice(sites)
+    if clean:
+        facts = _facts(conv)
+        if not facts:
+            return None
+        f = rng.choice(facts)
+        lead = rng.choice(["I have {v} for the {l}.", "So the {l} is {v}.",
+                           "That's {v} for the {l}."]).format(v=f.value, l=f.key.replace("_", " "))
+    else:
+        lead = rng.choice(EMPTY)
+    msgs = list(conv.messages)
+    msgs[i] = msgs[i].with_(text=f"{msgs[i].text} {lead} {rng.choice(TAGS)}")
+    return conv.with_(messages=tuple(msgs)), i
+
+
+def empty_confirmation(conv: Conversation, rng: random.Random):
+    return _tag(conv, rng, False)
+
+
+def clean_confirmation(conv: Conversation, rng: random.Random):
+    return _tag(conv, rng, True)

@@ -1,0 +1,160 @@
+"""The checks of the second reading (bargein.verify.discourse) and the widened quality rules.
+
+Each check is shown a hand-written defect (found, with its index and evidence) and a
+hand-written near miss that is not a defect. Recall on a seeded corpus is measured by
+bench/verify_recall.py, not here.
+"""
+
+from __future__ import annotations
+
+from bargein.verify import run_checks, verify_conversation
+from bargein.verify.discourse import value_spans, yes_no_question
+from bargein.verify.quality import grammar_issues
+from doubles.conversation_examples import (
+    EXAMPLE_TURNS, build_conversation, example_conversation, example_scenario,
+)
+
+SCN = example_scenario()
+
+
+def conv_with(changes: dict[int, tuple], **kw):
+    return build_conversation(SCN, [changes.get(i, t) for i, t in enumerate(EXAMPLE_TURNS)], **kw)
+
+
+def found(conv, check: str):
+    return [v for v in run_checks(conv) if v.check == check]
+
+
+# ---- presupposed_value --------------------------------------------------------------------
+def test_a_value_framed_as_the_callers_before_they_gave_it_is_presupposed():
+    said = ("Thanks for calling Northwind Mobile. You mentioned your zip code is 60614, so could "
+            "you tell me your full name and the account number on your bill?")
+    (v,) = found(conv_with({0: ("assistant", said, {"stage": "identity_verification"})}),
+                 "presupposed_value")
+    assert v.message_index == 0 and "billing_zip='60614'" in v.issue and not v.fixable
+    # the records stating it is no presupposition
+    records = said.replace("You mentioned your zip code is 60614", "Our records list 60614")
+    assert found(conv_with({0: ("assistant", records, {"stage": "identity_verification"})}),
+                 "presupposed_value") == []
+    # a value the caller did give (message 1), read back later: fine
+    ok = "Just to check, I have 4471 0932 58 written down. When did the outage start?"
+    assert found(conv_with({8: ("assistant", ok, {"stage": "troubleshooting"})}),
+                 "presupposed_value") == []
+
+
+def test_a_gold_recovery_that_reads_back_an_unsaid_value_is_presupposed():
+    gold = {3: "account. Let me read that back: the zip code is 60614. Is that right?"}
+    (v,) = found(conv_with({}, gold=gold), "presupposed_value")
+    assert v.message_index == 3 and "gold recovery" in v.issue
+
+
+# ---- cut_inside_value ---------------------------------------------------------------------
+def test_a_cut_inside_a_date_or_name_is_found_and_moved_to_the_value_end():
+    text = ("The earliest visit is Thursday, March 6, 2025 at the Eastgate Clinic. "
+            "Does that work for you?")
+    bad = conv_with({14: ("assistant", text, {"stage": "schedule_technician", "cut": 6,
+                                             "type": "pushback"})})
+    (v,) = found(bad, "cut_inside_value")
+    assert v.message_index == 15 and "'Thursday, March 6, 2025'" in v.issue and v.fixable
+    assert '"value": 8' in v.edit                      # after "2025": the whole date heard
+    vc = verify_conversation(bad)
+    assert vc.accepted and vc.conversation.messages[14].heard_text.endswith("2025")
+    # the same cut after the whole date is clean
+    ok = conv_with({14: ("assistant", text, {"stage": "schedule_technician", "cut": 8,
+                                            "type": "pushback"})})
+    assert found(ok, "cut_inside_value") == []
+    spans = {text[s:e] for s, e, _ in value_spans(ok, text)}
+    assert "Eastgate Clinic" in spans
+
+
+def test_a_backchannel_inside_a_name_is_unfixable():
+    text = "Thanks for calling Keystone Federal Credit Union, this is Sam. How can I help?"
+    bad = conv_with({2: ("assistant", text, {"stage": "identity_verification", "cut": 5,
+                                            "type": "filler"}),
+                     4: ("assistant", "Union, this is Sam. How can I help?",
+                         {"stage": "identity_verification"})}, gold={3: "Union, this is Sam."})
+    (v,) = found(bad, "cut_inside_value")
+    assert v.message_index == 3 and not v.fixable and "Keystone Federal Credit Union" in v.issue
+
+
+# ---- yes_no_answered ----------------------------------------------------------------------
+def test_yes_no_questions_are_told_from_wh_questions():
+    assert yes_no_question("I can hold it. Would you like that?") == "Would you like that?"
+    assert yes_no_question("Okay, so, is that right?") == "Okay, so, is that right?"
+    assert yes_no_question("That's booked, right?") == "That's booked, right?"
+    assert yes_no_question("When did the outage start?") == ""
+    assert yes_no_question("Which day suits you?") == ""
+
+
+def test_a_side_remark_after_a_yes_no_question_is_no_answer():
+    bad = conv_with({16: ("assistant", "I can add you to the cancellation list for an earlier "
+                                       "slot. Shall I do that?", {"stage": "schedule_technician"}),
+                     17: ("user", "My neighbour had the same outage last week.")})
+    (v,) = found(bad, "yes_no_answered")
+    assert v.message_index == 17 and "Shall I do that?" in v.evidence and not v.fixable
+    for reply in ("Go for it.", "Nah, not today.", "I'd rather keep Thursday.",
+                  "Yes, please do that."):
+        ok = conv_with({16: bad.messages[16].text and ("assistant", bad.messages[16].text,
+                                                       {"stage": "schedule_technician"}),
+                        17: ("user", reply)})
+        assert found(ok, "yes_no_answered") == [], reply
+
+
+def test_a_question_asked_again_after_a_side_remark_is_still_open():
+    q = "I can add you to the cancellation list for an earlier slot. Shall I do that?"
+    ok = conv_with({16: ("assistant", q, {"stage": "schedule_technician"}),
+                    17: ("user", "My neighbour had the same outage last week."),
+                    18: ("assistant", "Sorry to hear that. " + q, {"stage": "wrap_up"})})
+    assert found(ok, "yes_no_answered") == []
+
+
+# ---- grammar_gold and the widened grammar rules -------------------------------------------
+def test_grammar_slips_in_a_gold_recovery_are_found():
+    gold = {15: "I understand. the earliest slot is Thursday; I can add you to the list."}
+    (v,) = found(conv_with({}, gold={3: example_conversation().gold_recoveries[3], **gold}),
+                 "grammar_gold")
+    assert v.message_index == 15 and "lower-case" in v.issue
+    ok = {15: "I understand. The earliest slot is Thursday; Dr. Patel can see you then."}
+    assert found(conv_with({}, gold={3: example_conversation().gold_recoveries[3], **ok}),
+                 "grammar_gold") == []
+
+
+def test_agreement_and_day_casing_rules():
+    rules = lambda t: [r for *_, r in grammar_issues(t)]  # noqa: E731
+    assert rules("I wants a refund.") == ["'I wants': the verb does not agree"]
+    assert rules("Sure, thursday works.") == ["the day or month 'thursday' in lower case"]
+    assert rules("We was told Monday.") == ["'We was': the verb does not agree"]
+    for fine in ("I always check.", "I guess so.", "I was told Monday.", "I focus on it.",
+                 "I may call in May."):
+        assert grammar_issues(fine) == [], fine
+
+
+# ---- escalation_addressed -----------------------------------------------------------------
+def test_a_request_for_a_supervisor_passed_over_is_found():
+    bad = conv_with({17: ("user", "This is ridiculous. I'd like to speak to a supervisor.")})
+    (v,) = found(bad, "escalation_addressed")
+    assert v.message_index == 17 and "supervisor" in v.issue
+    ok = conv_with({17: ("user", "This is ridiculous. I'd like to speak to a supervisor."),
+                    18: ("assistant", "I'll ask my team leader to call you back today. Shall I "
+                                      "keep Thursday as a backup?", {"stage": "schedule_technician"})})
+    assert found(ok, "escalation_addressed") == []
+
+
+# ---- confirmation_has_object --------------------------------------------------------------
+def test_is_that_right_after_a_question_or_nothing_is_found():
+    for lead in ("Which day suits you?", "Let's look at the next part."):
+        bad = conv_with({16: ("assistant", f"I can add you to the list. {lead} Is that right?",
+                              {"stage": "schedule_technician"})})
+        (v,) = found(bad, "confirmation_has_object")
+        assert v.message_index == 16 and lead in v.evidence
+    ok = conv_with({16: ("assistant", "I have 4471 0932 58 as the account. Is that right?",
+                         {"stage": "schedule_technician"})})
+    assert found(ok, "confirmation_has_object") == []
+
+
+def test_a_sentence_is_not_ended_by_a_title():
+    from bargein.verify.quality import whole_phrase
+    conv = conv_with({16: ("assistant", "Okay. Dr. Steven Morse can see you Thursday at 2 pm. "
+                                        "Does that work?", {"stage": "schedule_technician"})})
+    assert whole_phrase("Dr. Steven Morse can see you Thursday at 2 pm.", conv)
+    assert not whole_phrase("Steven Morse can see you Thursday at 2 pm.", conv)
