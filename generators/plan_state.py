@@ -336,7 +336,7 @@ class ConversationState:
 
         facts, held = self.facts, system_keys(self.scenario)
         return [k for k in dict.fromkeys(keys) if k in facts and k not in self.stated
-                and k not in held]
+                and k not in held and k not in self.read_back]   # not what the system read out
 
     def is_hidden(self, key: str) -> bool:
         return any(f.key == key for f in self.scenario.intent.hidden_facts)

@@ -289,8 +289,8 @@ class RulePlanner:
             return "close", {}
         if unit.kind == "outcome":
             return "ack", {}
-        if st.pending is not None and st.pending.type == "pushback":
-            return "accept", {}
+        if (st.pending is not None and st.pending.type == "pushback") or unit.purpose == "deescalate":
+            return "accept", {}             # the alternative offered (again, after a side turn)
         if unit.purpose in ("readback", "recap"):
             return "confirm", {k: st.value_for(k) or "" for k in unit.keys}
         if unit.kind == "ask" and unit.keys:
@@ -465,7 +465,8 @@ class RulePlanner:
             if plan.user_action == "answer" and plan.unit and st.stage == plan.unit.stage:
                 self._readback(st, plan, rng)
             key = next(iter(plan.user_facts), "")
-            one = len(plan.user_facts) == 1       # several facts: their words, for the tone
+            one = len(plan.user_facts) == 1 and plan.user_action != "confirm"   # a confirmation
+            # adds nothing to note down; several facts: their words, for the tone
             st.last_user = {"kind": "fact" if one else "plain", "key": key,
                             "value": plan.user_facts.get(key, "") if one
                             else " ".join(plan.user_facts.values())}
