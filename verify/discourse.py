@@ -79,7 +79,10 @@ def _framed_spans(text: str) -> list[tuple[int, int]]:
             continue
         out.append((s, e))
         if re.search(r"read|back|down", mm.group(0), re.I) and i + 1 < len(sents) \
-                and not text[s:e].rstrip().endswith("?"):
+                and not text[s:e].rstrip().endswith("?") \
+                and not re.search(r"\d|:\s*\S", text[mm.end() + s:e]):
+            # "Let me read that back." with the values in the next sentence (not "I have X
+            # written down." whose value is its own)
             out.append(sents[i + 1])
     return out
 
