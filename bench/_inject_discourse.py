@@ -92,7 +92,9 @@ def _value_sites(conv: Conversation, text: str) -> list[tuple[int, int]]:
                 i = text.find(v)
                 if i >= 0:
                     out.append((i, i + len(v)))
-    for m in re.finditer(r"\b[A-Z][a-z]+day, [A-Z][a-z]+ \d{1,2}, \d{4}", text):
+    # a date with the time said with it is one value ("Tuesday, April 8, 2025 at 1:20 PM")
+    for m in re.finditer(r"\b[A-Z][a-z]+day, [A-Z][a-z]+ \d{1,2}, \d{4}(?: at \d{1,2}:\d{2} [AP]M)?",
+                         text):
         out.append(m.span())
     return out
 
@@ -127,6 +129,8 @@ def _cut_value(conv: Conversation, rng: random.Random, inside: bool):
             k = words_in[-1] if rng.random() < 0.5 or words_in[0] < 2 else words_in[0] - 1
         if k >= len(spans) or k < 1:
             continue
+        if not inside and any(s2 < spans[k - 1][1] < e2 - 1 for s2, e2 in vals):
+            continue                         # a clean cut may not fall inside another value
         msgs[i - 1] = _cut_at(m, k, text)
         return conv.with_(messages=tuple(msgs)), i
     return None
@@ -286,3 +290,26 @@ def empty_confirmation(conv: Conversation, rng: random.Random):
 
 def clean_confirmation(conv: Conversation, rng: random.Random):
     return _tag(conv, rng, True)
+
+
+# ---- 7. clean twin of "the caller states a value only the system holds" --------------------------
+def clean_own_value(conv: Conversation, rng: random.Random):
+    """The caller gives a value that is theirs to give (the scenario's intent provides it) and
+    that nobody said before: not a system value."""
+    ms = conv.messages
+    provided = set(conv.scenario.intent.provides) - {c.key for c in conv.scenario.intent.corrections}
+    facts = [f for f in conv.scenario.kb.user_facts if f.key in provided and f.value]
+    sites = [i for i in range(1, len(ms)) if ms[i].role == "user" and ms[i - 1].interruption is None]
+    rng.shuffle(sites)
+    for i in sites:
+        fresh = [f for f in facts if not any(_norm(v) and _norm(v) in _norm(m.text)
+                                             for m in ms[:i] for v in (f.value, f.spoken) if v)]
+        if not fresh:
+            continue
+        f = rng.choice(fresh)
+        form = rng.choice(["And my {l} is {v}.", "Oh, the {l} is {v}, by the way.",
+                           "For the {l}, it's {v}."])
+        msgs = list(ms)
+        msgs[i] = msgs[i].with_(text=f"{msgs[i].text} {form.format(l=f.key.replace('_', ' '), v=f.value)}")
+        return conv.with_(messages=tuple(msgs)), i
+    return None

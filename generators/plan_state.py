@@ -21,7 +21,7 @@ MIN_MESSAGES, MAX_MESSAGES = 19, 40
 EDGE_WORDS = 3                      # a cut keeps >= 3 content words heard and >= 3 words unheard
 MIN_CUT_WORDS = 10                  # shorter content is not interrupted
 EXPLANATION_WORDS = 12              # impatience needs something to skip
-UNIT_OVERHEAD = 0.8                 # a unit costs 1 / (1 - this * rate) rounds
+UNIT_OVERHEAD = 0.6                 # a unit costs 1 / (1 - this * rate) rounds
 ELIGIBLE_SHARE = 0.80               # share of assistant turns that can be cut (not the farewell,
                                     # not too short): the per-turn chance is rate / this share, so
                                     # the realised share of cut turns matches interruption_rate

@@ -45,7 +45,7 @@ class RulePlanner:
         self._units = {s: stage_units(scenario, s) for s in self.wf.stage_names}
 
     def new_state(self, rng: random.Random) -> ConversationState:
-        target = int(round(rng.triangular(26, MAX_MESSAGES, 38)))
+        target = int(round(rng.triangular(30, MAX_MESSAGES, MAX_MESSAGES)))
         st = ConversationState(scenario=self.scenario, target_messages=target)
         self._enter(st, self.wf.start, rng)
         return st
@@ -298,10 +298,11 @@ class RulePlanner:
             if not any(values.values()):
                 return "unknown", values
             facts = st.facts
-            if unit.text and all(v and facts.get(k) and (facts[k].value in unit.text or
-                                 (facts[k].spoken and facts[k].spoken in unit.text))
-                                 and v in (facts[k].value, facts[k].spoken)
-                                 for k, v in values.items()):
+            if unit.text and all(v and facts.get(k) and (
+                    v in unit.text or (                      # as said (a corrected value too)
+                        (facts[k].value in unit.text or (facts[k].spoken and facts[k].spoken in unit.text))
+                        and v in (facts[k].value, facts[k].spoken)))
+                    for k, v in values.items()):
                 return "confirm", values
             answer = {k: v for k, v in values.items() if v}
             extra = [k for k in st.volunteerable() if st.correction(k) is not None and k not in answer]

@@ -158,3 +158,29 @@ def test_a_sentence_is_not_ended_by_a_title():
                                         "Does that work?", {"stage": "schedule_technician"})})
     assert whole_phrase("Dr. Steven Morse can see you Thursday at 2 pm.", conv)
     assert not whole_phrase("Steven Morse can see you Thursday at 2 pm.", conv)
+
+
+# ---- user_states_system_value: a value told back --------------------------------------------
+def test_a_value_the_assistant_stated_told_back_as_news_is_found_and_cut():
+    said = "Okay. The fiber line at your apartment has a new modem on file, the Netgear CM1200."
+    bad = conv_with({8: ("assistant", said + " When did the outage start?",
+                         {"stage": "troubleshooting"}),
+                     9: ("user", "It started Monday around 7 pm, and the lights are amber. "
+                                 "And the modem model is the Netgear CM1200.")})
+    facts = [f.model_copy(update={"key": "modem_model", "value": "the Netgear CM1200",
+                                   "kind": "text"})
+             for f in SCN.kb.user_facts[:1]]
+    scn = SCN.model_copy(update={"kb": SCN.kb.model_copy(update={
+        "user_facts": tuple(SCN.kb.user_facts) + tuple(facts)})})
+    bad = bad.model_copy(update={"scenario": scn})
+    (v,) = found(bad, "user_states_system_value")      # a value only the records held, told back
+    assert v.message_index == 9 and "Netgear" in v.evidence
+    # a value the caller provides (no record stated it first as its own), told back after the
+    # assistant read it: the sentence goes, the rest of the turn stays
+    scn2 = scn.model_copy(update={"intent": scn.intent.model_copy(update={
+        "provides": tuple(scn.intent.provides) + ("modem_model",)})})
+    (v,) = found(bad.model_copy(update={"scenario": scn2}), "user_states_system_value")
+    assert v.message_index == 9 and "tells back" in v.issue and v.fixable
+    vc = verify_conversation(bad.model_copy(update={"scenario": scn2}))
+    assert vc.accepted and vc.conversation.messages[9].text == \
+        "It started Monday around 7 pm, and the lights are amber."
