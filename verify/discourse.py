@@ -270,8 +270,20 @@ def yes_no_question(text: str) -> str:
     return ""
 
 
+_SPOKEN_DIGITS = re.compile(r"(?:\b(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)\b"
+                            r"[\s,-]*){3,}", re.I)
+# a reply that turns to something else instead of answering (general discourse markers)
+_SHIFT = re.compile(r"\b(?:by the way|just so you know|before I forget|I should (?:say|mention)|"
+                    r"while I have you|unrelated|random question|off topic|one more thing|"
+                    r"quick question|also,|oh, and|in case you need)\b", re.I)
+# acknowledgements that accept what was put to the caller when nothing else follows
+_ACK = re.compile(r"\b(?:makes sense|carry on|go on|covers it|that's the one|that's it|"
+                  r"i'm listening|got it|understood|noted|fair enough|i see|alright|all right|"
+                  r"that's all|sounds? (?:good|fine|right|fair))\b", re.I)
+
+
 def _gives_value(conv: Conversation, text: str) -> bool:
-    if re.search(r"\d|@|\bdot\b", text):
+    if re.search(r"\d|@|\bdot\b", text) or _SPOKEN_DIGITS.search(text):
         return True
     return any(_mentions(text, v) for _, fs in _fact_forms(conv) for v in fs
                if len(normalise(v)) >= 3)
@@ -297,10 +309,13 @@ def yes_no_answered(conv: Conversation) -> list[Verdict]:
             bare = is_backchannel(u.text) or len(tokens(u.text)) <= 2
             if not bare or _gives_value(conv, u.text) or _REFUSAL.search(first):
                 continue
-        elif _YES_NO.search(first) or is_backchannel(u.text):
-            continue
-        elif _REQUEST.match(_LEAD.sub("", q)) and _gives_value(conv, u.text):
-            continue
+        elif _YES_NO.search(first.split(". ")[0]) or is_backchannel(u.text):
+            continue                          # a yes or no first, whatever follows
+        elif _SHIFT.search(u.text):
+            pass                              # "Got it, thanks. Oh, and by the way, ..."
+        elif _YES_NO.search(first) or _gives_value(conv, u.text) or (
+                "?" not in u.text and _ACK.search(first)):
+            continue                          # "Makes sense to me. Carry on."
         nxt = msgs[pos + 2] if pos + 2 < len(msgs) else None
         core = normalise(_LEAD.sub("", q))
         sents = sentences(a.text)
