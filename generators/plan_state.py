@@ -163,7 +163,8 @@ def choose_option(question: str, rng: random.Random) -> str | None:
 _YN = re.compile(r"\b(would|could|can|do|does|did|is|are|shall|should|will|may|have|has)\s+"
                  r"(you|i|we|that|this|it|the|there|anyone|your|everything)\b", re.I)
 _WH = re.compile(r"(?:^|,\s*|\band\s+)(?:roughly\s+|about\s+)?(what|which|where|when|why|how|who)\b", re.I)
-_EITHER = re.compile(r"^(are you|would you like|would you prefer|do you want|do you prefer)\s+(.+)$", re.I)
+_EITHER = re.compile(r"^(are you|would you like|would you prefer|do you want|do you prefer|should i|shall i|"
+                     r"do you want me to|would you like me to)\s+(.+)$", re.I)
 
 
 def question_kind(question: str) -> str:
@@ -214,10 +215,13 @@ def _either_option(question: str, rng: random.Random) -> str:
     m = _EITHER.match(first)
     lead, opt1 = (m.group(1).lower(), m.group(2)) if m else ("", first)
     opt2 = re.sub(r"^(are you|would you like|do you want)\s+", "", second.strip(), flags=re.I)
-    opt = opt1 if rng.random() < 0.6 else opt2
+    # "Should I cancel the whole booking, or only some?": the workflow goes on with the first
+    opt = opt1 if rng.random() < 0.6 or lead in ("should i", "shall i") else opt2
     opt = re.sub(r"^(?:me|us) to\s+", "", opt)
     if lead == "are you":
         return f"I'm {opt}."
+    if lead in ("should i", "shall i", "do you want me to", "would you like me to"):
+        return P.sentence(f"{opt}, please.")      # "Cancel the whole booking, please."
     if lead in ("would you like", "do you want") and not re.match(r"^(a|an|the|to)\b", opt):
         return P.sentence(f"please {opt}.")
     return P.sentence(f"{opt}, please.")
