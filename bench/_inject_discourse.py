@@ -313,3 +313,120 @@ def clean_own_value(conv: Conversation, rng: random.Random):
         msgs[i] = msgs[i].with_(text=f"{msgs[i].text} {form.format(l=f.key.replace('_', ' '), v=f.value)}")
         return conv.with_(messages=tuple(msgs)), i
     return None
+
+
+# ---- 7. a gold that restates the span its own criterion says not to repeat ----------------------
+NO_REPEAT = ["Does not re-explain or repeat what the caller already heard (\"{q}\").",
+             "Avoids going back over \"{q}\", which the caller has already heard.",
+             "Doesn't restate \"{q}\" since the caller heard it before cutting in.",
+             "Never repeats the part already heard (\"{q}\")."]
+RESTATE = ["{q}", "As I said, {ql}", "Just to recap, {ql}", "So again, {ql}", "Like I mentioned, {ql}"]
+MOVE_ON = ["Let's move on.", "Right, on to the next bit.", "Skipping ahead, then.",
+           "Here's the next step."]
+
+
+def _cw(s: str) -> list[str]:
+    return [w for w in _norm(s).split() if len(w) > 3]
+
+
+def _quote_site(conv: Conversation, rng: random.Random):
+    """(rubric position, quoted heard sentence) for a rubric with a gold, by the injector's
+    own reading of the cut message's heard text."""
+    rubs = [(j, r) for j, r in enumerate(conv.rubrics) if r.message_index in conv.gold_recoveries
+            and conv.messages[r.message_index - 1].heard_text]
+    rng.shuffle(rubs)
+    for j, r in rubs:
+        heard = conv.messages[r.message_index - 1].heard_text
+        sents = [s.strip() for s in re.split(r"(?<=[.?!])\s+", heard)
+                 if len(_cw(s)) >= 3 and s.strip()[-1:] in ".?!" and '"' not in s]
+        if sents:
+            return j, r, rng.choice(sents)
+    return None
+
+
+def _with_criterion(conv, j, r, q, rng):
+    crit = rng.choice(NO_REPEAT).format(q=q)
+    rq = list(r.rq_criteria)
+    rq[min(1, len(rq) - 1)] = crit
+    rubs = list(conv.rubrics)
+    rubs[j] = r.with_(rq_criteria=tuple(rq))
+    return rubs
+
+
+def gold_restates(conv: Conversation, rng: random.Random):
+    site = _quote_site(conv, rng)
+    if site is None:
+        return None
+    j, r, q = site
+    rubs = _with_criterion(conv, j, r, q, rng)
+    form = rng.choice(RESTATE)
+    again = form.format(q=q, ql=q[:1].lower() + q[1:] if not re.match(r"I\b|I'", q) else q)
+    gold = conv.gold_recoveries[r.message_index]
+    golds = dict(conv.gold_recoveries)
+    golds[r.message_index] = f"{again} {gold}" if rng.random() < 0.5 else f"{gold} {again}"
+    return conv.with_(rubrics=tuple(rubs), gold_recoveries=golds), r.message_index
+
+
+def clean_gold_rubric(conv: Conversation, rng: random.Random):
+    """The criterion quotes a heard sentence; the gold keeps only sentences sharing at most one
+    word of four letters or more with it (and says so when it keeps none)."""
+    site = _quote_site(conv, rng)
+    if site is None:
+        return None
+    j, r, q = site
+    rubs = _with_criterion(conv, j, r, q, rng)
+    qw = set(_cw(q))
+    gold = conv.gold_recoveries[r.message_index]
+    kept = [s for s in re.split(r"(?<=[.?!])\s+", gold) if len(qw & set(_cw(s))) <= 1]
+    golds = dict(conv.gold_recoveries)
+    golds[r.message_index] = " ".join(kept) if kept else rng.choice(MOVE_ON)
+    return conv.with_(rubrics=tuple(rubs), gold_recoveries=golds), r.message_index
+
+
+# ---- 8. the same clause twice in adjacent sentences ----------------------------------------------
+PHRASES = ["what I can do for you", "the best way to sort this out", "what we can offer today",
+           "how the refund would work", "the next step on our side", "what I found on the account",
+           "the options you have here"]
+FIRST = ["So let me tell you {p}.", "I'll walk you through {p}.", "Let me explain {p}.",
+         "Here's the thing, I want to go over {p}."]
+SECOND = ["Here's {p}: {rest}", "So, {p}: {rest}", "Okay, {p} is this. {Rest}",
+          "{P}, then: {rest}"]
+SECOND_CLEAN = ["Here it is: {rest}", "In short: {rest}", "Okay. {Rest}", "It's simple. {Rest}"]
+
+
+def _doubled(conv: Conversation, rng: random.Random, doubled: bool):
+    sites = _plain_assistant(conv)
+    gold_keys = sorted(conv.gold_recoveries)
+    if not sites and not gold_keys:
+        return None
+    p = rng.choice(PHRASES)
+    first = rng.choice(FIRST).format(p=p)
+
+    def make(t: str) -> str:
+        rest = t[:1].lower() + t[1:] if not re.match(r"I\b|I'", t) else t
+        if doubled:
+            second = rng.choice(SECOND).format(p=p, P=p[:1].upper() + p[1:], rest=rest, Rest=t)
+        elif rng.random() < 0.5:
+            second = rng.choice(SECOND_CLEAN).format(rest=rest, Rest=t)
+        else:                                   # said twice, but not in adjacent sentences
+            second = f"{t} That's {p}, in short."
+            return f"{first} Bear with me a second. {second}"
+        return f"{first} {second}"
+
+    if gold_keys and (not sites or rng.random() < 0.4):
+        k = rng.choice(gold_keys)
+        golds = dict(conv.gold_recoveries)
+        golds[k] = make(golds[k])
+        return conv.with_(gold_recoveries=golds), k
+    i = rng.choice(sites)
+    msgs = list(conv.messages)
+    msgs[i] = msgs[i].with_(text=make(msgs[i].text))
+    return conv.with_(messages=tuple(msgs)), i
+
+
+def doubled_clause(conv: Conversation, rng: random.Random):
+    return _doubled(conv, rng, True)
+
+
+def clean_doubled(conv: Conversation, rng: random.Random):
+    return _doubled(conv, rng, False)

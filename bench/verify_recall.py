@@ -168,6 +168,8 @@ KINDS = {
     "grammar_gold": (D.gold_slip, D.clean_gold),
     "escalation_addressed": (D.escalation_ignored, D.clean_escalation),
     "confirmation_has_object": (D.empty_confirmation, D.clean_confirmation),
+    "gold_meets_own_rubric": (D.gold_restates, D.clean_gold_rubric),
+    "doubled_phrase": (D.doubled_clause, D.clean_doubled),
 }
 
 

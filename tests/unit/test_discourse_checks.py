@@ -184,3 +184,61 @@ def test_a_value_the_assistant_stated_told_back_as_news_is_found_and_cut():
     vc = verify_conversation(bad.model_copy(update={"scenario": scn2}))
     assert vc.accepted and vc.conversation.messages[9].text == \
         "It started Monday around 7 pm, and the lights are amber."
+
+
+# ---- gold_meets_own_rubric (bargein.verify.coherence) -----------------------------------------
+def _impatient_rubric(quote: str):
+    from bargein.records.conversation import Rubric
+
+    return Rubric(message_index=11, type="impatient",
+                  tf_criterion="Books the technician visit without finishing the restart steps.",
+                  rq_criteria=("Skips the rest of the interrupted explanation instead of finishing it.",
+                               f"Does not re-explain or repeat what the caller already heard "
+                               f"(\"{quote}\")."))
+
+
+def test_a_gold_that_restates_the_span_its_criterion_forbids_is_found():
+    quote = "Amber lights usually mean the signal isn't reaching the modem."
+    gold = ("Sure. Amber lights mean the signal is not reaching your modem, so I'll book "
+            "someone. The earliest visit is Thursday.")
+    (v,) = found(conv_with({}, rubrics=[_impatient_rubric(quote)], gold={11: gold}),
+                 "gold_meets_own_rubric")
+    assert v.message_index == 11 and not v.fixable
+    assert "Amber lights mean the signal" in v.evidence and "reaching the modem" in v.evidence
+    # the same criterion, a gold that moves on: fine
+    ok = "Sure, let's book someone. The earliest technician visit is Thursday between 9 and 11 am."
+    assert found(conv_with({}, rubrics=[_impatient_rubric(quote)], gold={11: ok}),
+                 "gold_meets_own_rubric") == []
+    # a quote the caller never heard is not checkable here (rq_whole_phrase's business)
+    unheard = "Unplug the power cord and wait thirty seconds."
+    assert found(conv_with({}, rubrics=[_impatient_rubric(unheard)],
+                           gold={11: "Sure. Unplug the power cord and wait thirty seconds."}),
+                 "gold_meets_own_rubric") == []
+
+
+def test_a_quoted_question_asked_again_counts_as_a_restatement():
+    from bargein.verify.coherence import restates
+
+    # conv-2ae7150a3f3901b7 ev13 of the lead's reading (seed 23)
+    assert restates("What's the new delivery address?", "What new address should I use?")
+    assert restates("Where should it go?", "Okay. Where should it go?")
+    assert not restates("What's the new delivery address?", "What time suits you for delivery?")
+    assert not restates("I'm sorry your bag didn't arrive.", "Could you read me the bag tag number?")
+
+
+# ---- doubled_phrase -------------------------------------------------------------------------------
+def test_the_same_clause_twice_in_adjacent_sentences_is_doubled():
+    doubled = ("Fourteen days are fixed on our side, so let me tell you what I can do instead. "
+               "Here's what I can do: I can add you to the cancellation list.")
+    (v,) = found(conv_with({20: ("assistant", doubled, {"stage": "wrap_up"})}), "doubled_phrase")
+    assert v.message_index == 20 and "what i can do" in v.issue
+    (g,) = found(conv_with({}, gold={3: example_conversation().gold_recoveries[3],
+                                     15: "Sure. So, the options you have here. Okay, the options "
+                                         "you have here are two."}), "doubled_phrase")
+    assert g.message_index == 15 and "gold recovery" in g.issue
+    once = ("Fourteen days are fixed on our side, so let me tell you what I can do instead. "
+            "I can add you to the cancellation list.")
+    assert found(conv_with({20: ("assistant", once, {"stage": "wrap_up"})}), "doubled_phrase") == []
+    apart = ("Let me tell you what I can do for you. First the list. Then, what I can do for "
+             "you is a callback.")
+    assert found(conv_with({20: ("assistant", apart, {"stage": "wrap_up"})}), "doubled_phrase") == []
