@@ -309,13 +309,24 @@ class RulePlanner:
             if extra and rng.random() < 0.4:        # "... and my email is X, in case you need it"
                 answer[extra[0]] = st.say(extra[0])
             return "answer", answer
-        answered = answer_question(unit.text, rng) if unit.kind == "ask" and unit.text else None
+        # the rest of a cut sentence ("or a subscription ...?") is answered as the whole question
+        asked = st.pending.planned_text if st.pending is not None and st.pending.type == "filler" \
+            else unit.text
+        answered = answer_question(asked, rng) if unit.kind == "ask" and unit.text else None
         if answered is not None:        # a question asking for no fact: answered, not acknowledged
             kind, reply = answered
             if kind == "reason":        # "what's prompting the change?": a hidden fact if any
                 hidden = [k for k in st.volunteerable() if st.is_hidden(k)]
                 if hidden:
                     return "volunteer", {hidden[0]: st.say(hidden[0])}
+            if kind == "open" and unit.stage:   # "Where should the transcript go?": what the
+                from bargein.verify.objects import system_keys      # stage still needs from them
+                held = system_keys(self.scenario)
+                need = [k for k in self.wf.stage(unit.stage).required_info
+                        if k not in st.stated and k in st.facts and k not in held
+                        and st.value_for(k)][:2]
+                if need:
+                    return "answer", {k: st.value_for(k) or "" for k in need}
             if kind == "which" and reply:
                 option = choose_option(unit.text, rng)
                 if option:

@@ -165,7 +165,10 @@ class RuleUser:
                 if said:
                     parts.append(P.sentence(("And " if n else "") + said + "."))
                 elif n:
-                    parts.append(f"And my {P.label(key)} is {value}.")
+                    last_word = P.label(key).split()[-1] if P.label(key).split() else ""
+                    be = "are" if last_word.endswith("s") and not last_word.endswith(("ss", "us")) \
+                        else "is"                       # "the copies are", "the email is"
+                    parts.append(f"And my {P.label(key)} {be} {value}.")
                 else:
                     parts.append(P.pick_filled(rng, "user", bank, value=value, label=P.label(key)))
             lead = _yes_first(last, [P.label(k) for k in up.facts], rng)
