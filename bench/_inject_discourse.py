@@ -92,7 +92,9 @@ def _value_sites(conv: Conversation, text: str) -> list[tuple[int, int]]:
                 i = text.find(v)
                 if i >= 0:
                     out.append((i, i + len(v)))
-    for m in re.finditer(r"\b[A-Z][a-z]+day, [A-Z][a-z]+ \d{1,2}, \d{4}", text):
+    # a date with the time said with it is one value ("Tuesday, April 8, 2025 at 1:20 PM")
+    for m in re.finditer(r"\b[A-Z][a-z]+day, [A-Z][a-z]+ \d{1,2}, \d{4}(?: at \d{1,2}:\d{2} [AP]M)?",
+                         text):
         out.append(m.span())
     return out
 
@@ -127,6 +129,8 @@ def _cut_value(conv: Conversation, rng: random.Random, inside: bool):
             k = words_in[-1] if rng.random() < 0.5 or words_in[0] < 2 else words_in[0] - 1
         if k >= len(spans) or k < 1:
             continue
+        if not inside and any(s2 < spans[k - 1][1] < e2 - 1 for s2, e2 in vals):
+            continue                         # a clean cut may not fall inside another value
         msgs[i - 1] = _cut_at(m, k, text)
         return conv.with_(messages=tuple(msgs)), i
     return None
@@ -286,3 +290,254 @@ def empty_confirmation(conv: Conversation, rng: random.Random):
 
 def clean_confirmation(conv: Conversation, rng: random.Random):
     return _tag(conv, rng, True)
+
+
+# ---- 7. clean twin of "the caller states a value only the system holds" --------------------------
+def clean_own_value(conv: Conversation, rng: random.Random):
+    """The caller gives a value that is theirs to give (the scenario's intent provides it) and
+    that nobody said before: not a system value."""
+    ms = conv.messages
+    provided = set(conv.scenario.intent.provides) - {c.key for c in conv.scenario.intent.corrections}
+    facts = [f for f in conv.scenario.kb.user_facts if f.key in provided and f.value]
+    sites = [i for i in range(1, len(ms)) if ms[i].role == "user" and ms[i - 1].interruption is None]
+    rng.shuffle(sites)
+    for i in sites:
+        fresh = [f for f in facts if not any(_norm(v) and _norm(v) in _norm(m.text)
+                                             for m in ms[:i] for v in (f.value, f.spoken) if v)]
+        if not fresh:
+            continue
+        f = rng.choice(fresh)
+        form = rng.choice(["And my {l} is {v}.", "Oh, the {l} is {v}, by the way.",
+                           "For the {l}, it's {v}."])
+        msgs = list(ms)
+        msgs[i] = msgs[i].with_(text=f"{msgs[i].text} {form.format(l=f.key.replace('_', ' '), v=f.value)}")
+        return conv.with_(messages=tuple(msgs)), i
+    return None
+
+
+# ---- 7. a gold that restates the span its own criterion says not to repeat ----------------------
+NO_REPEAT = ["Does not re-explain or repeat what the caller already heard (\"{q}\").",
+             "Avoids going back over \"{q}\", which the caller has already heard.",
+             "Doesn't restate \"{q}\" since the caller heard it before cutting in.",
+             "Never repeats the part already heard (\"{q}\")."]
+RESTATE = ["{q}", "As I said, {ql}", "Just to recap, {ql}", "So again, {ql}", "Like I mentioned, {ql}"]
+MOVE_ON = ["Let's move on.", "Right, on to the next bit.", "Skipping ahead, then.",
+           "Here's the next step."]
+
+
+def _cw(s: str) -> list[str]:
+    return [w for w in _norm(s).split() if len(w) > 3]
+
+
+def _quote_site(conv: Conversation, rng: random.Random):
+    """(rubric position, quoted heard sentence) for a rubric with a gold, by the injector's
+    own reading of the cut message's heard text."""
+    rubs = [(j, r) for j, r in enumerate(conv.rubrics) if r.message_index in conv.gold_recoveries
+            and conv.messages[r.message_index - 1].heard_text]
+    rng.shuffle(rubs)
+    for j, r in rubs:
+        heard = conv.messages[r.message_index - 1].heard_text
+        sents = [s.strip() for s in re.split(r"(?<=[.?!])\s+", heard)
+                 if len(_cw(s)) >= 3 and s.strip()[-1:] in ".?!" and '"' not in s]
+        if sents:
+            return j, r, rng.choice(sents)
+    return None
+
+
+def _with_criterion(conv, j, r, q, rng):
+    crit = rng.choice(NO_REPEAT).format(q=q)
+    rq = list(r.rq_criteria)
+    rq[min(1, len(rq) - 1)] = crit
+    rubs = list(conv.rubrics)
+    rubs[j] = r.with_(rq_criteria=tuple(rq))
+    return rubs
+
+
+def gold_restates(conv: Conversation, rng: random.Random):
+    site = _quote_site(conv, rng)
+    if site is None:
+        return None
+    j, r, q = site
+    rubs = _with_criterion(conv, j, r, q, rng)
+    form = rng.choice(RESTATE)
+    again = form.format(q=q, ql=q[:1].lower() + q[1:] if not re.match(r"I\b|I'", q) else q)
+    gold = conv.gold_recoveries[r.message_index]
+    golds = dict(conv.gold_recoveries)
+    golds[r.message_index] = f"{again} {gold}" if rng.random() < 0.5 else f"{gold} {again}"
+    return conv.with_(rubrics=tuple(rubs), gold_recoveries=golds), r.message_index
+
+
+def clean_gold_rubric(conv: Conversation, rng: random.Random):
+    """The criterion quotes a heard sentence; the gold keeps only sentences sharing at most one
+    word of four letters or more with it (and says so when it keeps none)."""
+    site = _quote_site(conv, rng)
+    if site is None:
+        return None
+    j, r, q = site
+    rubs = _with_criterion(conv, j, r, q, rng)
+    qw = set(_cw(q))
+    gold = conv.gold_recoveries[r.message_index]
+    kept = [s for s in re.split(r"(?<=[.?!])\s+", gold) if len(qw & set(_cw(s))) <= 1]
+    golds = dict(conv.gold_recoveries)
+    golds[r.message_index] = " ".join(kept) if kept else rng.choice(MOVE_ON)
+    return conv.with_(rubrics=tuple(rubs), gold_recoveries=golds), r.message_index
+
+
+# ---- 8. the same clause twice in adjacent sentences ----------------------------------------------
+PHRASES = ["what I can do for you", "the best way to sort this out", "what we can offer today",
+           "how the refund would work", "the next step on our side", "what I found on the account",
+           "the options you have here"]
+FIRST = ["So let me tell you {p}.", "I'll walk you through {p}.", "Let me explain {p}.",
+         "Here's the thing, I want to go over {p}."]
+SECOND = ["Here's {p}: {rest}", "So, {p}: {rest}", "Okay, {p} is this. {Rest}",
+          "{P}, then: {rest}"]
+SECOND_CLEAN = ["Here it is: {rest}", "In short: {rest}", "Okay. {Rest}", "It's simple. {Rest}"]
+
+
+def _doubled(conv: Conversation, rng: random.Random, doubled: bool):
+    sites = _plain_assistant(conv)
+    gold_keys = sorted(conv.gold_recoveries)
+    if not sites and not gold_keys:
+        return None
+    p = rng.choice(PHRASES)
+    first = rng.choice(FIRST).format(p=p)
+
+    def make(t: str) -> str:
+        rest = t[:1].lower() + t[1:] if not re.match(r"I\b|I'", t) else t
+        if doubled:
+            second = rng.choice(SECOND).format(p=p, P=p[:1].upper() + p[1:], rest=rest, Rest=t)
+        elif rng.random() < 0.5:
+            second = rng.choice(SECOND_CLEAN).format(rest=rest, Rest=t)
+        else:                                   # said twice, but not in adjacent sentences
+            second = f"{t} That's {p}, in short."
+            return f"{first} Bear with me a second. {second}"
+        return f"{first} {second}"
+
+    if gold_keys and (not sites or rng.random() < 0.4):
+        k = rng.choice(gold_keys)
+        golds = dict(conv.gold_recoveries)
+        golds[k] = make(golds[k])
+        return conv.with_(gold_recoveries=golds), k
+    i = rng.choice(sites)
+    msgs = list(conv.messages)
+    msgs[i] = msgs[i].with_(text=make(msgs[i].text))
+    return conv.with_(messages=tuple(msgs)), i
+
+
+def doubled_clause(conv: Conversation, rng: random.Random):
+    return _doubled(conv, rng, True)
+
+
+def clean_doubled(conv: Conversation, rng: random.Random):
+    return _doubled(conv, rng, False)
+
+
+# ---- 9. a gold that closes the request while a later stage is never done -------------------------
+CLOSINGS = ["That wraps things up for today. Anything else you need?",
+            "You're all set now. Is there anything else?", "That's everything on my side.",
+            "And that wraps up your request. Can I do anything else for you?",
+            "We're all done here. Anything else I can help with?"]
+ONWARD = ["Next, let's get that done.", "Let's keep going with the next step.",
+          "I'll carry on with that now."]
+
+
+def _abandon(conv: Conversation, rng: random.Random, mode: str):
+    """mode 'drop': a later stage's messages are relabelled to the stage after it (as if it
+    was never done) and the gold closes; 'closing': the gold closes, nothing dropped;
+    'onward': a stage dropped but the gold does not close; 'skip': a stage dropped, a skip
+    transition of the workflow allows it, and the gold closes."""
+    wf = conv.scenario.kb.workflow
+    names = [s.name for s in wf.stages]
+    sites = [(m, u) for m, u in conv.interruptions if m.interruption.type == "impatient"
+             and m.stage in names and u.index in conv.gold_recoveries]
+    rng.shuffle(sites)
+    # the injector's reading of the workflow: a stage is required when it has no skip of its
+    # own, no skip passes over it, and a 'next' transition leads into it
+    nxt_in = {t.target for t in wf.transitions if t.kind == "next"}
+    optional = {t.source for t in wf.transitions if t.kind == "skip"}
+    for t in wf.transitions:
+        if t.kind == "skip" and t.source in names and t.target in names:
+            optional |= set(names[names.index(t.source) + 1:names.index(t.target)])
+    required = [k for k, n in enumerate(names) if n in nxt_in and n not in optional]
+    seen = {x.stage for x in conv.messages}
+    for m, u in sites:
+        at = names.index(m.stage)
+        if any(names[k] not in seen for k in required if k > at):
+            continue                    # the conversation already leaves a stage undone
+        later = [k for k in required if at < k < len(names) - 1 and names[k] in seen]
+        if mode != "closing" and not later:
+            continue
+        out = conv
+        if mode != "closing":
+            k = rng.choice(later)
+            gone, into = names[k], names[k + 1]
+            msgs = tuple(x.with_(stage=into) if x.stage == gone else x for x in conv.messages)
+            out = out.with_(messages=msgs)
+            if mode == "skip":
+                from bargein.records.scenario import Transition
+                t = Transition(source=names[k - 1], target=into, kind="skip",
+                               condition="the caller already did this step online")
+                sc = out.scenario
+                out = out.with_(scenario=sc.with_(kb=sc.kb.with_(workflow=wf.with_(
+                    transitions=(*wf.transitions, t)))))
+        golds = dict(out.gold_recoveries)
+        tail = rng.choice(ONWARD if mode == "onward" else CLOSINGS)
+        golds[u.index] = f"{golds[u.index]} {tail}"
+        return out.with_(gold_recoveries=golds), u.index
+    return None
+
+
+def abandoned(conv: Conversation, rng: random.Random):
+    return _abandon(conv, rng, "drop")
+
+
+def clean_abandoned(conv: Conversation, rng: random.Random):
+    return _abandon(conv, rng, rng.choice(["closing", "onward", "skip"]))
+
+
+# ---- 10. a pushback on a value the turn gives as a condition the caller meets --------------------
+SPANS = ["seven days", "thirty days", "fourteen days", "24 hours", "90 days", "two weeks",
+         "48 hours", "sixty days"]
+BENEFITS = ["Since it's within {v}, you qualify for a full refund.",
+            "Because you're still within {v} of purchase, there's no fee to cancel.",
+            "As you booked less than {v} ago, you're eligible for a free change.",
+            "You're within {v} of delivery, so the return is free.",
+            "Since the order is under {v} old, we'll waive the restocking fee.",
+            "Because it's been less than {v}, you're entitled to a replacement at no cost.",
+            "Given that it's only been {v}, cancelling costs you nothing.",
+            "Since you're inside the {v} window, shipping back is covered."]
+BURDENS = ["Refunds take {v} to reach your card.", "There's a {v} waiting period before we can reissue it.",
+           "Because of the backlog, processing takes {v}.", "You'll need to wait {v} before the account unlocks.",
+           "Since the claim has to be reviewed, expect {v} before a decision.",
+           "The hold stays on for {v} after the payment."]
+PUSHBACKS = ["{V}? That seems unreasonable.", "Hold on, {v} is a problem for me.",
+             "Wait, why {v}? Nobody told me that.", "I can't accept {v}, honestly.",
+             "Sorry, {v}? That's not what I expected."]
+
+
+def _pushback_value(conv: Conversation, rng: random.Random, benefit: bool):
+    sites = [(m, u) for m, u in conv.interruptions if m.interruption.type == "pushback"]
+    if not sites:
+        return None
+    m, u = rng.choice(sites)
+    v = rng.choice(SPANS)
+    sent = rng.choice(BENEFITS if benefit else BURDENS).format(v=v)
+    if not benefit and rng.random() < 0.5:      # a benefit said too, on another value
+        other = rng.choice([x for x in SPANS if x != v])
+        sent = f"{rng.choice(BENEFITS).format(v=other)} {sent}"
+    text = f"{sent} {m.text}"
+    k = len(WORD.findall(sent))
+    msgs = list(conv.messages)
+    said = rng.choice(PUSHBACKS).format(v=v, V=v[:1].upper() + v[1:])
+    cut = _cut_at(m, k, text)
+    msgs[m.index] = cut.with_(interruption=cut.interruption.with_(interjection=said))
+    msgs[u.index] = msgs[u.index].with_(text=said)
+    return conv.with_(messages=tuple(msgs)), u.index
+
+
+def pushback_benefit(conv: Conversation, rng: random.Random):
+    return _pushback_value(conv, rng, True)
+
+
+def clean_pushback_burden(conv: Conversation, rng: random.Random):
+    return _pushback_value(conv, rng, False)

@@ -155,7 +155,8 @@ KINDS = {
     "grammar_casing": (I.grammar, I.clean_grammar),
     "attribution_grounded": (I.attribution, I.clean_attribution),
     "hidden_fact_addressed": (I.hidden_ignored, I.clean_hidden),
-    "user_states_system_value": (lambda c, r: I.system_value(c, r, disclosed_keys(c)), None),
+    "user_states_system_value": (lambda c, r: I.system_value(c, r, disclosed_keys(c)),
+                                 D.clean_own_value),
     "resolved_goal_reached": (lambda c, r: I.resolved_early(c, r, last_stage(c)), None),
     "tf_not_given": (I.tf_given, I.clean_tf),
     "rq_whole_phrase": (I.rq_fragment, I.clean_rq),
@@ -167,6 +168,10 @@ KINDS = {
     "grammar_gold": (D.gold_slip, D.clean_gold),
     "escalation_addressed": (D.escalation_ignored, D.clean_escalation),
     "confirmation_has_object": (D.empty_confirmation, D.clean_confirmation),
+    "gold_meets_own_rubric": (D.gold_restates, D.clean_gold_rubric),
+    "doubled_phrase": (D.doubled_clause, D.clean_doubled),
+    "task_abandoned_on_skip": (D.abandoned, D.clean_abandoned),
+    "pushback_on_benefit": (D.pushback_benefit, D.clean_pushback_burden),
 }
 
 

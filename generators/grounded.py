@@ -100,6 +100,8 @@ def _fits(o: Obj, content: str) -> bool:
                 and bool(_IDENTITY.search(o.phrase))
                 and not re.search(r"\berror\b|\bthat code\b", sent, re.I))
     if o.kind == "policy":           # the rule is stated around it, not just named by it
+        if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive)", sent, re.I):
+            return False             # a benefit the caller is offered is nothing to object to
         return bool(_RULE_CUE.search(sent.replace(o.phrase, " ")))
     return True
 

@@ -97,8 +97,10 @@ def compose(rng: random.Random, file: str, key: str, **slots: str) -> str:
         opener = ""                                      # not "Thanks, thanks for that."
     tail = fill(rng.choice(data[f"{key}_tail"]), where=f"{file}.{key}_tail", **slots) \
         if data.get(f"{key}_tail") else ""
-    if opener and not opener.rstrip().endswith((".", "!", "?")) and not core.startswith(("I ", "I'")):
-        core = core[:1].lower() + core[1:]
+    slot_first = {str(v).split()[0] for v in slots.values() if str(v).split()}
+    if opener and not opener.rstrip().endswith((".", "!", "?")) and not core.startswith(("I ", "I'")) \
+            and core.split()[0].strip(",.?!") not in {s.strip(",.?!") for s in slot_first}:
+        core = core[:1].lower() + core[1:]      # never a value's own casing ("Sunday, ...")
     return tidy(join(opener, core, tail))
 
 

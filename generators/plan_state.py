@@ -21,7 +21,7 @@ MIN_MESSAGES, MAX_MESSAGES = 19, 40
 EDGE_WORDS = 3                      # a cut keeps >= 3 content words heard and >= 3 words unheard
 MIN_CUT_WORDS = 10                  # shorter content is not interrupted
 EXPLANATION_WORDS = 12              # impatience needs something to skip
-UNIT_OVERHEAD = 0.8                 # a unit costs 1 / (1 - this * rate) rounds
+UNIT_OVERHEAD = 0.6                 # a unit costs 1 / (1 - this * rate) rounds
 ELIGIBLE_SHARE = 0.80               # share of assistant turns that can be cut (not the farewell,
                                     # not too short): the per-turn chance is rate / this share, so
                                     # the realised share of cut turns matches interruption_rate
@@ -163,7 +163,8 @@ def choose_option(question: str, rng: random.Random) -> str | None:
 _YN = re.compile(r"\b(would|could|can|do|does|did|is|are|shall|should|will|may|have|has)\s+"
                  r"(you|i|we|that|this|it|the|there|anyone|your|everything)\b", re.I)
 _WH = re.compile(r"(?:^|,\s*|\band\s+)(?:roughly\s+|about\s+)?(what|which|where|when|why|how|who)\b", re.I)
-_EITHER = re.compile(r"^(are you|would you like|would you prefer|do you want|do you prefer)\s+(.+)$", re.I)
+_EITHER = re.compile(r"^(are you|would you like|would you prefer|do you want|do you prefer|should i|shall i|"
+                     r"do you want me to|would you like me to)\s+(.+)$", re.I)
 
 
 def question_kind(question: str) -> str:
@@ -214,10 +215,13 @@ def _either_option(question: str, rng: random.Random) -> str:
     m = _EITHER.match(first)
     lead, opt1 = (m.group(1).lower(), m.group(2)) if m else ("", first)
     opt2 = re.sub(r"^(are you|would you like|do you want)\s+", "", second.strip(), flags=re.I)
-    opt = opt1 if rng.random() < 0.6 else opt2
+    # "Should I cancel the whole booking, or only some?": the workflow goes on with the first
+    opt = opt1 if rng.random() < 0.6 or lead in ("should i", "shall i") else opt2
     opt = re.sub(r"^(?:me|us) to\s+", "", opt)
     if lead == "are you":
         return f"I'm {opt}."
+    if lead in ("should i", "shall i", "do you want me to", "would you like me to"):
+        return P.sentence(f"{opt}, please.")      # "Cancel the whole booking, please."
     if lead in ("would you like", "do you want") and not re.match(r"^(a|an|the|to)\b", opt):
         return P.sentence(f"please {opt}.")
     return P.sentence(f"{opt}, please.")
@@ -336,7 +340,7 @@ class ConversationState:
 
         facts, held = self.facts, system_keys(self.scenario)
         return [k for k in dict.fromkeys(keys) if k in facts and k not in self.stated
-                and k not in held]
+                and k not in held and k not in self.read_back]   # not what the system read out
 
     def is_hidden(self, key: str) -> bool:
         return any(f.key == key for f in self.scenario.intent.hidden_facts)

@@ -79,7 +79,10 @@ def _framed_spans(text: str) -> list[tuple[int, int]]:
             continue
         out.append((s, e))
         if re.search(r"read|back|down", mm.group(0), re.I) and i + 1 < len(sents) \
-                and not text[s:e].rstrip().endswith("?"):
+                and not text[s:e].rstrip().endswith("?") \
+                and not re.search(r"\d|:\s*\S", text[mm.end() + s:e]):
+            # "Let me read that back." with the values in the next sentence (not "I have X
+            # written down." whose value is its own)
             out.append(sents[i + 1])
     return out
 
@@ -104,8 +107,20 @@ def unsaid_values(conv: Conversation, text: str, upto: int) -> list[tuple[str, s
             # when the caller said it; a value nobody said before is framed from nowhere.
             if not _FRAME.search(sent) and _mentions(said_by_any, hit):
                 continue                  # read-back sentence repeating what was on the table
+            if not _ATTRIBUTION.search(sent) and _mentions(said_by_any, hit):
+                continue                  # "your code X is now closed": a state, not a quote
             out.append((key, hit, sent))
     return out
+
+
+# Frames that say the caller spoke the value (as opposed to an update or a state the assistant
+# reports): only these are wrong for a value that was on the table but that the caller never said.
+_ATTRIBUTION = re.compile(
+    r"\byou(?:'ve| have)?\s+(?:said|mentioned|told (?:me|us)|believe|think|estimated?|reported|"
+    r"gave( me)?|quoted|stated|expect)\b|"
+    r"\byou(?:'re| are)\s+(?:planning|expecting|saying|telling me)\b|"
+    r"\bI(?:'ve| have) (?:got|taken|put|written) (?:it |that |this )?down\b|"
+    r"\byour [\w' ]{1,40}? (?:is|are) now\s+\S*\d", re.I)
 
 
 @check("presupposed_value")
@@ -267,8 +282,20 @@ def yes_no_question(text: str) -> str:
     return ""
 
 
+_SPOKEN_DIGITS = re.compile(r"(?:\b(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)\b"
+                            r"[\s,-]*){3,}", re.I)
+# a reply that turns to something else instead of answering (general discourse markers)
+_SHIFT = re.compile(r"\b(?:by the way|just so you know|before I forget|I should (?:say|mention)|"
+                    r"while I have you|unrelated|random question|off topic|one more thing|"
+                    r"quick question|also,|oh, and|in case you need)\b", re.I)
+# acknowledgements that accept what was put to the caller when nothing else follows
+_ACK = re.compile(r"\b(?:makes sense|carry on|go on|covers it|that's the one|that's it|"
+                  r"i'm listening|got it|understood|noted|fair enough|i see|alright|all right|"
+                  r"that's all|sounds? (?:good|fine|right|fair))\b", re.I)
+
+
 def _gives_value(conv: Conversation, text: str) -> bool:
-    if re.search(r"\d|@|\bdot\b", text):
+    if re.search(r"\d|@|\bdot\b", text) or _SPOKEN_DIGITS.search(text):
         return True
     return any(_mentions(text, v) for _, fs in _fact_forms(conv) for v in fs
                if len(normalise(v)) >= 3)
@@ -294,10 +321,13 @@ def yes_no_answered(conv: Conversation) -> list[Verdict]:
             bare = is_backchannel(u.text) or len(tokens(u.text)) <= 2
             if not bare or _gives_value(conv, u.text) or _REFUSAL.search(first):
                 continue
-        elif _YES_NO.search(first) or is_backchannel(u.text):
-            continue
-        elif _REQUEST.match(_LEAD.sub("", q)) and _gives_value(conv, u.text):
-            continue
+        elif _YES_NO.search(first.split(". ")[0]) or is_backchannel(u.text):
+            continue                          # a yes or no first, whatever follows
+        elif _SHIFT.search(u.text):
+            pass                              # "Got it, thanks. Oh, and by the way, ..."
+        elif _YES_NO.search(first) or _gives_value(conv, u.text) or (
+                "?" not in u.text and _ACK.search(first)):
+            continue                          # "Makes sense to me. Carry on."
         nxt = msgs[pos + 2] if pos + 2 < len(msgs) else None
         core = normalise(_LEAD.sub("", q))
         sents = sentences(a.text)

@@ -386,11 +386,9 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
     balance on the books): values the assistant reads from its records."""
     out = []
     keys = held_keys(conv)
-    if not keys:
-        return out
     scenario_held = system_keys(conv.scenario)
     for m in conv.messages:
-        if m.role != "user":
+        if m.role != "user" or not keys:
             continue
         low = m.text.lower()
         for k in sorted(keys):
@@ -421,6 +419,42 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
                     "user_states_system_value", m.index, f"the caller {why}: {lab!r} is a value "
                     "only the system holds", evidence=m.text, fixable=False))
                 break
+    flagged = {v.message_index for v in out}
+    return out + [v for v in _told_back(conv) if v.message_index not in flagged]
+
+
+def _told_back(conv: Conversation) -> list[Verdict]:
+    """"And the provider is Steven Morse": the caller tells, as news, a value the assistant
+    stated in an earlier turn and the caller never said (no correction, no confirmation asked).
+    The minimal repair deletes that sentence when the message says something else too."""
+    out = []
+    # a value specific enough to be the same value: two words or more, or three digits ("four"
+    # alone is also in "the last four digits")
+    facts = [(f.key, [v for v in (f.value, f.spoken) if v and (len(normalise(v).split()) >= 2
+                                                             or len(re.sub(r"\D", "", v)) >= 3)])
+             for f in conv.scenario.kb.user_facts      # a caller may always say their own name
+             if f.key not in PERSONAL_KEYS and f.kind not in ("name", "email", "phone", "address")]
+    for m in conv.messages:
+        if m.role != "user":
+            continue
+        sents = sentences(m.text)
+        for a, b in sents:
+            sent = m.text[a:b]
+            low = sent.lower()
+            if _CORRECTS.search(low) or "?" in sent:
+                continue
+            hit = next((k for k, forms in facts if forms and re.search(
+                rf"\b(?:the|my|our)\s+{re.escape(label(k).lower())}\s+(?:is|was|'s)\b", low)
+                and any(f" {normalise(v)} " in f" {normalise(sent)} " for v in forms)
+                and any(said_before(conv, m.index, v, role="assistant") for v in forms)
+                and not any(said_before(conv, m.index, v, role="user") for v in forms)), None)
+            if hit is None:
+                continue
+            edit = delete_edit(m, a, b) if len(sents) > 1 else None
+            out.append(_verdict("user_states_system_value", m.index, f"the caller tells back the "
+                                f"{label(hit).lower()} the assistant stated earlier, as if it were "
+                                "news", evidence=sent, edit=edit))
+            break
     return out
 
 

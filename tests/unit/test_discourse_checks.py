@@ -158,3 +158,137 @@ def test_a_sentence_is_not_ended_by_a_title():
                                         "Does that work?", {"stage": "schedule_technician"})})
     assert whole_phrase("Dr. Steven Morse can see you Thursday at 2 pm.", conv)
     assert not whole_phrase("Steven Morse can see you Thursday at 2 pm.", conv)
+
+
+# ---- user_states_system_value: a value told back --------------------------------------------
+def test_a_value_the_assistant_stated_told_back_as_news_is_found_and_cut():
+    said = "Okay. The fiber line at your apartment has a new modem on file, the Netgear CM1200."
+    bad = conv_with({8: ("assistant", said + " When did the outage start?",
+                         {"stage": "troubleshooting"}),
+                     9: ("user", "It started Monday around 7 pm, and the lights are amber. "
+                                 "And the modem model is the Netgear CM1200.")})
+    facts = [f.model_copy(update={"key": "modem_model", "value": "the Netgear CM1200",
+                                   "kind": "text"})
+             for f in SCN.kb.user_facts[:1]]
+    scn = SCN.model_copy(update={"kb": SCN.kb.model_copy(update={
+        "user_facts": tuple(SCN.kb.user_facts) + tuple(facts)})})
+    bad = bad.model_copy(update={"scenario": scn})
+    (v,) = found(bad, "user_states_system_value")      # a value only the records held, told back
+    assert v.message_index == 9 and "Netgear" in v.evidence
+    # a value the caller provides (no record stated it first as its own), told back after the
+    # assistant read it: the sentence goes, the rest of the turn stays
+    scn2 = scn.model_copy(update={"intent": scn.intent.model_copy(update={
+        "provides": tuple(scn.intent.provides) + ("modem_model",)})})
+    (v,) = found(bad.model_copy(update={"scenario": scn2}), "user_states_system_value")
+    assert v.message_index == 9 and "tells back" in v.issue and v.fixable
+    vc = verify_conversation(bad.model_copy(update={"scenario": scn2}))
+    assert vc.accepted and vc.conversation.messages[9].text == \
+        "It started Monday around 7 pm, and the lights are amber."
+
+
+# ---- gold_meets_own_rubric (bargein.verify.coherence) -----------------------------------------
+def _impatient_rubric(quote: str):
+    from bargein.records.conversation import Rubric
+
+    return Rubric(message_index=11, type="impatient",
+                  tf_criterion="Books the technician visit without finishing the restart steps.",
+                  rq_criteria=("Skips the rest of the interrupted explanation instead of finishing it.",
+                               f"Does not re-explain or repeat what the caller already heard "
+                               f"(\"{quote}\")."))
+
+
+def test_a_gold_that_restates_the_span_its_criterion_forbids_is_found():
+    quote = "Amber lights usually mean the signal isn't reaching the modem."
+    gold = ("Sure. Amber lights mean the signal is not reaching your modem, so I'll book "
+            "someone. The earliest visit is Thursday.")
+    (v,) = found(conv_with({}, rubrics=[_impatient_rubric(quote)], gold={11: gold}),
+                 "gold_meets_own_rubric")
+    assert v.message_index == 11 and not v.fixable
+    assert "Amber lights mean the signal" in v.evidence and "reaching the modem" in v.evidence
+    # the same criterion, a gold that moves on: fine
+    ok = "Sure, let's book someone. The earliest technician visit is Thursday between 9 and 11 am."
+    assert found(conv_with({}, rubrics=[_impatient_rubric(quote)], gold={11: ok}),
+                 "gold_meets_own_rubric") == []
+    # a quote the caller never heard is not checkable here (rq_whole_phrase's business)
+    unheard = "Unplug the power cord and wait thirty seconds."
+    assert found(conv_with({}, rubrics=[_impatient_rubric(unheard)],
+                           gold={11: "Sure. Unplug the power cord and wait thirty seconds."}),
+                 "gold_meets_own_rubric") == []
+
+
+def test_a_quoted_question_asked_again_counts_as_a_restatement():
+    from bargein.verify.coherence import restates
+
+    # conv-2ae7150a3f3901b7 ev13 of the lead's reading (seed 23)
+    assert restates("What's the new delivery address?", "What new address should I use?")
+    assert restates("Where should it go?", "Okay. Where should it go?")
+    assert not restates("What's the new delivery address?", "What time suits you for delivery?")
+    assert not restates("I'm sorry your bag didn't arrive.", "Could you read me the bag tag number?")
+
+
+# ---- doubled_phrase -------------------------------------------------------------------------------
+def test_the_same_clause_twice_in_adjacent_sentences_is_doubled():
+    doubled = ("Fourteen days are fixed on our side, so let me tell you what I can do instead. "
+               "Here's what I can do: I can add you to the cancellation list.")
+    (v,) = found(conv_with({20: ("assistant", doubled, {"stage": "wrap_up"})}), "doubled_phrase")
+    assert v.message_index == 20 and "what i can do" in v.issue
+    (g,) = found(conv_with({}, gold={3: example_conversation().gold_recoveries[3],
+                                     15: "Sure. So, the options you have here. Okay, the options "
+                                         "you have here are two."}), "doubled_phrase")
+    assert g.message_index == 15 and "gold recovery" in g.issue
+    once = ("Fourteen days are fixed on our side, so let me tell you what I can do instead. "
+            "I can add you to the cancellation list.")
+    assert found(conv_with({20: ("assistant", once, {"stage": "wrap_up"})}), "doubled_phrase") == []
+    apart = ("Let me tell you what I can do for you. First the list. Then, what I can do for "
+             "you is a callback.")
+    assert found(conv_with({20: ("assistant", apart, {"stage": "wrap_up"})}), "doubled_phrase") == []
+
+
+# ---- task_abandoned_on_skip -----------------------------------------------------------------------
+def test_a_gold_that_closes_the_request_with_a_stage_never_done_abandons_the_task():
+    """The cut at message 10 is in troubleshooting; the technician visit (schedule_technician)
+    is the work left. A conversation that never schedules it, with a gold that says "that wraps
+    up", is flagged; the same gold in a conversation that does schedule it, or a gold that
+    moves on, is not."""
+    ex = example_conversation()
+    never = tuple(m.with_(stage="wrap_up") if m.stage == "schedule_technician" else m
+                  for m in ex.messages)
+    closing = "Sure. That wraps up your request. Is there anything else I can do?"
+    bad = ex.with_(messages=never, gold_recoveries={**ex.gold_recoveries, 11: closing})
+    (v,) = found(bad, "task_abandoned_on_skip")
+    assert v.message_index == 11 and "schedule_technician" in v.issue and not v.fixable
+    onward = "Sure. Let's book a technician: the earliest visit is Thursday."
+    assert found(bad.with_(gold_recoveries={**ex.gold_recoveries, 11: onward}),
+                 "task_abandoned_on_skip") == []
+    assert found(ex.with_(gold_recoveries={**ex.gold_recoveries, 11: closing}),
+                 "task_abandoned_on_skip") == []
+    # a workflow that lets the stage go (a skip transition over it) excuses it
+    wf = ex.scenario.kb.workflow
+    from bargein.records.scenario import Transition
+    t = Transition(source="schedule_technician", target="wrap_up", kind="skip",
+                   condition="the caller fixed it themselves")
+    sc = ex.scenario.with_(kb=ex.scenario.kb.with_(workflow=wf.with_(
+        transitions=(*wf.transitions, t))))
+    assert found(bad.with_(scenario=sc), "task_abandoned_on_skip") == []
+
+
+# ---- pushback_on_benefit ----------------------------------------------------------------------------
+def test_a_pushback_on_a_condition_the_caller_meets_is_found():
+    """conv-13f33a9f8a801229 ev7 of the lead's reading: "Since it's within seven days [you
+    qualify for a full refund]" -> "Seven days? That seems unreasonable."."""
+    def with_turn(planned: str, said: str):
+        return conv_with({14: ("assistant", planned, {"stage": "schedule_technician", "cut": 14,
+                                                      "type": "pushback"}),
+                          15: ("user", said)})
+
+    benefit = ("Since it's within seven days of the outage, you qualify for a free visit. "
+               "The earliest technician visit is Thursday.")
+    (v,) = found(with_turn(benefit, "Seven days? That seems unreasonable."), "pushback_on_benefit")
+    assert v.message_index == 15 and "seven days" in v.issue and not v.fixable
+    burden = ("Because of demand, a visit takes seven days from today, I'm sorry to say. The "
+              "earliest technician visit is Thursday.")
+    assert found(with_turn(burden, "Seven days? That seems unreasonable."),
+                 "pushback_on_benefit") == []
+    # the benefit said, the pushback on something else
+    assert found(with_turn(benefit, "Thursday? That's way too long to be without internet."),
+                 "pushback_on_benefit") == []

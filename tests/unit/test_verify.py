@@ -52,7 +52,9 @@ def test_example_passes_every_check():
                            "resolved_goal_reached", "tf_not_given", "rq_whole_phrase",
                            "tone_after_bad_news", "repeated_marker", "presupposed_value",
                            "cut_inside_value", "yes_no_answered", "grammar_gold",
-                           "escalation_addressed", "confirmation_has_object"}
+                           "escalation_addressed", "confirmation_has_object",
+                           "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip",
+                           "pushback_on_benefit"}
 
 
 # ---- turn_alternation --------------------------------------------------------------------
