@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections import deque
 from pathlib import Path
 
@@ -53,8 +54,12 @@ def cache_key(*parts: object) -> str:
     return stable_hash(*parts)
 
 
+BATCH_S = 0.02
+
+
 class _WriteBehind:
-    """The process's cache writer: one daemon thread writing queued entries in order."""
+    """The process's cache writer: one daemon thread writing queued entries in order, in
+    batches (it wakes at most once per ``BATCH_S``)."""
 
     def __init__(self) -> None:
         self._cv = threading.Condition()
@@ -91,6 +96,10 @@ class _WriteBehind:
             with self._cv:
                 while not self._queue:
                     self._cv.wait()
+            # let a batch gather: every wake-up of this thread takes the GIL from the event
+            # loop (one per entry cost the loop as much as writing inline)
+            time.sleep(BATCH_S)
+            with self._cv:
                 batch = list(self._queue)
                 self._queue.clear()
             for path, data in batch:

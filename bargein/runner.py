@@ -397,7 +397,8 @@ def run_stage(
 
     try:
         if stage.kind == "io" or inspect.iscoroutinefunction(stage.fn):
-            result.budget_stopped = asyncio.run(_run_async(stage, items, todo, ctx_for, done))
+            with _heap_frozen():
+                result.budget_stopped = asyncio.run(_run_async(stage, items, todo, ctx_for, done))
         elif stage.kind == "cpu" and todo and executors.current().kind == "ray":
             _run_ray(stage, items, todo, seed, workdir, resources_factory, done)
         elif stage.kind == "cpu" and (workers or 0) != 1 and len(todo) > 1:
@@ -424,6 +425,37 @@ def run_stage(
     result.wall_s = time.perf_counter() - t0
     log.info(result.summary())
     return result
+
+
+_FREEZE_LOCK = threading.Lock()
+_freezers = 0
+
+
+@contextmanager
+def _heap_frozen():
+    """Keep the objects alive when an I/O stage starts (modules, the inputs, the caller's data)
+    out of the cyclic garbage collector while it runs (``gc.freeze``), and give them back after.
+
+    An I/O stage allocates per call (requests, responses, records); every so often that makes
+    Python scan the oldest generation, and with a large heap that scan stops the event loop
+    for tens of milliseconds while every call in flight waits. What the stage itself creates is
+    collected as usual; garbage that existed before it is collected after it. Nested and
+    concurrent stages share one freeze, undone when the last one ends.
+    """
+    global _freezers
+    import gc
+
+    with _FREEZE_LOCK:
+        if _freezers == 0:
+            gc.freeze()
+        _freezers += 1
+    try:
+        yield
+    finally:
+        with _FREEZE_LOCK:
+            _freezers -= 1
+            if _freezers == 0:
+                gc.unfreeze()
 
 
 async def _run_async(stage, items, todo, ctx_for, done) -> bool:

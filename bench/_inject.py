@@ -297,12 +297,22 @@ def _user_reply_sites(conv: Conversation) -> list[int]:
             and ms[i + 1].role == "assistant" and ms[i - 1].interruption is None and i > 2]
 
 
+def _fresh(conv: Conversation, f, i: int) -> bool:
+    """The fact was not talked about up to the reply at ``i + 1`` (a second volunteering of a
+    fact already taken up is no site: its acknowledgement came before)."""
+    words = set(re.findall(r"[a-z]{4,}", f.value.lower()))
+    said = set(re.findall(r"[a-z]{4,}", " ".join(m.text for m in conv.messages[: i + 2]).lower()))
+    return not words or len(words & said) * 2 < len(words)
+
+
 def hidden_ignored(conv: Conversation, rng: random.Random):
     facts = list(conv.scenario.intent.hidden_facts)
-    sites = _user_reply_sites(conv)
+    sites = [i for i in _user_reply_sites(conv) if conv.messages[i + 1].interruption is None]
     if not facts or not sites:
         return None
     f, i = rng.choice(facts), rng.choice(sites)
+    if not _fresh(conv, f, i):
+        return None
     msgs = _msgs(conv)
     lead = rng.choice(["Oh, and one more thing,", "Also, just so you're aware,", "By the by,",
                        "Oh, I should say,"])
@@ -311,9 +321,10 @@ def hidden_ignored(conv: Conversation, rng: random.Random):
     drop = {w for w in re.findall(r"[a-z]{4,}", f.value.lower())}
     kept = [s for s in re.split(r"(?<=[.?!])\s+", nxt.text)
             if not drop & set(re.findall(r"[a-z]{4,}", s.lower()))]
-    if nxt.interruption is None and kept:
-        msgs[i + 1] = nxt.with_(text=" ".join([rng.choice(["Okay.", "Alright, noted.", "Sure."]),
-                                                *kept]))
+    if not kept:
+        return None
+    msgs[i + 1] = nxt.with_(text=" ".join([rng.choice(["Okay.", "Alright, noted.", "Sure."]),
+                                            *kept]))
     return _with(conv, msgs), i + 1
 
 
@@ -323,6 +334,8 @@ def clean_hidden(conv: Conversation, rng: random.Random):
     if not facts or not sites:
         return None
     f, i = rng.choice(facts), rng.choice(sites)
+    if not _fresh(conv, f, i):
+        return None
     msgs = _msgs(conv)
     _set_user(msgs, i, f"{msgs[i].text} Oh, and {_mine(f.value)}.")
     you = _mine(f.value).replace("I'm", "you're").replace("I ", "you ").replace(" my ", " your ")

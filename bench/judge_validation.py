@@ -2,6 +2,7 @@
 
     python bench/judge_validation.py                          # smoke judge, then the local model
     python bench/judge_validation.py --limit 60 --model PATH  # a stratified subset for the model
+    python bench/judge_validation.py --limit 0 --gate-limit 60 --ear-limit 24 --rq-limit 40 --tf-limit 0
 
 Prints, per judge: ``judge_kappa`` (IHBench TF+RQ, judgment-weighted), ``ear_kappa``,
 accuracy, ``template_fail_rate`` (content-free templates judged RQ fail; goal >= 0.95 for any
@@ -15,9 +16,16 @@ and category in a stable hashed order, no random seed), since each judgment take
 seconds on a shared CPU. The smoke judge runs on the whole control set and on the same subset.
 The local model (the packaged Qwen2.5-Coder GGUF through the in-process ``llamacpp`` provider,
 JSON-schema constrained, one thread) answers through the same judge class ``score`` uses: RQ one
-criterion at a time with an evidence quote checked in code (it must be words of the response
-and name something of the conversation; the gates are also printed without the second check,
-from the same cached answers), TF in both orders. A baseline of
+criterion at a time (``--rq-mode split``: a criterion that asks for something is asked for the
+words that meet it, one that forbids something for the words that break it), each verdict
+resting on a quote checked in code (words of the response that name something of the
+conversation, or that say again what is forbidden; the gates are also printed without that
+second check, from the same cached answers), TF in both orders, EAR's repair category and
+correctness (``--ear-limit``). Last held-out run (1.5B, one thread, shared CPU; ``--limit 0
+--gate-limit 60 --ear-limit 24 --rq-limit 40 --tf-limit 0``): template_fail_rate 1.000 (n 21),
+paraphrase_pass_rate 0.795 (n 39), gate kappa 0.731 (n 60); without the checks on the quotes
+0.762 / 0.359; RQ over every category kappa 0.437 (n 40); ear_kappa 0.750 (n 24: R 12/12,
+C 9/12, every miss a wrong value judged correct). A baseline of
 the same run: a judge that always answers "pass"/"A"/"answer"/"correct" (kappa 0 by
 construction), so every kappa prints beside what agreement by a constant answer gives. Answers
 are cached under ``--workdir``: an interrupted run resumes. Imports only the package.
@@ -93,8 +101,13 @@ def main() -> None:
                     help="extra TF judgments (the pairwise judge, both orders) for its own kappa")
     ap.add_argument("--part", default="heldout", choices=("heldout", "dev", "all"),
                     help="control-set part the model judge is reported on")
+    ap.add_argument("--rq-limit", type=int, default=0,
+                    help="RQ judgments over every category (not only the gates') for RQ's kappa")
+    ap.add_argument("--ear-limit", type=int, default=0,
+                    help="EAR judgments (repair category and correctness) for their own kappa")
     ap.add_argument("--scorer", default="ihbench", choices=("ihbench", "ear", "all"))
-    ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
+    ap.add_argument("--rq-mode", default="split", choices=("split", "criteria", "all"))
+    ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (n_threads)")
     ap.add_argument("--workdir", type=Path, default=Path("work/bench-judge"))
     ap.add_argument("--skip-model", action="store_true")
     args = ap.parse_args()
@@ -118,22 +131,12 @@ def main() -> None:
     from bargein.llm import get_llm
 
     spec = f"llamacpp:{args.model}"
-    llm = get_llm(spec, workdir=args.workdir)
-    llm.provider.n_threads = args.threads         # the model loads on first use
-    judge = LLMJudge(spec, workdir=args.workdir, llm=llm)
-    ear = None
-    if args.scorer != "ihbench":
-        from bargein.scorers.ear import LLMRepairJudge
+    from bargein.scorers.ear import LLMRepairJudge
 
-        ear = LLMRepairJudge(spec, workdir=args.workdir, llm=llm)     # one model in memory
-    t = time.perf_counter()
-    rep = validate_judge(spec, workdir=args.workdir, scorer=args.scorer, limit=args.limit,
-                         concurrency=1, part=args.part, ih_judge=judge, ear_judge=ear)
-    report("model", rep, time.perf_counter() - t)
-    print(f"[model] the {rep.control_set}, stratified subset of {args.limit} (round-robin over "
-          "axis x type x category, stable hashed order)")
-    sub = validate_judge("smoke", save=False, scorer=args.scorer, limit=args.limit, part=args.part)
-    report("smoke-on-the-same-subset", sub, 0.0)
+    llm = get_llm(spec, workdir=args.workdir, n_threads=args.threads)   # loads on first use
+    judge = LLMJudge(spec, workdir=args.workdir, llm=llm, rq_mode=args.rq_mode)
+    ear = LLMRepairJudge(spec, workdir=args.workdir, llm=llm)           # one model in memory
+    # in this order, so a run stopped for time has the gates first
     if args.gate_limit and args.scorer != "ear":
         gate = dict(part=args.part, axes=("rq",), categories=("template",) + PARAPHRASES,
                     limit=args.gate_limit)
@@ -145,12 +148,39 @@ def main() -> None:
               f"{g.control_set}, stratified subset of {args.gate_limit}")
         report("smoke-gates-same-items", validate_judge("smoke", save=False, scorer="ihbench",
                                                         **gate), 0.0)
-        # the same model answers (cached), judged without the grounding check on the quotes
-        plain = LLMJudge(spec, workdir=args.workdir, llm=llm, grounding=False)
+        # the same model answers (cached), judged without the checks on what the quotes say
+        plain = LLMJudge(spec, workdir=args.workdir, llm=llm, rq_mode=args.rq_mode, grounding=False)
         t = time.perf_counter()
         report("model-gates-quotes-not-grounded", validate_judge(
             spec, workdir=args.workdir, scorer="ihbench", concurrency=1, ih_judge=plain,
             save=False, **gate), time.perf_counter() - t)
+    if args.ear_limit:
+        e = dict(part=args.part, limit=args.ear_limit)
+        t = time.perf_counter()
+        g = validate_judge(spec, workdir=args.workdir, scorer="ear", concurrency=1, ear_judge=ear, **e)
+        report("model-ear", g, time.perf_counter() - t)
+        print(f"[model-ear] EAR judgments only: the {g.control_set}, stratified subset of "
+              f"{args.ear_limit} (saved for `score ear`)")
+        report("smoke-ear-same-items", validate_judge("smoke", save=False, scorer="ear", **e), 0.0)
+    if args.rq_limit and args.scorer != "ear":
+        rq = dict(part=args.part, axes=("rq",), limit=args.rq_limit)
+        t = time.perf_counter()
+        g = validate_judge(spec, workdir=args.workdir, scorer="ihbench", concurrency=1,
+                           ih_judge=judge, save=False, **rq)
+        report("model-rq", g, time.perf_counter() - t)
+        print(f"[model-rq] RQ over every category (echoes, restarts, wrong facts ... too): the "
+              f"{g.control_set}, stratified subset of {args.rq_limit}")
+        report("smoke-rq-same-items", validate_judge("smoke", save=False, scorer="ihbench", **rq), 0.0)
+    if args.limit:
+        t = time.perf_counter()
+        rep = validate_judge(spec, workdir=args.workdir, scorer=args.scorer, limit=args.limit,
+                             concurrency=1, part=args.part, ih_judge=judge,
+                             ear_judge=ear if args.scorer != "ihbench" else None)
+        report("model", rep, time.perf_counter() - t)
+        print(f"[model] the {rep.control_set}, stratified subset of {args.limit} (round-robin over "
+              "axis x type x category, stable hashed order; saved for `score`)")
+        sub = validate_judge("smoke", save=False, scorer=args.scorer, limit=args.limit, part=args.part)
+        report("smoke-on-the-same-subset", sub, 0.0)
     if args.tf_limit and args.scorer != "ear":
         tf = dict(part=args.part, axes=("tf",), limit=args.tf_limit)
         t = time.perf_counter()
@@ -159,7 +189,6 @@ def main() -> None:
         report("model-tf", g, time.perf_counter() - t)
         print(f"[model-tf] TF pairs only: the {g.control_set}, stratified subset of {args.tf_limit}")
         report("smoke-tf-same-items", validate_judge("smoke", save=False, scorer="ihbench", **tf), 0.0)
-
 
 if __name__ == "__main__":
     main()

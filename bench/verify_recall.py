@@ -39,6 +39,7 @@ def _load_helper(name: str):
 
 
 I = _load_helper("_inject")  # noqa: E741
+D = _load_helper("_inject_discourse")
 
 from bargein.generators.conversation import generate_conversations  # noqa: E402
 from bargein.generators.scenarios import generate_scenarios  # noqa: E402
@@ -154,12 +155,23 @@ KINDS = {
     "grammar_casing": (I.grammar, I.clean_grammar),
     "attribution_grounded": (I.attribution, I.clean_attribution),
     "hidden_fact_addressed": (I.hidden_ignored, I.clean_hidden),
-    "user_states_system_value": (lambda c, r: I.system_value(c, r, disclosed_keys(c)), None),
+    "user_states_system_value": (lambda c, r: I.system_value(c, r, disclosed_keys(c)),
+                                 D.clean_own_value),
     "resolved_goal_reached": (lambda c, r: I.resolved_early(c, r, last_stage(c)), None),
     "tf_not_given": (I.tf_given, I.clean_tf),
     "rq_whole_phrase": (I.rq_fragment, I.clean_rq),
     "tone_after_bad_news": (cheer_after_bad_news, clean_tone),
     "repeated_marker": (marker_twice, clean_marker),
+    "presupposed_value": (D.presupposed, D.clean_presupposed),
+    "cut_inside_value": (D.cut_inside, D.clean_cut),
+    "yes_no_answered": (D.unanswered, D.clean_answered),
+    "grammar_gold": (D.gold_slip, D.clean_gold),
+    "escalation_addressed": (D.escalation_ignored, D.clean_escalation),
+    "confirmation_has_object": (D.empty_confirmation, D.clean_confirmation),
+    "gold_meets_own_rubric": (D.gold_restates, D.clean_gold_rubric),
+    "doubled_phrase": (D.doubled_clause, D.clean_doubled),
+    "task_abandoned_on_skip": (D.abandoned, D.clean_abandoned),
+    "pushback_on_benefit": (D.pushback_benefit, D.clean_pushback_burden),
 }
 
 
@@ -209,6 +221,30 @@ def measure_fp(convs, kind: str, fn, n: int, seed: int) -> tuple[int, int, list]
     return flagged, total, shown
 
 
+def print_flag_rates(verified) -> None:
+    """What the checks flag on the generated data itself (before the verifier-modifier loop):
+    per check, verdicts per 100 interruption points, conversations flagged, conversations
+    repaired (all its verdicts fixed) and discarded for it."""
+    from collections import Counter
+
+    points = sum(len(v.conversation.interruptions) for v in verified)
+    n = len(verified)
+    verdicts, flagged, discarded = Counter(), Counter(), Counter()
+    for v in verified:
+        first = [x for x in v.verdicts if x.round == 0]
+        verdicts.update(x.check for x in first)
+        flagged.update({x.check for x in first})
+        discarded.update({r.split(":", 1)[0] for r in v.discard_reasons})
+    print(f"data: conversations={n} interruption_points={points} "
+          f"accepted={sum(v.accepted for v in verified)}")
+    from bargein.verify.checks import CHECKS
+    for c in CHECKS:
+        if verdicts[c] or discarded[c]:
+            print(f"  flagged {c:26s} per100points={100 * verdicts[c] / points:5.1f} "
+                  f"conversations={flagged[c]:3d} ({flagged[c] / n:.3f}) "
+                  f"discarded={discarded[c]:3d} ({discarded[c] / n:.3f})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scenarios", type=int, default=50)
@@ -221,6 +257,7 @@ def main() -> None:
         run = generate_conversations(scn, seed=args.seed, workdir=tmp, progress=False,
                                      sft=False, dpo=False)
     convs = [v.conversation for v in run.verified if v.accepted]
+    print_flag_rates(run.verified)
     clean_flagged = sum(1 for c in convs if run_checks(c))
     print(f"accepted_conversations={len(convs)} flagged_untouched={clean_flagged}")
     recalls, fp_num, fp_den = [], clean_flagged, len(convs)

@@ -88,8 +88,11 @@ def _body(name: str, item: EvalItem, d: dict[str, str], rng: random.Random) -> s
         if not earlier:
             return ""
         msg = rng.choice(earlier[-4:])
-        long = [x for x in _sents(msg) if P.n_words(x) >= 5]
-        return rng.choice(long) if long and rng.random() < 0.5 else msg
+        sents = _sents(msg)
+        long = [x for x in sents if P.n_words(x) >= 5]
+        # from its first real sentence: a short acknowledgement first would be cut away alone
+        first = next((i for i, x in enumerate(sents) if P.n_words(x) >= 5), 0)
+        return rng.choice(long) if long and rng.random() < 0.5 else " ".join(sents[first:])
     raise ValueError(f"unknown anti-pattern {name!r}")
 
 

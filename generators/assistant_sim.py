@@ -30,7 +30,8 @@ from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, normalise
 from bargein.verify.tone import dedupe_markers, is_distressing
 
-_GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching)|hello|hi there|welcome|"
+_GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching|ringing)|you've reached|hello|"
+                       r"hi there|welcome|"
                        r"good (morning|afternoon|evening))\b", re.I)
 _LOWERABLE = frozenset("the your it this that we so before one if now right let there our for to "
                        "and once just you it's that's there's we'll we're let's a an my since "
@@ -206,7 +207,8 @@ class RuleAssistant:
             kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
             phrase = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "this step")
             return AssistantTurn(acknowledgement="", content=G.recover_pushback(
-                rng, kind, phrase, said=rec.planned_text if d.get("variant") == "persist" else ""))
+                rng, kind, phrase, said=rec.planned_text if d.get("variant") == "persist" else "",
+                domain=self.scenario.domain.name))
         if t == "normal":
             variant = d.get("variant")
             if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):

@@ -84,7 +84,9 @@ def _fits(o: Obj, content: str) -> bool:
             or o.kind == "value"):
         return False                  # a noun phrase as said: "the late fee", not "raise grant ..."
     if o.kind == "fee":           # not a refund, waiver or credit: nobody disputes those
-        if re.search(r"refund|waiv|credit|free|no charge|no fee|discount|off the|saving", sent, re.I):
+        if re.search(r"refund|waiv|credit|free|no charge|no fee|discount|off the|saving|no longer|"
+                     r"(?:don't|doesn't|won't|not) (?:be )?charge|without (?:a|any) \w+ ?fee|no \w+ fees?\b",
+                     sent, re.I):
             return False
         if head in _CHARGE:
             return True
@@ -98,6 +100,8 @@ def _fits(o: Obj, content: str) -> bool:
                 and bool(_IDENTITY.search(o.phrase))
                 and not re.search(r"\berror\b|\bthat code\b", sent, re.I))
     if o.kind == "policy":           # the rule is stated around it, not just named by it
+        if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive)", sent, re.I):
+            return False             # a benefit the caller is offered is nothing to object to
         return bool(_RULE_CUE.search(sent.replace(o.phrase, " ")))
     return True
 
@@ -146,11 +150,16 @@ def _head(obj: Obj) -> str:
     return words
 
 
-def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "") -> str:
+def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
+                     domain: str = "") -> str:
     """Empathy, the object explained by its kind, one alternative of that kind, a question;
     ``said``: what the assistant already said about it (a persisting caller gets another reason
-    and another alternative, not the same ones again)."""
+    and another alternative, not the same ones again); ``domain``: its own alternatives join the
+    generic ones."""
     alts = list(P.bank("assistant", f"alternatives_{kind}"))
+    own = f"alternatives_{kind}.{domain}"
+    if own in P.bank_keys("assistant"):       # the domain's own ways, drawn twice as often
+        alts += list(P.bank("assistant", own)) * 2
     obj = as_assistant(phrase)
     head = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj, flags=re.I)
     noun = re.split(r"\s+of\s+", head)[0]            # "last four digits of the card": digits
@@ -169,7 +178,10 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "")
              why,
              P.compose(rng, "assistant", "pb_offer", alternative=rng.choice(
                  [a for a in alts if a not in said] or alts))]
-    return P.tidy(P.join(*parts))
+    text = P.tidy(P.join(*parts))
+    # "Instead, we could ... instead." says it twice
+    return re.sub(r"\b(?:Instead|Alternatively), ([a-z][^.?!]*?) instead\.", lambda m: m.group(1)[:1].upper()
+                  + m.group(1)[1:] + " instead.", text)
 
 
 def recover_clarify(rng: random.Random, phrase: str) -> str:

@@ -255,7 +255,7 @@ def repeats(utterance: str, heard: list[dict]) -> list[str]:
     1.5B model: "Sorry, can we skip that part?" three times in one call, the caller reading back
     "I'll upload everything to the permit portal under your" as its reply."""
     errs = []
-    if any(m["role"] == "assistant" and copies(utterance, m["text"]) for m in heard):
+    if any(m["role"] == "assistant" and parrots(utterance, m["text"]) for m in heard):
         errs.append("the caller repeats the assistant's words; answer in the caller's own words")
     own = [m["text"] for m in heard if m["role"] == "user"]
     if len(utterance.split()) >= 3 and any(copies(utterance, t) and copies(t, utterance) for t in own):
@@ -267,6 +267,20 @@ def copies(text: str, source: str) -> bool:
     """Whether ``text`` is mostly ``source``'s words (a model copying instead of writing)."""
     got, src = content_words(text), content_words(source)
     return bool(got) and len(got) >= 3 and len(got & src) >= COPY_SHARE * len(got)
+
+
+def parrots(reply: str, heard: str) -> bool:
+    """Whether a caller's reply parrots the turn it answers: mostly its words *and* long enough
+    to be a copy (6+ content words, or a verbatim run of 8 words). A short answer that picks one
+    option of a question ("Cancel the whole booking for everyone, please.") uses the question's
+    words and is an answer, not a copy."""
+    if not copies(reply, heard):
+        return False
+    if len(content_words(reply)) >= 6:
+        return True
+    r = re.findall(r"[a-z0-9']+", reply.lower())
+    h = " " + " ".join(re.findall(r"[a-z0-9']+", heard.lower())) + " "
+    return any(" " + " ".join(r[i:i + 8]) + " " in h for i in range(len(r) - 7))
 
 
 _ECHOES = ("what you say", "your words", "your own words", "...", "utterance", "interjection")

@@ -97,8 +97,10 @@ def compose(rng: random.Random, file: str, key: str, **slots: str) -> str:
         opener = ""                                      # not "Thanks, thanks for that."
     tail = fill(rng.choice(data[f"{key}_tail"]), where=f"{file}.{key}_tail", **slots) \
         if data.get(f"{key}_tail") else ""
-    if opener and not opener.rstrip().endswith((".", "!", "?")) and not core.startswith(("I ", "I'")):
-        core = core[:1].lower() + core[1:]
+    slot_first = {str(v).split()[0] for v in slots.values() if str(v).split()}
+    if opener and not opener.rstrip().endswith((".", "!", "?")) and not core.startswith(("I ", "I'")) \
+            and core.split()[0].strip(",.?!") not in {s.strip(",.?!") for s in slot_first}:
+        core = core[:1].lower() + core[1:]      # never a value's own casing ("Sunday, ...")
     return tidy(join(opener, core, tail))
 
 
@@ -336,6 +338,9 @@ def clause(value: str) -> str | None:
         return first_person(v)
     if first.endswith("ing") and first.isalpha() and len(first) > 4:
         return "I'm " + v.rstrip(".")
+    if (first.endswith("ed") and first.isalpha() and len(first) > 4 and v[:1].islower()
+            and len(v.split()) >= 3):               # "ordered the wrong size": "I ordered ..."
+        return "I " + v.rstrip(".")
     return None
 
 
@@ -437,3 +442,40 @@ def protected_cuts(text: str, values: tuple[str, ...] = ()) -> set[int]:
                     words[i - 1].endswith(",") and not norm(words[i - 1]) in STOPWORDS else i, j)
         i = j + 1
     return {k for k in out if 0 < k < n}
+
+
+def vary(text: str, rng: random.Random, rate: float = 0.75, fresh: bool = False) -> str:
+    """A talking point as one agent says it: each ``paraphrase`` rule that matches is applied
+    with probability ``rate``, choosing one of its wordings (the script's own among them).
+
+    ``fresh``: the text was said before (a sentence started again after an interruption), so a
+    wording it already has is said another way, as people do when they restart a sentence."""
+    # whole-sentence rewordings first (a word-level rule would stop them matching)
+    for rule in sorted(bank("assistant", "paraphrase"), key=lambda r: -len(r["match"])):
+        pattern = _rule(rule["match"])
+        if fresh:
+            pattern = _any_wording(rule["match"], tuple(rule["say"]))
+        m = pattern.search(text)
+        if not m or rng.random() >= rate:
+            continue
+        say = [w for w in rule["say"] if not fresh or m.expand(w) != m.group(0)] or list(rule["say"])
+        text = pattern.sub(rng.choice(say), text)
+    return text
+
+
+@lru_cache(maxsize=None)
+def _any_wording(pattern: str, says: tuple[str, ...]) -> re.Pattern:
+    """The rule's pattern or any of its sentence-long wordings said literally (a short wording
+    like "I have" would match inside other sentences)."""
+    alts = [pattern] + [(r"\b" if w[:1].isalnum() else "") + re.escape(w)
+                        + (r"\b" if w[-1:].isalnum() else "") for w in says
+                        if "\\" not in w and len(w.split()) >= 5]   # whole sentences only
+    return re.compile("|".join(f"(?:{a})" for a in alts))
+
+
+@lru_cache(maxsize=None)
+def _rule(pattern: str) -> re.Pattern:
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise ConfigError(f"phrases_assistant.yaml paraphrase: bad pattern {pattern!r}: {e}") from e

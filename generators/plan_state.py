@@ -21,7 +21,7 @@ MIN_MESSAGES, MAX_MESSAGES = 19, 40
 EDGE_WORDS = 3                      # a cut keeps >= 3 content words heard and >= 3 words unheard
 MIN_CUT_WORDS = 10                  # shorter content is not interrupted
 EXPLANATION_WORDS = 12              # impatience needs something to skip
-UNIT_OVERHEAD = 0.8                 # a unit costs 1 / (1 - this * rate) rounds
+UNIT_OVERHEAD = 0.6                 # a unit costs 1 / (1 - this * rate) rounds
 ELIGIBLE_SHARE = 0.80               # share of assistant turns that can be cut (not the farewell,
                                     # not too short): the per-turn chance is rate / this share, so
                                     # the realised share of cut turns matches interruption_rate
@@ -121,11 +121,17 @@ def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
             close.append(Unit(kind="close", stage=stage_name, text=tp))
         elif "?" in tp:
             question = " ".join(re.findall(r"[^.?!]*\?", tp))      # only what is asked counts
-            keys = tuple(dict.fromkeys(k for k in asked_keys(question, askable) + said
-                                       if k not in covered))
+            asked = asked_keys(question, askable)
+            # values the turn reads out are the caller's to confirm only when it asks a yes-no
+            # question about them ("... 4 days left. Is that the one?"), not when it asks
+            # something else ("What's the main reason, recent sales or ...?")
+            last = re.findall(r"[^.?!]*\?", tp)[-1]
+            confirm = () if asked or choose_option(tp, random.Random(0)) or \
+                question_kind(last) not in ("fact", "offer") else said
+            keys = tuple(dict.fromkeys(k for k in asked + confirm if k not in covered))
             if not keys and _REQUEST.search(question):  # "could you tell me ..." naming no label
                 keys = _partial_keys(question, tuple(k for k in askable if k not in covered))
-            covered |= set(keys)
+            covered |= set(keys) | set(said)
             units.append(Unit(kind="ask", stage=stage_name, text=tp, keys=keys))
         else:
             covered |= set(said)
@@ -157,7 +163,8 @@ def choose_option(question: str, rng: random.Random) -> str | None:
 _YN = re.compile(r"\b(would|could|can|do|does|did|is|are|shall|should|will|may|have|has)\s+"
                  r"(you|i|we|that|this|it|the|there|anyone|your|everything)\b", re.I)
 _WH = re.compile(r"(?:^|,\s*|\band\s+)(?:roughly\s+|about\s+)?(what|which|where|when|why|how|who)\b", re.I)
-_EITHER = re.compile(r"^(are you|would you like|would you prefer|do you want|do you prefer)\s+(.+)$", re.I)
+_EITHER = re.compile(r"^(are you|would you like|would you prefer|do you want|do you prefer|should i|shall i|"
+                     r"do you want me to|would you like me to)\s+(.+)$", re.I)
 
 
 def question_kind(question: str) -> str:
@@ -179,6 +186,8 @@ def question_kind(question: str) -> str:
         return "flexible"
     if re.search(r"\binstead\b", low):
         return "keep"
+    if re.search(r"\banything else\b", low):
+        return "no"
     if re.search(r"\bany(?:one|thing)?\b|\belse\b", low) and "go ahead" not in low:
         return "no"
     if not yn:
@@ -186,6 +195,8 @@ def question_kind(question: str) -> str:
     aux, subj = yn.group(1).lower(), yn.group(2).lower()
     if aux in ("can", "could", "may") and subj == "i" and re.search(r"\b(have|get|take|grab)\b", low):
         return "open"                       # "Could I have your name ...?" asks for information
+    if re.search(r"\b(work for you|suit you|be okay|okay with you|sound good|sound better|help)\?", low):
+        return "offer"
     if (aux in ("would", "do") and re.search(r"\b(like|want)\b", low)) or subj in ("i", "we") \
             or "go ahead" in low:
         return "offer"
@@ -204,10 +215,13 @@ def _either_option(question: str, rng: random.Random) -> str:
     m = _EITHER.match(first)
     lead, opt1 = (m.group(1).lower(), m.group(2)) if m else ("", first)
     opt2 = re.sub(r"^(are you|would you like|do you want)\s+", "", second.strip(), flags=re.I)
-    opt = opt1 if rng.random() < 0.6 else opt2
+    # "Should I cancel the whole booking, or only some?": the workflow goes on with the first
+    opt = opt1 if rng.random() < 0.6 or lead in ("should i", "shall i") else opt2
     opt = re.sub(r"^(?:me|us) to\s+", "", opt)
     if lead == "are you":
         return f"I'm {opt}."
+    if lead in ("should i", "shall i", "do you want me to", "would you like me to"):
+        return P.sentence(f"{opt}, please.")      # "Cancel the whole booking, please."
     if lead in ("would you like", "do you want") and not re.match(r"^(a|an|the|to)\b", opt):
         return P.sentence(f"please {opt}.")
     return P.sentence(f"{opt}, please.")
@@ -266,6 +280,7 @@ class ConversationState:
     dispute: str = ""                                        # what the last pushback was about
     delivered: set[str] = field(default_factory=set)         # stages with a delivered turn
     dispute_kind: str = "policy"                             # fee | requirement | policy
+    persisted: int = 0                                       # pushbacks kept up on that dispute
     fast: bool = False
 
     @property
@@ -325,7 +340,7 @@ class ConversationState:
 
         facts, held = self.facts, system_keys(self.scenario)
         return [k for k in dict.fromkeys(keys) if k in facts and k not in self.stated
-                and k not in held]
+                and k not in held and k not in self.read_back]   # not what the system read out
 
     def is_hidden(self, key: str) -> bool:
         return any(f.key == key for f in self.scenario.intent.hidden_facts)

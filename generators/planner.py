@@ -45,7 +45,7 @@ class RulePlanner:
         self._units = {s: stage_units(scenario, s) for s in self.wf.stage_names}
 
     def new_state(self, rng: random.Random) -> ConversationState:
-        target = int(round(rng.triangular(26, MAX_MESSAGES, 38)))
+        target = int(round(rng.triangular(30, MAX_MESSAGES, MAX_MESSAGES)))
         st = ConversationState(scenario=self.scenario, target_messages=target)
         self._enter(st, self.wf.start, rng)
         return st
@@ -151,6 +151,8 @@ class RulePlanner:
                     text = drop_unfounded(text, st)
                     if not text:
                         continue
+                    if not u.purpose:                          # the agent's own words
+                        text = P.vary(text, rng)
                 return u.model_copy(update={"text": text}), transition, lead
             transition = self._leave(st, rng)
             lead = st.stage is not None
@@ -279,15 +281,16 @@ class RulePlanner:
                 return cut.model_copy(update={"text": q, "kind": "ask"}), None
             unit, transition, _ = self._next_unit(st, rng)
             return unit, transition
-        return cut.model_copy(update={"text": st.fill_values(resume_text(cut.text, rec))}), None
+        again = st.fill_values(resume_text(cut.text, rec))   # started afresh, in other words
+        return cut.model_copy(update={"text": P.vary(again, rng, fresh=True)}), None
 
     def _user_action(self, st: ConversationState, unit: Unit, rng: random.Random):
         if unit.kind == "close":
             return "close", {}
         if unit.kind == "outcome":
             return "ack", {}
-        if st.pending is not None and st.pending.type == "pushback":
-            return "accept", {}
+        if (st.pending is not None and st.pending.type == "pushback") or unit.purpose == "deescalate":
+            return "accept", {}             # the alternative offered (again, after a side turn)
         if unit.purpose in ("readback", "recap"):
             return "confirm", {k: st.value_for(k) or "" for k in unit.keys}
         if unit.kind == "ask" and unit.keys:
@@ -295,23 +298,35 @@ class RulePlanner:
             if not any(values.values()):
                 return "unknown", values
             facts = st.facts
-            if unit.text and all(v and facts.get(k) and (facts[k].value in unit.text or
-                                 (facts[k].spoken and facts[k].spoken in unit.text))
-                                 and v in (facts[k].value, facts[k].spoken)
-                                 for k, v in values.items()):
+            if unit.text and all(v and facts.get(k) and (
+                    v in unit.text or (                      # as said (a corrected value too)
+                        (facts[k].value in unit.text or (facts[k].spoken and facts[k].spoken in unit.text))
+                        and v in (facts[k].value, facts[k].spoken)))
+                    for k, v in values.items()):
                 return "confirm", values
             answer = {k: v for k, v in values.items() if v}
             extra = [k for k in st.volunteerable() if st.correction(k) is not None and k not in answer]
             if extra and rng.random() < 0.4:        # "... and my email is X, in case you need it"
                 answer[extra[0]] = st.say(extra[0])
             return "answer", answer
-        answered = answer_question(unit.text, rng) if unit.kind == "ask" and unit.text else None
+        # the rest of a cut sentence ("or a subscription ...?") is answered as the whole question
+        asked = st.pending.planned_text if st.pending is not None and st.pending.type == "filler" \
+            else unit.text
+        answered = answer_question(asked, rng) if unit.kind == "ask" and unit.text else None
         if answered is not None:        # a question asking for no fact: answered, not acknowledged
             kind, reply = answered
             if kind == "reason":        # "what's prompting the change?": a hidden fact if any
                 hidden = [k for k in st.volunteerable() if st.is_hidden(k)]
                 if hidden:
                     return "volunteer", {hidden[0]: st.say(hidden[0])}
+            if kind == "open" and unit.stage:   # "Where should the transcript go?": what the
+                from bargein.verify.objects import system_keys      # stage still needs from them
+                held = system_keys(self.scenario)
+                need = [k for k in self.wf.stage(unit.stage).required_info
+                        if k not in st.stated and k in st.facts and k not in held
+                        and st.value_for(k)][:2]
+                if need:
+                    return "answer", {k: st.value_for(k) or "" for k in need}
             if kind == "which" and reply:
                 option = choose_option(unit.text, rng)
                 if option:
@@ -370,8 +385,10 @@ class RulePlanner:
                 continue                    # nothing the user said can be corrected (yet)
             if t == "topic_switch" and not st.free_pairs("topic_switch"):
                 continue
-            if t == "pushback" and unit.purpose == "deescalate" and not st.dispute:
-                continue                    # nothing specific left to keep objecting to
+            if t == "pushback" and unit.purpose == "deescalate" and (not st.dispute or st.persisted >= 1):
+                continue                    # nothing specific left to keep objecting to (or the
+                                            # caller already held out once: a third round reads
+                                            # as a loop, not a conversation)
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
@@ -436,6 +453,8 @@ class RulePlanner:
             st.pending, st.pending_unit = None, None
         if interruption is not None:
             d = interruption.detail
+            if interruption.type == "pushback":
+                st.persisted = st.persisted + 1 if d.get("variant") == "persist" else 0
             if interruption.type == "pushback" and d.get("variant") != "persist":
                 anchor = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "")
                 st.dispute = "" if anchor == "that" else anchor
@@ -457,7 +476,8 @@ class RulePlanner:
             if plan.user_action == "answer" and plan.unit and st.stage == plan.unit.stage:
                 self._readback(st, plan, rng)
             key = next(iter(plan.user_facts), "")
-            one = len(plan.user_facts) == 1       # several facts: their words, for the tone
+            one = len(plan.user_facts) == 1 and plan.user_action != "confirm"   # a confirmation
+            # adds nothing to note down; several facts: their words, for the tone
             st.last_user = {"kind": "fact" if one else "plain", "key": key,
                             "value": plan.user_facts.get(key, "") if one
                             else " ".join(plan.user_facts.values())}

@@ -165,7 +165,10 @@ class RuleUser:
                 if said:
                     parts.append(P.sentence(("And " if n else "") + said + "."))
                 elif n:
-                    parts.append(f"And my {P.label(key)} is {value}.")
+                    last_word = P.label(key).split()[-1] if P.label(key).split() else ""
+                    be = "are" if last_word.endswith("s") and not last_word.endswith(("ss", "us")) \
+                        else "is"                       # "the copies are", "the email is"
+                    parts.append(f"And my {P.label(key)} {be} {value}.")
                 else:
                     parts.append(P.pick_filled(rng, "user", bank, value=value, label=P.label(key)))
             lead = _yes_first(last, [P.label(k) for k in up.facts], rng)
@@ -223,8 +226,10 @@ class RuleUser:
                     min_word = end
             elif (up.type == "pushback" and variant != "sensitive") or variant == "clarify":
                 kinds = G.PUSHBACK_KINDS if up.type == "pushback" else G.CLARIFY_KINDS
+                protected = P.protected_cuts(message, self.values)   # "on Friday, | April 11"
                 objs = [o for o in G.objects_in(message[content_start:], kinds)
-                        if G.end_word(message, content_start, o) <= P.n_words(message) - EDGE_WORDS
+                        if G.end_word(message, content_start, o) not in protected
+                        and G.end_word(message, content_start, o) <= P.n_words(message) - EDGE_WORDS
                         and G.end_word(message, content_start, o) >= P.n_words(message[:content_start]) + EDGE_WORDS]
                 if not objs:
                     errors.append({"attempt": attempt, "error": f"no {'/'.join(kinds)} in the content "
@@ -357,8 +362,9 @@ def _yes_first(last: str, labels: list[str], rng: random.Random) -> str:
     if not qs or any(lab and lab.lower() in qs[-1].lower() for lab in labels):
         return ""
     kind = question_kind(qs[-1])
-    if kind != "fact":
-        return ""
+    if kind != "fact" or not re.match(r"^\W*(?:\w+,\s*)?(?:is|are|does|do|did|was|were|has|have)\b",
+                                      qs[-1], re.I):
+        return ""                       # only a real yes-no question ("Is that the one ...?")
     return P.compose(rng, "user", f"qa_{kind}")
 
 

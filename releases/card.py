@@ -298,9 +298,10 @@ def quality_section(stats: dict[str, Any]) -> list[str]:
     from bargein.verify.report import IHBENCH_DEPTHS, IHBENCH_POINTS, IHBENCH_TYPES
 
     checks = sorted({k.split(".", 1)[1] for k in q if k.startswith("defect_rate.")})
-    check_rows = [(f"`{c}`", _q(q.get(f"defect_rate.{c}"), True), _q(q.get(f"discard_rate.{c}"), True))
-                  for c in checks]
-    check_rows.append(("**any check**", _q(q.get("flagged_defect_rate_before_loop"), True),
+    check_rows = [(f"`{c}`", _q(q.get(f"defect_rate.{c}"), True),
+                   _q(q.get(f"flagged_conversation_rate.{c}"), True),
+                   _q(q.get(f"discard_rate.{c}"), True)) for c in checks]
+    check_rows.append(("**any check**", _q(q.get("flagged_defect_rate_before_loop"), True), "-",
                        _q(q.get("discard_rate"), True)))
     variety = [
         ("distinct-1 / distinct-2, user", f"{_q(q.get('user_distinct1'))} / {_q(q.get('user_distinct2'))}"),
@@ -328,7 +329,8 @@ def quality_section(stats: dict[str, Any]) -> list[str]:
         "(`bargein.verify`); the checks' recall on seeded defects is measured by "
         "`bench/verify_recall.py`. A rate is over interruption points (defects, before repair) "
         "or conversations (discards).", "",
-        _table(check_rows, ("check", "points flagged", "conversations discarded")), "",
+        _table(check_rows, ("check", "points flagged", "conversations flagged",
+                            "conversations discarded")), "",
         _table(variety, ("variety and templating", "value")), "",
         _table(dist, ("interruption type / depth", "this release (test pool)",
                       "IHBench Appendix A")), "",

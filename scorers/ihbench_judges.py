@@ -163,6 +163,17 @@ class CriterionCheck(BaseModel):
     met: bool
 
 
+class AvoidCheck(BaseModel):
+    """The answer to one "avoid" criterion (prompt ``judge_rq_avoid``): the words of the
+    response that do the forbidden thing ("" when none do), then whether they do it. A
+    violation counts only when those words are in the response and say again what the
+    criterion forbids (:func:`shows_violation`)."""
+
+    forbidden: str = Field(default="", max_length=160)
+    evidence: str = Field(max_length=400)
+    does_it: bool
+
+
 def _norm(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", (text or "").lower()))
 
@@ -186,16 +197,49 @@ def _content(text: str) -> set[str]:
     return out
 
 
+def case_content(item: EvalItem) -> set[str]:
+    """The content words that make this conversation specific: what the user said (every user
+    turn and the interjection) and what the assistant was saying when it was cut (the planned
+    message). The assistant's earlier turns are left out: their politeness ("happy to help",
+    "of course") is what a reply that fits any conversation is made of."""
+    return _content(" ".join([item.planned_text, item.interjection]
+                             + [m.content for m in item.history if m.role == "user"]))
+
+
 def grounded_in(evidence: str, item: EvalItem) -> bool:
-    """Whether the quote names anything of this conversation (a content word of the history,
-    the interrupted message or the interjection; stop words and backchannels from
-    :mod:`bargein.lexicon` do not count). A criterion asks for something specific to the case;
-    a quote that would fit any conversation cannot show it is met."""
-    ctx = " ".join([item.planned_text, item.interjection] + [m.content for m in item.history])
-    return bool(_content(evidence) & _content(ctx))
+    """Whether the quote names anything of this conversation (a content word of the user's
+    turns, the interjection or the interrupted message, :func:`case_content`; stop words and
+    backchannels from :mod:`bargein.lexicon` do not count). A criterion asks for something
+    specific to the case; a quote that would fit any conversation cannot show it is met."""
+    return bool(_content(evidence) & case_content(item))
 
 
-RQ_MODES = ("criteria", "all")
+_ABSENCE = re.compile(r"\b(not|no|never|nor|none|nothing|neither|dropped|skipped|omitted|"
+                      r"leaves out|left out|leave out)\b|n't\b", re.I)
+
+
+def criterion_kind(criterion: str) -> Literal["do", "avoid"]:
+    """Whether a rubric criterion asks the reply to do something ("do") or not to do something
+    ("avoid"), from its grammar: a negation ("does not", "no ... again", "never") or a verb of
+    leaving out ("is dropped", "is skipped", "leaves out") makes it "avoid". "without ..." or
+    "instead of ..." only qualifies an action the criterion asks for, so it stays "do"."""
+    return "avoid" if _ABSENCE.search(criterion or "") else "do"
+
+
+def shows_violation(evidence: str, item: EvalItem, criterion: str) -> bool:
+    """Whether the words quoted as breaking an "avoid" criterion really say again what the
+    criterion forbids: they must be words of the response (checked by the caller) and at least
+    half of their content words must be words of what the user already heard, the
+    interjection or the criterion itself (a quote of new content does not break a rule against
+    repeating, restarting or reacting)."""
+    words = _content(evidence)
+    if not words:
+        return False
+    forbidden = _content(" ".join([item.heard_text, item.interjection, criterion]))
+    return len(words & forbidden) * 2 >= len(words)
+
+
+RQ_MODES = ("split", "criteria", "all")
 
 
 class LLMJudge:
@@ -204,12 +248,23 @@ class LLMJudge:
     TF (``judge_tf``): pairwise, a named concrete deficiency of the loser required (re-asked
     when vague); with ``both_orders`` (the default) the pair is judged in both positions and a
     winner that changes with the position is a tie (``status="tie"``, both answers kept).
-    RQ: ``rq_mode="criteria"`` (the default) asks each criterion alone (``judge_rq_criterion``)
-    for the words of the response that meet it; a criterion is met only when the judge says so
-    AND its evidence is words of the response (checked here: a quote that is not in the
-    response fails the criterion; so does, with ``grounding`` (the default), a quote that names
-    nothing of this conversation, :func:`grounded_in`). ``rq_mode="all"`` is the one-call form
-    (``judge_rq``).
+
+    RQ is asked one criterion at a time, and a verdict rests on words of the response that the
+    judge quotes and the code checks:
+
+    - ``rq_mode="split"`` (the default): a criterion that asks the reply to do something
+      (:func:`criterion_kind` "do") is asked for the words of the response that meet it
+      (``judge_rq_criterion``); it is met only when the judge says so AND its quote is words of
+      the response AND, with ``grounding`` (the default), the quote names something of this
+      conversation (:func:`grounded_in`). A criterion that forbids something ("avoid") is asked
+      for the words that do the forbidden thing (``judge_rq_avoid``); it is broken only when
+      the judge says so AND the quote is words of the response AND, with ``grounding``, the
+      quote mostly says again what the user heard, the interjection or the criterion names
+      (:func:`shows_violation`). Small models answer "does it do X?" yes whatever the reply,
+      so neither a "met" nor a "broken" is taken without its evidence.
+    - ``rq_mode="criteria"``: every criterion asked the first way (``judge_rq_criterion``).
+    - ``rq_mode="all"``: the one-call form (``judge_rq``).
+
     The verdict is all-criteria, computed here, never taken from the judge.
     """
 
@@ -217,17 +272,21 @@ class LLMJudge:
 
     def __init__(self, spec: str, *, workdir: Path | None, reasks: int = 2, llm: Any = None,
                  temperature: float | None = 0.0, max_tokens: int = JUDGE_MAX_TOKENS,
-                 rq_mode: str = "criteria", both_orders: bool = True, grounding: bool = True):
+                 rq_mode: str = "split", both_orders: bool = True, grounding: bool = True):
         from bargein.prompts import load
 
         if rq_mode not in RQ_MODES:
             raise ConfigError(f"rq_mode {rq_mode!r}: valid modes are {', '.join(RQ_MODES)}")
         self.spec = spec
         self.rq_mode, self.both_orders, self.grounding = rq_mode, both_orders, grounding
-        rq_prompt = "judge_rq_criterion" if rq_mode == "criteria" else "judge_rq"
         tf = f"judge_tf v{load('judge_tf').version}" + (" both orders" if both_orders else "")
-        rq = f"{rq_prompt} v{load(rq_prompt).version}" + (
-            "" if rq_mode != "criteria" else " quotes grounded" if grounding else " quotes")
+        if rq_mode == "all":
+            rq = f"judge_rq v{load('judge_rq').version}"
+        else:
+            rq = f"judge_rq_criterion v{load('judge_rq_criterion').version}"
+            if rq_mode == "split":
+                rq += f" + judge_rq_avoid v{load('judge_rq_avoid').version}"
+            rq += " quotes grounded" if grounding else " quotes"
         self.id = f"{spec} ({tf}, {rq})"
         self.reasks = reasks
         self.temperature = judge_temperature(spec, temperature)
@@ -296,26 +355,60 @@ class LLMJudge:
         ctx = judge_context(item)
         crit: list[CriterionVerdict] = []
         for c in item.rubric.rq_criteria:
-            chat = _messages("judge_rq_criterion", **ctx, response=response, criterion=c)
+            avoid = self.rq_mode == "split" and criterion_kind(c) == "avoid"
+            name, schema = ("judge_rq_avoid", AvoidCheck) if avoid else ("judge_rq_criterion", CriterionCheck)
+            chat = _messages(name, **ctx, response=response, criterion=c)
             try:
-                ans = await self._ask(chat, CriterionCheck, "judge_rq_criterion", sample, max_tokens=200)
+                ans = await self._ask(chat, schema, name, sample, max_tokens=200)
             except GenerationFailed as e:
-                return Unscorable("the judge gave no answer that fits the CriterionCheck schema",
+                return Unscorable(f"the judge gave no answer that fits the {schema.__name__} schema",
                                   {"criterion": c, "error": str(e), "details": e.evidence,
                                    "answers": [x.model_dump() for x in crit]})
-            ans = ans if isinstance(ans, CriterionCheck) else CriterionCheck.model_validate(ans)
-            if ans.met and not quoted_in(ans.evidence, response):
-                why = ("judged met, but its evidence is not words of the response: "
-                       f"{ans.evidence!r}" if ans.evidence.strip() else
-                       "judged met without quoting the response")
-                crit.append(CriterionVerdict(criterion=c, met=False, reason=why, evidence=ans.evidence))
-            elif ans.met and self.grounding and not grounded_in(ans.evidence, item):
-                crit.append(CriterionVerdict(criterion=c, met=False, evidence=ans.evidence, reason=(
-                    "judged met, but the quote names nothing of this conversation")))
-            else:
-                crit.append(CriterionVerdict(criterion=c, met=ans.met, evidence=ans.evidence,
-                                             reason="met, quoting the response" if ans.met else "not met"))
+            ans = ans if isinstance(ans, schema) else schema.model_validate(ans)
+            if not avoid and ans.met and not quoted_in(ans.evidence, response) and self.reasks:
+                # a "met" must rest on the reply's own words: asked once more with the reason
+                retry = chat + [
+                    {"role": "assistant", "content": json.dumps(ans.model_dump(), ensure_ascii=False)},
+                    {"role": "user", "content": "Your evidence is not words of the reply. Copy the "
+                     "words of the reply between the triple quotes that meet the criterion, exactly "
+                     "as written there; if no words of the reply meet it, answer met false. Answer "
+                     "with the JSON object only."}]
+                try:
+                    again = await self._ask(retry, schema, name, sample, max_tokens=200)
+                    ans = again if isinstance(again, schema) else schema.model_validate(again)
+                except GenerationFailed:
+                    pass                          # the first answer stands (and fails the check)
+            crit.append(self._avoid_verdict(item, response, c, ans) if avoid
+                        else self._do_verdict(item, response, c, ans))
         return RQJudgment(criteria=crit, verdict="pass" if all(c.met for c in crit) else "fail")
+
+    def _do_verdict(self, item: EvalItem, response: str, c: str, ans: CriterionCheck) -> CriterionVerdict:
+        if ans.met and not quoted_in(ans.evidence, response):
+            why = ("judged met, but its evidence is not words of the response: "
+                   f"{ans.evidence!r}" if ans.evidence.strip() else
+                   "judged met without quoting the response")
+            return CriterionVerdict(criterion=c, met=False, reason=why, evidence=ans.evidence)
+        if ans.met and self.grounding and not grounded_in(ans.evidence, item):
+            return CriterionVerdict(criterion=c, met=False, evidence=ans.evidence, reason=(
+                "judged met, but the quote names nothing of this conversation"))
+        return CriterionVerdict(criterion=c, met=ans.met, evidence=ans.evidence,
+                                reason="met, quoting the response" if ans.met else "not met")
+
+    def _avoid_verdict(self, item: EvalItem, response: str, c: str, ans: AvoidCheck) -> CriterionVerdict:
+        if not ans.does_it:
+            return CriterionVerdict(criterion=c, met=True, evidence=ans.evidence,
+                                    reason="met: the judge found nothing that breaks it")
+        if not quoted_in(ans.evidence, response):
+            return CriterionVerdict(criterion=c, met=True, evidence=ans.evidence, reason=(
+                "met: judged broken, but the words quoted as breaking it are not words of the "
+                f"response: {ans.evidence!r}" if ans.evidence.strip() else
+                "met: judged broken without quoting the response"))
+        if self.grounding and not shows_violation(ans.evidence, item, c):
+            return CriterionVerdict(criterion=c, met=True, evidence=ans.evidence, reason=(
+                "met: judged broken, but the quoted words are new content, not what the user "
+                "already heard or the criterion forbids"))
+        return CriterionVerdict(criterion=c, met=False, evidence=ans.evidence,
+                                reason=f"broken ({ans.forbidden or 'the forbidden thing'}), quoting the response")
 
     async def _assess_all(self, item: EvalItem, response: str, sample: int) -> RQJudgment | Unscorable:
         chat = _messages("judge_rq", **judge_context(item),
@@ -368,8 +461,10 @@ def resolve_judge_spec(spec: str | None, *, what: str = "score ihbench") -> str:
     return spec
 
 
-def get_judge(spec: str | None, *, workdir: Path | None) -> Judge:
+def get_judge(spec: str | None, *, workdir: Path | None, **options: Any) -> Judge:
+    """The judge for ``spec``; ``options`` (``rq_mode``, ``both_orders``, ``grounding``) go to
+    a model judge (:class:`LLMJudge`); the smoke judge has none."""
     spec = resolve_judge_spec(spec)
     if spec.lower() == SMOKE:
         return SmokeJudge()
-    return LLMJudge(spec, workdir=workdir)
+    return LLMJudge(spec, workdir=workdir, **options)

@@ -202,12 +202,14 @@ async def _one(c: ControlItem, ih, ear) -> Verdict:
 def validate_judge(spec: str | None, *, workdir: Path | None = None, scorer: str = "all",
                    limit: int | None = None, concurrency: int = 4, ih_judge=None, ear_judge=None,
                    save: bool = True, part: str = "all", axes: tuple[str, ...] | None = None,
-                   categories: tuple[str, ...] | None = None) -> ValidationReport:
+                   categories: tuple[str, ...] | None = None,
+                   judge_options: dict[str, Any] | None = None) -> ValidationReport:
     """Run a judge (``smoke`` or PROVIDER:MODEL) over the control set (``part``: "all", the
     "dev" cases prompts may be worked on, or the "heldout" rest), or a stratified subset of
     ``limit`` items of it, and return the agreement figures; a model judge's report is saved
     under ``<workdir>/judge_validation/`` for ``score`` to print. ``axes`` / ``categories``
-    keep only those judgments (e.g. the RQ template and paraphrase gates).
+    keep only those judgments (e.g. the RQ template and paraphrase gates). ``judge_options``
+    (``rq_mode``, ``both_orders``, ``grounding``) configure a model IHBench judge.
 
     Judgments run grouped by axis, then case (a local model reuses the shared prompt prefix);
     the report keeps the stratified order."""
@@ -219,7 +221,7 @@ def validate_judge(spec: str | None, *, workdir: Path | None = None, scorer: str
     items = [i for i in split(control_items(scorer), part)
              if (axes is None or i.axis in axes) and (categories is None or i.category in categories)]
     items = stratified(items, limit)
-    ih = ih_judge or (get_judge(spec, workdir=workdir) if any(i.axis in ("tf", "rq") for i in items) else None)
+    ih = ih_judge or (get_judge(spec, workdir=workdir, **(judge_options or {})) if any(i.axis in ("tf", "rq") for i in items) else None)
     ear = ear_judge or (get_repair_judge(spec, workdir=workdir) if any(i.axis.startswith("ear") for i in items) else None)
     sem = asyncio.Semaphore(max(1, concurrency))
 
@@ -252,7 +254,14 @@ def _joint_id(a: str, b: str) -> str:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:120]
+    """A file name for a judge id; a long id is cut and told apart by a hash of the whole id
+    (two judges that differ only in their last settings never share a file)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+    if len(slug) <= 120:
+        return slug
+    import hashlib
+
+    return f"{slug[:108]}_{hashlib.sha256(text.encode('utf-8')).hexdigest()[:11]}"
 
 
 def _path(workdir: Path, judge_id: str, scorer: str) -> Path:

@@ -280,6 +280,8 @@ def state_machine_leakage(conv: Conversation) -> list[Verdict]:
 
 from bargein.verify import quality as _quality  # noqa: E402,F401  (registers the quality checks)
 from bargein.verify import tone as _tone  # noqa: E402,F401  (registers the tone checks)
+from bargein.verify import discourse as _discourse  # noqa: E402,F401  (registers the discourse checks)
+from bargein.verify import coherence as _coherence  # noqa: E402,F401  (registers the coherence checks)
 
 
 def run_checks(conv: Conversation) -> list[Verdict]:

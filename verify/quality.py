@@ -171,6 +171,11 @@ _BASE = {"is": "am", "has": "have", "does": "do", "doesn't": "don't", "goes": "g
 _I_AGREE = re.compile(r"\bI((?:\s+(?:also|still|just|already|usually|currently|really|only|"
                       r"now|always|never|often))?)\s+(%s)\b" % "|".join(map(re.escape, _THIRD)))
 _PLURAL_SUBJ = re.compile(r"\b(you|we|they)\s+(has|is|was|doesn't)\b", re.I)
+_I_VERB_S = re.compile(r"\bI((?:\s+(?:also|still|just|already|usually|currently|really|only|now|"
+                       r"always|never|often))?)\s+([a-z]{2,}[^su'\W]s)\b")
+# words after "I" that end in s and are no verb in the third person
+_NOT_VERB_S = frozenset("""always sometimes perhaps nowadays afterwards besides towards regardless
+nonetheless nevertheless was has is does goes""".split())
 _QUESTION_AUX = frozenset("do did can if how who what why where when will would could should must "
                           "might may does are were have had".split())
 _A_AN = re.compile(r"\b([Aa])\s+([aeiouAEIOU][a-z]+)\b")
@@ -178,6 +183,9 @@ _AN_A = re.compile(r"\b([Aa]n)\s+([b-df-hj-np-tv-z][a-z]+)\b")
 _A_OK = re.compile(r"^(uni|use|usu|uti|ure|uro|eu|one|once|ewe)", re.I)
 _AN_OK = re.compile(r"^(hour|honest|honou?r|heir|herb)", re.I)
 _DOUBLE = re.compile(r"\b(the|a|an|to|and|of|is|you|your|it|in|for|on|my|we|that)\s+\1\b", re.I)
+_LOWER_NAME = re.compile(r"(?<![\w@.'-])(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+                         r"january|february|april|june|july|august|september|october|november|"
+                         r"december)(?![\w@'-])")
 _LOWER_I = re.compile(r"(?<![\w'])i(?=\s|'m|'ve|'ll|'d)(?![\w])")
 
 
@@ -196,8 +204,20 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
         if any(c.isupper() for c in word[1:]) or re.match(r"[a-z]\.[a-z]\.", text[i:]):
             continue                                  # iPhone, e.g. a.m.
         found.append((i, i + 1, text[i].upper(), "sentence starts with a lower-case letter"))
+    for mm in _LOWER_NAME.finditer(text):
+        if mm.start() == 0 and continuation:
+            continue
+        found.append((mm.start(), mm.start() + 1, mm.group(0)[0].upper(),
+                      f"the day or month {mm.group(0)!r} in lower case"))
     for mm in _LOWER_I.finditer(text):
         found.append((mm.start(), mm.end(), "I", "the pronoun 'I' in lower case"))
+    for mm in _I_VERB_S.finditer(text):       # any other "I <verb>s": "I wants", "I calls"
+        verb = mm.group(2)
+        if verb.lower() in _NOT_VERB_S or verb in _THIRD:
+            continue
+        base = verb[:-3] + "y" if verb.endswith("ies") else verb[:-2] \
+            if re.search(r"(?:sh|ch|x|z|ss|o)es$", verb) else verb[:-1]
+        found.append((mm.start(2), mm.end(2), base, f"'I {verb}': the verb does not agree"))
     for mm in _I_AGREE.finditer(text):
         verb = mm.group(2)
         base = _BASE.get(verb, verb[:-1] if not verb.endswith("ies") else verb[:-3] + "y")
@@ -332,7 +352,9 @@ def held_keys(conv: Conversation) -> frozenset[str]:
     (the assistant stated the value first, in a turn that asked nothing, and never asked the
     caller for it)."""
     out = set(system_keys(conv.scenario))
-    user_side = set(conv.scenario.intent.provides) | {c.key for c in conv.scenario.intent.corrections}
+    # a planned correction does not make a value the caller's: a correction of a value the
+    # records stated first (the carrier's last scan) is itself the defect
+    user_side = set(conv.scenario.intent.provides)
     for f in conv.scenario.kb.user_facts:
         if f.key in user_side or f.key in PERSONAL_KEYS or f.kind in ("name", "email", "phone",
                                                                          "address"):
@@ -364,11 +386,9 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
     balance on the books): values the assistant reads from its records."""
     out = []
     keys = held_keys(conv)
-    if not keys:
-        return out
     scenario_held = system_keys(conv.scenario)
     for m in conv.messages:
-        if m.role != "user":
+        if m.role != "user" or not keys:
             continue
         low = m.text.lower()
         for k in sorted(keys):
@@ -386,6 +406,10 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
                 normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
                 and (len(v.split()) > 1 or v in m.text)      # "Team" the plan, not "our team"
                 and not said_before(conv, m.index, v, role="assistant") for v in forms)
+            told = [v for v in forms + [c.corrected_value for c in conv.scenario.intent.corrections
+                                        if c.key == k] if v and len(normalise(v)) >= 3]
+            stated = stated or (st and any(f" {normalise(v)} " in f" {normalise(m.text)} "
+                                           for v in told))
             corrects = lab in low and _CORRECTS.search(low) and (
                 _VALUEISH.search(m.text) or re.search(r"should be|not what you have|wrong", low))
             if stated or new_value or corrects:
@@ -395,6 +419,42 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
                     "user_states_system_value", m.index, f"the caller {why}: {lab!r} is a value "
                     "only the system holds", evidence=m.text, fixable=False))
                 break
+    flagged = {v.message_index for v in out}
+    return out + [v for v in _told_back(conv) if v.message_index not in flagged]
+
+
+def _told_back(conv: Conversation) -> list[Verdict]:
+    """"And the provider is Steven Morse": the caller tells, as news, a value the assistant
+    stated in an earlier turn and the caller never said (no correction, no confirmation asked).
+    The minimal repair deletes that sentence when the message says something else too."""
+    out = []
+    # a value specific enough to be the same value: two words or more, or three digits ("four"
+    # alone is also in "the last four digits")
+    facts = [(f.key, [v for v in (f.value, f.spoken) if v and (len(normalise(v).split()) >= 2
+                                                             or len(re.sub(r"\D", "", v)) >= 3)])
+             for f in conv.scenario.kb.user_facts      # a caller may always say their own name
+             if f.key not in PERSONAL_KEYS and f.kind not in ("name", "email", "phone", "address")]
+    for m in conv.messages:
+        if m.role != "user":
+            continue
+        sents = sentences(m.text)
+        for a, b in sents:
+            sent = m.text[a:b]
+            low = sent.lower()
+            if _CORRECTS.search(low) or "?" in sent:
+                continue
+            hit = next((k for k, forms in facts if forms and re.search(
+                rf"\b(?:the|my|our)\s+{re.escape(label(k).lower())}\s+(?:is|was|'s)\b", low)
+                and any(f" {normalise(v)} " in f" {normalise(sent)} " for v in forms)
+                and any(said_before(conv, m.index, v, role="assistant") for v in forms)
+                and not any(said_before(conv, m.index, v, role="user") for v in forms)), None)
+            if hit is None:
+                continue
+            edit = delete_edit(m, a, b) if len(sents) > 1 else None
+            out.append(_verdict("user_states_system_value", m.index, f"the caller tells back the "
+                                f"{label(hit).lower()} the assistant stated earlier, as if it were "
+                                "news", evidence=sent, edit=edit))
+            break
     return out
 
 
@@ -440,8 +500,8 @@ def tf_not_given(conv: Conversation) -> list[Verdict]:
             continue
         wl = normalise(tf)
         for f in facts:
-            lab = normalise(label(f.key))
-            if not lab or f" {lab} " not in f" {wl} ":
+            labs = {normalise(label(f.key)), normalise(f.key.replace("_", " "))} - {""}
+            if not any(f" {lab} " in f" {wl} " for lab in labs):   # "card last4" too
                 continue
             forms = [v for v in (f.value, f.spoken) if v]
             if any(said_before(conv, r.message_index + 1, v) for v in forms):
@@ -477,7 +537,8 @@ def whole_phrase(span: str, conv: Conversation) -> bool:
     p = " ".join(toks)
     texts = [m.spoken_text for m in conv.messages]
     for t in texts:
-        pieces = [t] + [t[a:b] for a, b in sentences(t)] + re.split(r"[.,;:!?\u2014]+(?!\d)", t)
+        titled = re.sub(r"\b(Dr|Mr|Mrs|Ms|St)\. ", r"\1 ", t)     # "Dr. Morse" is one clause
+        pieces = [t] + [t[a:b] for a, b in sentences(t)] + re.split(r"[.,;:!?\u2014]+(?!\d)", titled)
         for clause in pieces:
             if " ".join(tokens(clause)) == p:
                 return True

@@ -9,6 +9,8 @@ Figures (every one a number, so a threshold can name it):
   the interjection or the recovery), before the verifier-modifier loop, over all points;
   ``discard_rate.<check>``: conversations discarded for ``<check>``, over all conversations;
   ``flagged_defect_rate_after_loop`` over the accepted conversations;
+  ``flagged_conversation_rate.<check>``: conversations with a verdict of ``<check>`` before the
+  loop (a check on turns away from the cut, like an unanswered yes/no question, shows here);
 * ``user_distinct1/2``, ``assistant_distinct1/2``: distinct n-grams over n-grams, per role;
 * ``templated_sentence_share``: assistant sentences that are verbatim one talking point sentence
   or one phrase-bank entry filled; ``interjection_templates``: bank entries covering interjections;
@@ -313,6 +315,9 @@ def quality_report(verified: list[VerifiedConversation], test_items: list[EvalIt
         points += n
         flagged_any += anyn
         per_check.update(per)
+    conv_flagged: Counter[str] = Counter()
+    for v in verified:
+        conv_flagged.update({x.check for x in v.verdicts if x.round == 0})
     discards: Counter[str] = Counter()
     for v in verified:
         for c in {r.split(":", 1)[0] for r in v.discard_reasons}:
@@ -333,6 +338,8 @@ def quality_report(verified: list[VerifiedConversation], test_items: list[EvalIt
     for c in CHECKS:
         out[f"defect_rate.{c}"] = round(per_check[c] / points, 4) if points else 0.0
         out[f"discard_rate.{c}"] = round(discards[c] / len(verified), 4) if verified else 0.0
+        out[f"flagged_conversation_rate.{c}"] = (round(conv_flagged[c] / len(verified), 4)
+                                                 if verified else 0.0)
     for role in ("user", "assistant"):
         texts = [m.text for c in accepted for m in c.messages if m.role == role]
         out[f"{role}_distinct1"] = distinct(texts, 1)

@@ -17,7 +17,9 @@ from bargein import lexicon
 
 _WORD = re.compile(r"\S+")
 _TOKEN = re.compile(r"[a-z0-9]+(?:['\u2019-][a-z0-9]+)*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# no sentence ends after a title or a Latin abbreviation ("Dr. Steven Morse", "e.g. a bill")
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bMrs\.)"
+                           r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)\s+")
 
 # Function words plus conversational glue, and backchannels: the one lexicon (bargein.lexicon).
 STOPWORDS: frozenset[str] = lexicon.CONTENT_STOP_WORDS

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from bargein.cli.score_validate import set_llamacpp_threads, threads_option
 from bargein.cli.util import echo_report, fail_if_nothing, get_globals
 
 
@@ -26,9 +27,10 @@ from bargein.cli.util import echo_report, fail_if_nothing, get_globals
 @click.option("--concurrency", default=8, show_default=True, type=int, help="Parallel judge calls.")
 @click.option("--allow-missing", is_flag=True, help="Score items without a response as empty responses.")
 @click.option("--endpoint", help="Hub endpoint for ORG/NAME@REV releases.")
+@threads_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def ear(items: str, responses: Path, judge: str | None, out: Path | None, n_boot: int, concurrency: int,
-        allow_missing: bool, endpoint: str | None, as_json: bool) -> None:
+        allow_missing: bool, endpoint: str | None, threads: int | None, as_json: bool) -> None:
     """Score responses with EAR = 2CR/(C+R), per signal and window, with bootstrap CIs.
 
     C: accuracy on answerable items; R: 1 slot-aware repair, 0.5 generic refusal, 0 answer
@@ -37,6 +39,7 @@ def ear(items: str, responses: Path, judge: str | None, out: Path | None, n_boot
     from bargein.scorers.ear import score_ear
 
     g = get_globals()
+    set_llamacpp_threads(threads)
     report = score_ear(items, responses, judge=judge, out=out, seed=g.seed, n_boot=n_boot,
                        concurrency=concurrency, workdir=g.workdir, allow_missing=allow_missing,
                        endpoint=endpoint)

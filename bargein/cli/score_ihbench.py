@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from bargein.cli.score_validate import set_llamacpp_threads, threads_option
 from bargein.cli.util import echo_report, fail_if_nothing, get_globals
 
 
@@ -25,13 +26,15 @@ from bargein.cli.util import echo_report, fail_if_nothing, get_globals
               help="Bootstrap iterations for the 95% CIs.")
 @click.option("--concurrency", default=8, show_default=True, type=int, help="Parallel judge calls.")
 @click.option("--endpoint", help="Hub endpoint for ORG/NAME@REV releases.")
+@threads_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def ihbench(release: str, responses: Path, judge: str | None, epochs: int, out: Path | None,
-            n_boot: int, concurrency: int, endpoint: str | None, as_json: bool) -> None:
+            n_boot: int, concurrency: int, endpoint: str | None, threads: int | None, as_json: bool) -> None:
     """Score responses with the IHBench judges (3 epochs, bootstrap CIs, per type and depth)."""
     from bargein.scorers.ihbench import score_ihbench
 
     g = get_globals()
+    set_llamacpp_threads(threads)
     report = score_ihbench(release, responses, judge=judge, epochs=epochs, out=out, seed=g.seed,
                            n_boot=n_boot, concurrency=concurrency, workdir=g.workdir,
                            endpoint=endpoint)

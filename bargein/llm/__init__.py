@@ -220,6 +220,7 @@ def get_llm(
     frequency_penalty: float | None = None,
     agents: dict[str, str] | None = None,
     prefix_cache: bool | None = None,
+    n_threads: int | None = None,
 ) -> LLMClient:
     """An :class:`LLMClient` for ``spec``.
 
@@ -245,7 +246,9 @@ def get_llm(
     API has none); ``prefix_cache`` (``llamacpp``; default on) keeps evaluated prompt prefixes
     so a conversation's next call reads only its new tokens (a llama.cpp server does this
     itself: ``cache_prompt``, on by default in llama.cpp's server, ``--cache true`` for
-    llama-cpp-python's).
+    llama-cpp-python's); ``n_threads`` (``llamacpp``) the CPU threads the in-process model uses
+    (default: the machine's cores, at most 4; on a shared machine set 1, e.g.
+    ``BARGEIN_LLM_SETTINGS=llamacpp.n_threads=1``).
 
     A setting not given here comes from the provider's registry options, which a config or a
     program sets once for every stage and worker process
@@ -266,7 +269,8 @@ def get_llm(
              "timeout_s": timeout_s, "max_retries": max_retries, "structured": structured,
              "api_key_env": api_key_env, "max_tokens": max_tokens, "context_tokens": context_tokens,
              "max_tokens_field": max_tokens_field, "http": http, "budget_usd": budget_usd,
-             "frequency_penalty": frequency_penalty, "prefix_cache": prefix_cache}
+             "frequency_penalty": frequency_penalty, "prefix_cache": prefix_cache,
+             "n_threads": n_threads}
     configured = {**env_settings(name), **registry.options("llm", name)}
     unknown = sorted(set(configured) - set(given))
     if unknown:
@@ -277,7 +281,7 @@ def get_llm(
     timeout_s, max_retries, structured = s_["timeout_s"], s_["max_retries"], s_["structured"]
     api_key_env, max_tokens, context_tokens = s_["api_key_env"], s_["max_tokens"], s_["context_tokens"]
     max_tokens_field, http, budget_usd = s_["max_tokens_field"], s_["http"], s_["budget_usd"]
-    frequency_penalty, prefix_cache = s_["frequency_penalty"], s_["prefix_cache"]
+    frequency_penalty, prefix_cache, n_threads = s_["frequency_penalty"], s_["prefix_cache"], s_["n_threads"]
     _check("budget_usd", budget_usd, budget_usd is None or budget_usd >= 0, "a number >= 0 (USD)")
     _check("concurrency", concurrency, concurrency is None or concurrency == "server"
            or (isinstance(concurrency, int) and concurrency >= 1), "an integer >= 1 or 'server'")
@@ -291,6 +295,8 @@ def get_llm(
     _check("http", http, http in HTTP_CLIENTS, f"one of {', '.join(HTTP_CLIENTS)}")
     _check("frequency_penalty", frequency_penalty, frequency_penalty is None
            or (isinstance(frequency_penalty, (int, float)) and -2 <= frequency_penalty <= 2), "a number in -2..2")
+    _check("n_threads", n_threads, n_threads is None or (isinstance(n_threads, int)
+           and not isinstance(n_threads, bool) and n_threads >= 1), "an integer >= 1")
     concurrency = resolve_concurrency(name, concurrency, base_url)
     options: dict[str, Any] = {"base_url": base_url, "timeout_s": timeout_s, "max_retries": max_retries,
                                "structured": structured, "api_key_env": api_key_env,
@@ -302,6 +308,8 @@ def get_llm(
         options["max_tokens_field"] = max_tokens_field
     if frequency_penalty is not None:
         options["frequency_penalty"] = float(frequency_penalty)
+    if n_threads is not None:
+        options["n_threads"] = n_threads
     if prefix_cache is not None:
         options["prefix_cache"] = prefix_cache in (True, 1, "1", "true", "True", "yes")
     provider = registry.create("llm", name, model=model, **options)

@@ -154,7 +154,7 @@ EXAMPLE_TURNS: tuple[Turn, ...] = (
     ("user", "Actually, sorry, it started Sunday night, not Monday."),
     ("assistant", "Thanks for correcting that, I've noted Sunday night. The earliest technician "
                   "visit is Thursday between 9 and 11 am. Does that work?",
-     {"stage": "schedule_technician", "cut": 14, "type": "pushback"}),
+     {"stage": "schedule_technician", "cut": 15, "type": "pushback"}),
     ("user", "Thursday? That's way too long to be without internet."),
     ("assistant", "I understand, and I'm sorry. I can add you to the cancellation list for an "
                   "earlier slot, and I'll keep the Thursday visit as a backup.",

@@ -4,8 +4,7 @@ GGUF when it is there (``$BARGEIN_JUDGE_GGUF``, or ``tests/llm/models/``), else 
 ``tests/llm/setup_llamacpp.sh`` assembles.
 
 This checks the verdict format and the plumbing on real model output, not the judge's quality
-(its control-set figures are printed by ``bench/judge_validation.py``; on the held-out part the
-1.5B is near chance). Slow: each judgment takes tens of seconds on 2 shared cores.
+(its control-set figures are printed by ``bench/judge_validation.py``). Slow: each judgment takes tens of seconds on 2 shared cores.
 """
 
 from __future__ import annotations
@@ -37,21 +36,21 @@ def judge(spec, tmp_path_factory):
     from bargein.llm import get_llm
     from bargein.scorers.ihbench_judges import LLMJudge
 
-    llm = get_llm(spec, workdir=tmp_path_factory.mktemp("llm"), cache=False)
-    llm.provider.n_threads = int(os.environ.get("BARGEIN_TEST_THREADS", "1"))
+    llm = get_llm(spec, workdir=tmp_path_factory.mktemp("llm"), cache=False,
+                  n_threads=int(os.environ.get("BARGEIN_TEST_THREADS", "1")))
     return LLMJudge(spec, workdir=None, llm=llm)
 
 
 def test_ihbench_score_end_to_end_with_the_local_model_judge(spec, judge, tmp_path):
     """A one-conversation release, two items, gold responses, one epoch: every judgment is a
-    schema-valid verdict (RQ: one verdict per rubric criterion, each met one quoting the
-    response; TF: a winner with a named deficiency, or a position-bound tie with both orders'
+    schema-valid verdict (RQ: one verdict per rubric criterion, each met "do" criterion and each
+    broken "avoid" criterion quoting the response; TF: a winner with a named deficiency, or a position-bound tie with both orders'
     answers) or an unscorable one with its evidence; the table names the judge and epochs."""
     from doubles.synthetic_release import write_synthetic
 
     from bargein.releases.build import ReleaseSources, build_release
     from bargein.scorers.ihbench import RQ, TF, load_eval_items, score_ihbench
-    from bargein.scorers.ihbench_judges import quoted_in
+    from bargein.scorers.ihbench_judges import criterion_kind, quoted_in
 
     run = write_synthetic(tmp_path / "w", 1, seed=5)
     rel = tmp_path / "rel"
@@ -84,7 +83,8 @@ def test_ihbench_score_end_to_end_with_the_local_model_judge(spec, judge, tmp_pa
             assert [c["criterion"] for c in d["rq_criteria"]] == list(item.rubric.rq_criteria)
             assert all(isinstance(c["met"], bool) for c in d["rq_criteria"])
             for c in d["rq_criteria"]:
-                if c["met"]:                                  # met only with a real quote
+                # met ("do") or broken ("avoid") only with a real quote
+                if c["met"] == (criterion_kind(c["criterion"]) == "do"):
                     assert quoted_in(c["evidence"], gold[s["item_id"]]), c
             assert s["value"] == float(all(c["met"] for c in d["rq_criteria"]))
         else:

@@ -58,3 +58,10 @@ def fail_with_evidence(item: ChatMessage, ctx) -> ChatMessage:
                 "number": 7,
                 "object": {"agent": "a", "when": object()}}[item.content]
     raise GenerationFailed(f"{item.content} evidence", evidence=evidence)
+
+
+async def frozen_count(item: ChatMessage, ctx) -> ChatMessage:
+    """Reports how many objects the cyclic GC holds frozen while the stage runs."""
+    import gc
+
+    return ChatMessage(role="assistant", content=str(gc.get_freeze_count()), id=f"{item.id}_gc")

@@ -238,10 +238,15 @@ def test_rq_per_criterion_evidence_must_be_words_of_the_response():
     ok = [{"evidence": "policy 4471 0933 noted", "met": True}] * n
     r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(ok)).assess(it, resp, sample=0))
     assert r.verdict == "pass" and all(c.met for c in r.criteria)
-    invented = ok[:-1] + [{"evidence": "I have booked the engineer", "met": True}]
-    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(invented)).assess(it, resp, sample=0))
+    invented = ok[:-1] + [{"evidence": "I have booked the engineer", "met": True}] * 2   # re-asked once
+    m = ScriptedModel(invented)
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=m).assess(it, resp, sample=0))
     assert r.verdict == "fail" and not r.criteria[-1].met and "not words of the response" in r.criteria[-1].reason
-    empty = [{"evidence": "", "met": True}] + ok[1:]
+    assert len(m.asked) == n + 1 and "not words of the reply" in m.asked[-1][2][-1]["content"]
+    fixed = [{"evidence": "I have booked the engineer", "met": True}] + ok
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(fixed)).assess(it, resp, sample=0))
+    assert r.verdict == "pass"
+    empty = [{"evidence": "", "met": True}] * 2 + ok[1:]
     r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(empty)).assess(it, resp, sample=0))
     assert r.verdict == "fail" and "without quoting" in r.criteria[0].reason
     m = ScriptedModel(ok)
@@ -257,6 +262,77 @@ def test_rq_per_criterion_evidence_must_be_words_of_the_response():
     r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(anyw), grounding=False).assess(
         it, generic, sample=0))
     assert r.verdict == "pass"
+
+
+def test_criterion_kind_reads_the_criterion_grammar():
+    from bargein.scorers.ihbench_judges import criterion_kind
+
+    for c in ("It does not read the booking details again.", "No slot already heard is read out again.",
+              "The old figure is not used any more.", "The explanation of the fees is dropped.",
+              "The description is skipped.", "Leaves out the rest of the rules.", "Doesn't restart.",
+              "The reply never argues."):
+        assert criterion_kind(c) == "avoid", c
+    for c in ("The late arrival is acknowledged.", "Asks for the registration number right away.",
+              "The correction is accepted without any pushback.",
+              "The reply carries on from the list instead of starting it over.",
+              "Delivery is offered rather than collection.", "Notes the new date."):
+        assert criterion_kind(c) == "do", c
+
+
+def test_rq_split_mode_asks_forbidding_criteria_for_the_words_that_break_them():
+    """Plumbing only (scripted answers). A "do" criterion is asked with ``judge_rq_criterion``,
+    an "avoid" one with ``judge_rq_avoid``; an avoid criterion is broken only when the judge
+    quotes words of the response that mostly say again what the user heard or the criterion
+    names (the interrupted 'photo of the damage' here); a quote of new content, an invented
+    quote or a "does not do it" leaves it met."""
+    rq = ("The reply asks for the police report.", "It does not list the photo of the damage again.")
+    it = item("filler", rq=rq)
+    good = "the police report and a receipt, please."
+    restart = "Your claim needs three documents: a photo of the damage, the police report and a receipt."
+    do = {"evidence": "the police report", "met": True}
+
+    def run(avoid_answer, resp):
+        m = ScriptedModel([do, avoid_answer])
+        r = asyncio.run(LLMJudge("s:m", workdir=None, llm=m).assess(it, resp, sample=0))
+        assert [a[0] for a in m.asked] == ["judge_rq_criterion", "judge_rq_avoid"]
+        assert rq[1] in m.asked[1][2][-1]["content"] and "must NOT do" in m.asked[1][2][0]["content"]
+        return r
+
+    new_words = run({"forbidden": "listing the photo", "evidence": good, "does_it": True}, good)
+    assert new_words.verdict == "pass" and "new content" in new_words.criteria[1].reason
+    invented = run({"evidence": "a photo of the damage", "does_it": True}, good)
+    assert invented.verdict == "pass" and "not words of the response" in invented.criteria[1].reason
+    assert run({"evidence": "", "does_it": False}, good).verdict == "pass"
+    broken = run({"forbidden": "listing the photo", "evidence": "a photo of the damage", "does_it": True},
+                 restart)
+    assert broken.verdict == "fail" and not broken.criteria[1].met
+    assert broken.criteria[1].evidence == "a photo of the damage"
+    # without grounding, any quoted words judged as breaking it break it
+    m = ScriptedModel([do, {"evidence": good, "does_it": True}])
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=m, grounding=False).assess(it, good, sample=0))
+    assert r.verdict == "fail"
+    # rq_mode="criteria" asks every criterion the "do" way
+    m = ScriptedModel([do, do])
+    asyncio.run(LLMJudge("s:m", workdir=None, llm=m, rq_mode="criteria").assess(it, good, sample=0))
+    assert [a[0] for a in m.asked] == ["judge_rq_criterion"] * 2
+    ids = {LLMJudge("s:m", workdir=None, llm=m, rq_mode=mode, grounding=g).id
+           for mode in ("split", "criteria", "all") for g in (True, False)}
+    assert len(ids) == 5                      # "all" has no quotes, so no grounding setting
+    with pytest.raises(ConfigError, match="rq_mode"):
+        LLMJudge("s:m", workdir=None, llm=m, rq_mode="vote")
+
+
+def test_grounding_reads_the_users_turns_and_the_interrupted_message_not_politeness():
+    """A quote grounds a criterion by a content word of what the user said or what the
+    assistant was saying when cut; the assistant's earlier small talk does not count."""
+    from bargein.scorers.ihbench_judges import grounded_in
+
+    it = item("normal")
+    polite = it.model_copy(update={"history": (ChatMessage(role="assistant", content="Happy to help today!"),)
+                                   + it.history})
+    assert not grounded_in("Happy to help with whatever you need today.", polite)
+    assert grounded_in("I'll note that it happened on Friday.", polite)          # the interjection
+    assert grounded_in("and then the police report.", polite)                     # the planned message
 
 
 def test_no_judge_configured_stops_with_the_fix(monkeypatch):
@@ -408,7 +484,10 @@ def test_llm_judges_and_audio_responder_through_the_openai_sdk(release, tmp_path
                                "loser_deficiency": "ignores what the user just said"})
         if schema.get("title") == "CriterionCheck":
             reply = prompt.split("## The assistant's next reply", 1)[1].split('"""')[1]
-            return json.dumps({"evidence": " ".join(reply.split()[:25]), "met": True})
+            # the reply's end: the interrupted turn's words, so the quote names the conversation
+            return json.dumps({"evidence": " ".join(reply.split()[-25:]), "met": True})
+        if schema.get("title") == "AvoidCheck":
+            return json.dumps({"forbidden": "f", "evidence": "", "does_it": False})
         said = [m["content"] for m in req["messages"] if m["role"] == "assistant"]
         return f"MODEL: picking up from {' '.join(said) or 'the start'}; let's go on."
 

@@ -151,6 +151,11 @@ def test_model_judge_validation_over_the_openai_sdk(tmp_path, monkeypatch):
             inter = re.search(r'The user\'s interjection: "(.*)"', text).group(1)
             echo = inter.lower()[:20] in resp.lower()
             return json.dumps({"evidence": resp[:30], "met": not echo})
+        if title == "AvoidCheck":
+            resp = text.split('"""')[1]
+            inter = re.search(r'The user\'s interjection: "(.*)"', text).group(1)
+            echo = inter.lower()[:20] in resp.lower()
+            return json.dumps({"forbidden": "f", "evidence": resp if echo else "", "does_it": echo})
         resp = text.split('"""')[1].lower()
         cat = ("explicit_repair" if "missed the" in resp or "didn't catch the" in resp
                else "generic_refusal" if "again" in resp else "answer")
@@ -163,7 +168,7 @@ def test_model_judge_validation_over_the_openai_sdk(tmp_path, monkeypatch):
         assert rep.scorer("ihbench")["unscorable"] == 0               # re-asks recovered
         saved = sorted(p.name for p in (tmp_path / "judge_validation").glob("*.json"))
         assert saved == ["ear__openai_scripted-judge_judge_repair_v2.json",
-                         "ihbench__openai_scripted-judge_judge_tf_v3_both_orders_judge_rq_criterion_v1_quotes_grounded.json"]
+                         "ihbench__openai_scripted-judge_judge_tf_v3_both_orders_judge_rq_criterion_v1_judge_rq_avoid_v1_quotes_grounded.json"]
         assert rep.axis("tf")["n"] and all(v.got == "tie" for v in rep.verdicts if v.item.axis == "tf")
         judge = get_judge("openai:scripted-judge", workdir=tmp_path)
         summary = validation_summary(judge, workdir=tmp_path, scorer="ihbench")
@@ -184,6 +189,8 @@ def test_judges_over_the_anthropic_sdk_and_schema_failures(tmp_path, monkeypatch
             return json.dumps({"winner": "neither"})
         if schema.get("title") == "CriterionCheck":
             return json.dumps({"evidence": "", "met": False})
+        if schema.get("title") == "AvoidCheck":
+            return json.dumps({"evidence": "", "does_it": False})
         return json.dumps({"category": "answer", "correct": False, "reason": "r"})
 
     with LoopbackLLMServer(responder=responder) as srv:
@@ -223,3 +230,67 @@ def test_model_baseline_records_model_and_settings_and_smoke_never_equals_gold(t
         assert smoke_baseline(it) != it.gold_recovery
         exact = it.with_(gold_recovery=it.planned_text)              # even when gold == planned
         assert smoke_baseline(exact).strip() != exact.gold_recovery.strip()
+
+
+def test_validate_judge_cli_part_split_and_judge_settings(tmp_path, monkeypatch):
+    """`score validate-judge --part rq --split dev` keeps only those judgments; the judge
+    settings reach the judge (its id names them); --threads becomes the llamacpp provider's
+    n_threads setting."""
+    from click.testing import CliRunner
+
+    from bargein import registry
+    from bargein.cli import cli
+    from bargein.scorers.control_set import split
+
+    def run(*args):
+        return CliRunner().invoke(cli, ["--workdir", str(tmp_path), "score", "validate-judge", *args])
+
+    res = run("--judge", "smoke", "--part", "rq", "--split", "dev", "--json")
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output)
+    want = [i.id for i in split(control_items("ihbench"), "dev") if i.axis == "rq"]
+    assert [v["id"] for v in got["verdicts"]] == want and set(got["axes"]) == {"rq"}
+    res = run("--judge", "smoke", "--part", "ear", "--split", "heldout")
+    assert res.exit_code == 0 and "| ear_r |" in res.output and "| rq |" not in res.output
+    bad = run("--judge", "smoke", "--part", "tf", "--scorer", "ear")
+    assert bad.exit_code != 0 and "--part tf" in bad.output
+
+    seen = {}
+
+    def fake_run(spec, **kw):                      # only to see what the CLI passes on
+        seen.update(kw, threads=registry.options("llm", "llamacpp").get("n_threads"))
+        return validate_judge("smoke", scorer="ihbench", limit=2, save=False)
+
+    monkeypatch.setattr("bargein.scorers.judge_validation.validate_judge", fake_run)
+    before = registry.options("llm", "llamacpp")
+    try:
+        res = run("--judge", "llamacpp:/m.gguf", "--part", "tf", "--rq-mode", "criteria",
+                  "--one-order", "--no-grounding", "--threads", "1")
+        assert res.exit_code == 0, res.output
+    finally:
+        registry.set_options("llm", "llamacpp", **before)
+    assert seen["axes"] == ("tf",) and seen["threads"] == 1
+    assert seen["judge_options"] == {"rq_mode": "criteria", "both_orders": False, "grounding": False}
+    assert run("--judge", "smoke", "--threads", "0").exit_code != 0
+
+
+def test_model_judge_options_and_the_llamacpp_threads_setting(tmp_path, monkeypatch):
+    """get_judge passes rq_mode / both_orders / grounding to the model judge; n_threads is a
+    provider setting checked like the others (given, from registry options, or from
+    $BARGEIN_LLM_SETTINGS) and reaches the in-process provider."""
+    from bargein.llm import get_llm
+    from bargein.scorers.ihbench_judges import get_judge
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")      # never called
+    j = get_judge("openai:m", workdir=tmp_path, rq_mode="criteria", both_orders=False, grounding=False)
+    assert (j.rq_mode, j.both_orders, j.grounding) == ("criteria", False, False)
+    assert "both orders" not in j.id and "judge_rq_avoid" not in j.id and "grounded" not in j.id
+    assert get_judge("smoke", workdir=tmp_path, rq_mode="criteria").smoke
+    with pytest.raises(ConfigError, match="n_threads"):
+        get_llm("openai:m", workdir=tmp_path, n_threads=0)
+    pytest.importorskip("llama_cpp")
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")                      # the model loads on first use only
+    assert get_llm(f"llamacpp:{gguf}", workdir=tmp_path, n_threads=1).provider.n_threads == 1
+    monkeypatch.setenv("BARGEIN_LLM_SETTINGS", "llamacpp.n_threads=2")
+    assert get_llm(f"llamacpp:{gguf}", workdir=tmp_path).provider.n_threads == 2

@@ -159,6 +159,7 @@ def test_cache_hit_makes_no_request_and_survives_a_new_client(keys, tmp_path):
     c = asyncio.run(llm.complete([{"role": "user", "content": "hello"}], agent="test",
                                  json_schema=Echo.model_json_schema()))
     assert c.cached                                         # same request as ask() -> the cached answer
+    llm.flush()                                             # answers are written behind
     assert list((tmp_path / "llm_cache").rglob("*.json"))
 
 

@@ -77,6 +77,18 @@ def test_every_failure_keeps_its_evidence_typed_or_as_text(tmp_path):
     assert got["object"].startswith("{'agent': 'a', 'when': <object object at")
 
 
+def test_io_stage_keeps_the_heap_it_started_with_out_of_the_gc_and_gives_it_back(tmp_path):
+    """While an I/O stage runs, the objects alive at its start are frozen (a full collection
+    does not scan them and stall every call in flight); after it, nothing stays frozen."""
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    res = run_stage(Stage(name="gc", fn=S.frozen_count, output=ChatMessage, kind="io"), items(3),
+                    workdir=tmp_path, seed=1)
+    assert all(int(o.content) > 10_000 for o in res.outputs)      # modules, the inputs, ...
+    assert gc.get_freeze_count() == 0
+
+
 def test_one_to_many_and_composition(tmp_path):
     split = Stage(name="split", fn=S.split_words, output=ChatMessage)
     results = run([split, shout_stage()], items(2), workdir=tmp_path, seed=3)
