@@ -430,3 +430,66 @@ def doubled_clause(conv: Conversation, rng: random.Random):
 
 def clean_doubled(conv: Conversation, rng: random.Random):
     return _doubled(conv, rng, False)
+
+
+# ---- 9. a gold that closes the request while a later stage is never done -------------------------
+CLOSINGS = ["That wraps things up for today. Anything else you need?",
+            "You're all set now. Is there anything else?", "That's everything on my side.",
+            "And that wraps up your request. Can I do anything else for you?",
+            "We're all done here. Anything else I can help with?"]
+ONWARD = ["Next, let's get that done.", "Let's keep going with the next step.",
+          "I'll carry on with that now."]
+
+
+def _abandon(conv: Conversation, rng: random.Random, mode: str):
+    """mode 'drop': a later stage's messages are relabelled to the stage after it (as if it
+    was never done) and the gold closes; 'closing': the gold closes, nothing dropped;
+    'onward': a stage dropped but the gold does not close; 'skip': a stage dropped, a skip
+    transition of the workflow allows it, and the gold closes."""
+    wf = conv.scenario.kb.workflow
+    names = [s.name for s in wf.stages]
+    sites = [(m, u) for m, u in conv.interruptions if m.interruption.type == "impatient"
+             and m.stage in names and u.index in conv.gold_recoveries]
+    rng.shuffle(sites)
+    # the injector's reading of the workflow: a stage is required when it has no skip of its
+    # own, no skip passes over it, and a 'next' transition leads into it
+    nxt_in = {t.target for t in wf.transitions if t.kind == "next"}
+    optional = {t.source for t in wf.transitions if t.kind == "skip"}
+    for t in wf.transitions:
+        if t.kind == "skip" and t.source in names and t.target in names:
+            optional |= set(names[names.index(t.source) + 1:names.index(t.target)])
+    required = [k for k, n in enumerate(names) if n in nxt_in and n not in optional]
+    seen = {x.stage for x in conv.messages}
+    for m, u in sites:
+        at = names.index(m.stage)
+        if any(names[k] not in seen for k in required if k > at):
+            continue                    # the conversation already leaves a stage undone
+        later = [k for k in required if at < k < len(names) - 1 and names[k] in seen]
+        if mode != "closing" and not later:
+            continue
+        out = conv
+        if mode != "closing":
+            k = rng.choice(later)
+            gone, into = names[k], names[k + 1]
+            msgs = tuple(x.with_(stage=into) if x.stage == gone else x for x in conv.messages)
+            out = out.with_(messages=msgs)
+            if mode == "skip":
+                from bargein.records.scenario import Transition
+                t = Transition(source=names[k - 1], target=into, kind="skip",
+                               condition="the caller already did this step online")
+                sc = out.scenario
+                out = out.with_(scenario=sc.with_(kb=sc.kb.with_(workflow=wf.with_(
+                    transitions=(*wf.transitions, t)))))
+        golds = dict(out.gold_recoveries)
+        tail = rng.choice(ONWARD if mode == "onward" else CLOSINGS)
+        golds[u.index] = f"{golds[u.index]} {tail}"
+        return out.with_(gold_recoveries=golds), u.index
+    return None
+
+
+def abandoned(conv: Conversation, rng: random.Random):
+    return _abandon(conv, rng, "drop")
+
+
+def clean_abandoned(conv: Conversation, rng: random.Random):
+    return _abandon(conv, rng, rng.choice(["closing", "onward", "skip"]))

@@ -170,6 +170,7 @@ KINDS = {
     "confirmation_has_object": (D.empty_confirmation, D.clean_confirmation),
     "gold_meets_own_rubric": (D.gold_restates, D.clean_gold_rubric),
     "doubled_phrase": (D.doubled_clause, D.clean_doubled),
+    "task_abandoned_on_skip": (D.abandoned, D.clean_abandoned),
 }
 
 

@@ -11,7 +11,8 @@
   of four or more words in two adjacent sentences ("let me tell you what I can do instead.
   Here's what I can do: ...").
 
-Both read only the conversation's own text (criteria, heard text, gold, messages).
+They read only the conversation's own content (criteria, heard text, gold, messages and the
+scenario's workflow), never the writers' phrase banks.
 """
 
 from __future__ import annotations
@@ -147,4 +148,61 @@ def doubled_phrase(conv: Conversation) -> list[Verdict]:
         if hit := doubled_run(gold):
             out.append(_verdict("doubled_phrase", k, f"the gold recovery says {hit[0]!r} twice "
                                 "in adjacent sentences", evidence=hit[1], fixable=False))
+    return out
+
+
+# ---- task_abandoned_on_skip --------------------------------------------------------------------
+# a turn that closes the request (general English closings)
+_WRAP_UP = re.compile(r"\b(?:that wraps (?:\w+ )?up|wraps (?:it|things|everything) up|"
+                      r"that's everything|that completes|we're (?:all )?done|you're all set|"
+                      r"all done)\b|\banything else\b[^.?!]*\?", re.I)
+
+
+def skipped_stages(conv: Conversation, stage: str | None) -> list[str]:
+    """Workflow stages after ``stage`` that no message of the conversation visits and that the
+    workflow does not let go: a stage is optional when it has a skip transition of its own,
+    when a skip transition jumps over it, or when it is reached only by a skip or a failure
+    (an alternative branch, such as a refund instead of a rebooking)."""
+    wf = conv.scenario.kb.workflow
+    names = [s.name for s in wf.stages]
+    if stage not in names:
+        return []
+    at = names.index(stage)
+    visited = {m.stage for m in conv.messages}
+    skips = [t for t in wf.transitions if t.kind == "skip" and t.source in names]
+    jumps = [(names.index(t.source), names.index(t.target)) for t in skips if t.target in names]
+    own_skip = {t.source for t in skips}
+    incoming: dict[str, set[str]] = {}
+    for t in wf.transitions:
+        incoming.setdefault(t.target, set()).add(t.kind)
+    ends = {names.index(t.source) for t in wf.transitions
+            if t.kind == "terminate" and t.target == conv.outcome and t.source in names
+            and conv.outcome not in (None, "resolved")}
+    out = []
+    for k in range(at + 1, len(names)):
+        n = names[k]
+        if n in visited or n in own_skip or "next" not in incoming.get(n, {"next"}) \
+                or any(a < k < b for a, b in jumps) or any(e < k for e in ends):
+            continue
+        out.append(n)
+    return out
+
+
+@check("task_abandoned_on_skip")
+def task_abandoned_on_skip(conv: Conversation) -> list[Verdict]:
+    """After an impatient interjection the gold recovery may skip explanation, not work: it
+    does not close the request ("that wraps up", "anything else?") while a later stage of the
+    workflow is never carried out in the conversation (no skip transition allows it)."""
+    out = []
+    for m, u in conv.interruptions:
+        gold = conv.gold_recoveries.get(u.index, "")
+        if m.interruption.type != "impatient" or not (mm := _WRAP_UP.search(gold)):
+            continue
+        left = skipped_stages(conv, m.stage)
+        if left:
+            out.append(_verdict("task_abandoned_on_skip", u.index, f"the gold recovery closes "
+                                f"the request ({mm.group(0)!r}) while the stage(s) {left} after "
+                                f"{m.stage!r} are never carried out", fixable=False,
+                                evidence=f"cut in {m.stage!r}: {m.text[len(m.heard_text or ''):][:120]!r}; "
+                                         f"gold {gold[:160]!r}"))
     return out

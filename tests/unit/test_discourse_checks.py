@@ -242,3 +242,31 @@ def test_the_same_clause_twice_in_adjacent_sentences_is_doubled():
     apart = ("Let me tell you what I can do for you. First the list. Then, what I can do for "
              "you is a callback.")
     assert found(conv_with({20: ("assistant", apart, {"stage": "wrap_up"})}), "doubled_phrase") == []
+
+
+# ---- task_abandoned_on_skip -----------------------------------------------------------------------
+def test_a_gold_that_closes_the_request_with_a_stage_never_done_abandons_the_task():
+    """The cut at message 10 is in troubleshooting; the technician visit (schedule_technician)
+    is the work left. A conversation that never schedules it, with a gold that says "that wraps
+    up", is flagged; the same gold in a conversation that does schedule it, or a gold that
+    moves on, is not."""
+    ex = example_conversation()
+    never = tuple(m.with_(stage="wrap_up") if m.stage == "schedule_technician" else m
+                  for m in ex.messages)
+    closing = "Sure. That wraps up your request. Is there anything else I can do?"
+    bad = ex.with_(messages=never, gold_recoveries={**ex.gold_recoveries, 11: closing})
+    (v,) = found(bad, "task_abandoned_on_skip")
+    assert v.message_index == 11 and "schedule_technician" in v.issue and not v.fixable
+    onward = "Sure. Let's book a technician: the earliest visit is Thursday."
+    assert found(bad.with_(gold_recoveries={**ex.gold_recoveries, 11: onward}),
+                 "task_abandoned_on_skip") == []
+    assert found(ex.with_(gold_recoveries={**ex.gold_recoveries, 11: closing}),
+                 "task_abandoned_on_skip") == []
+    # a workflow that lets the stage go (a skip transition over it) excuses it
+    wf = ex.scenario.kb.workflow
+    from bargein.records.scenario import Transition
+    t = Transition(source="schedule_technician", target="wrap_up", kind="skip",
+                   condition="the caller fixed it themselves")
+    sc = ex.scenario.with_(kb=ex.scenario.kb.with_(workflow=wf.with_(
+        transitions=(*wf.transitions, t))))
+    assert found(bad.with_(scenario=sc), "task_abandoned_on_skip") == []

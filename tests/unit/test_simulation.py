@@ -124,8 +124,9 @@ NOT_YET_PASSED = {"presupposed_value", "yes_no_answered", "user_states_system_va
                   "confirmation_has_object", "cut_inside_value", "escalation_addressed",
                   # issue 12, second shift: the rubric writer quotes a pending question as "do
                   # not repeat" (3 of 50 offline conversations, seed 7); the refusal template
-                  # doubles "what I can do" (1 of 50)
-                  "gold_meets_own_rubric", "doubled_phrase"}
+                  # doubles "what I can do" (1 of 50); an impatient gold
+                  # closes the request with a workflow stage never done (1 of 50)
+                  "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip"}
 
 
 def test_the_verifier_accepts_the_offline_conversations(run):
