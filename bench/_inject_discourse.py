@@ -493,3 +493,51 @@ def abandoned(conv: Conversation, rng: random.Random):
 
 def clean_abandoned(conv: Conversation, rng: random.Random):
     return _abandon(conv, rng, rng.choice(["closing", "onward", "skip"]))
+
+
+# ---- 10. a pushback on a value the turn gives as a condition the caller meets --------------------
+SPANS = ["seven days", "thirty days", "fourteen days", "24 hours", "90 days", "two weeks",
+         "48 hours", "sixty days"]
+BENEFITS = ["Since it's within {v}, you qualify for a full refund.",
+            "Because you're still within {v} of purchase, there's no fee to cancel.",
+            "As you booked less than {v} ago, you're eligible for a free change.",
+            "You're within {v} of delivery, so the return is free.",
+            "Since the order is under {v} old, we'll waive the restocking fee.",
+            "Because it's been less than {v}, you're entitled to a replacement at no cost.",
+            "Given that it's only been {v}, cancelling costs you nothing.",
+            "Since you're inside the {v} window, shipping back is covered."]
+BURDENS = ["Refunds take {v} to reach your card.", "There's a {v} waiting period before we can reissue it.",
+           "Because of the backlog, processing takes {v}.", "You'll need to wait {v} before the account unlocks.",
+           "Since the claim has to be reviewed, expect {v} before a decision.",
+           "The hold stays on for {v} after the payment."]
+PUSHBACKS = ["{V}? That seems unreasonable.", "Hold on, {v} is a problem for me.",
+             "Wait, why {v}? Nobody told me that.", "I can't accept {v}, honestly.",
+             "Sorry, {v}? That's not what I expected."]
+
+
+def _pushback_value(conv: Conversation, rng: random.Random, benefit: bool):
+    sites = [(m, u) for m, u in conv.interruptions if m.interruption.type == "pushback"]
+    if not sites:
+        return None
+    m, u = rng.choice(sites)
+    v = rng.choice(SPANS)
+    sent = rng.choice(BENEFITS if benefit else BURDENS).format(v=v)
+    if not benefit and rng.random() < 0.5:      # a benefit said too, on another value
+        other = rng.choice([x for x in SPANS if x != v])
+        sent = f"{rng.choice(BENEFITS).format(v=other)} {sent}"
+    text = f"{sent} {m.text}"
+    k = len(WORD.findall(sent))
+    msgs = list(conv.messages)
+    said = rng.choice(PUSHBACKS).format(v=v, V=v[:1].upper() + v[1:])
+    cut = _cut_at(m, k, text)
+    msgs[m.index] = cut.with_(interruption=cut.interruption.with_(interjection=said))
+    msgs[u.index] = msgs[u.index].with_(text=said)
+    return conv.with_(messages=tuple(msgs)), u.index
+
+
+def pushback_benefit(conv: Conversation, rng: random.Random):
+    return _pushback_value(conv, rng, True)
+
+
+def clean_pushback_burden(conv: Conversation, rng: random.Random):
+    return _pushback_value(conv, rng, False)

@@ -21,7 +21,11 @@ words that meet it, one that forbids something for the words that break it), eac
 resting on a quote checked in code (words of the response that name something of the
 conversation, or that say again what is forbidden; the gates are also printed without that
 second check, from the same cached answers), TF in both orders, EAR's repair category and
-correctness (``--ear-limit``). A baseline of
+correctness (``--ear-limit``). Last held-out run (1.5B, one thread, shared CPU; ``--limit 0
+--gate-limit 60 --ear-limit 24 --rq-limit 40 --tf-limit 0``): template_fail_rate 1.000 (n 21),
+paraphrase_pass_rate 0.795 (n 39), gate kappa 0.731 (n 60); without the checks on the quotes
+0.762 / 0.359; RQ over every category kappa 0.437 (n 40); ear_kappa 0.750 (n 24: R 12/12,
+C 9/12, every miss a wrong value judged correct). A baseline of
 the same run: a judge that always answers "pass"/"A"/"answer"/"correct" (kappa 0 by
 construction), so every kappa prints beside what agreement by a constant answer gives. Answers
 are cached under ``--workdir``: an interrupted run resumes. Imports only the package.

@@ -171,6 +171,7 @@ KINDS = {
     "gold_meets_own_rubric": (D.gold_restates, D.clean_gold_rubric),
     "doubled_phrase": (D.doubled_clause, D.clean_doubled),
     "task_abandoned_on_skip": (D.abandoned, D.clean_abandoned),
+    "pushback_on_benefit": (D.pushback_benefit, D.clean_pushback_burden),
 }
 
 

@@ -112,7 +112,7 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: Any) -> Conve
             snapshot = _clone(st)
             # a re-plan avoids the interruption types that could not be realised this round;
             # the last one does not interrupt at all (a round without a cut always exists)
-            if replan == REPLANS and isinstance(agents, RuleAgents):
+            if replan == REPLANS:
                 failed_types |= set(INTERRUPTION_TYPES)
             plan = planner.plan(st, rng, frozenset(failed_types))
             try:

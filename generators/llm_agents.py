@@ -140,7 +140,7 @@ class LLMAgents:
 
         def check(r: UserReply) -> list[str]:
             errs = check_user_reply(up, r.utterance)
-            if last and copies(r.utterance, last):
+            if last and parrots(r.utterance, last):
                 errs.append("the caller repeats the assistant's words; answer in the caller's own words")
             return errs
 
@@ -246,6 +246,20 @@ def copies(text: str, source: str) -> bool:
     """Whether ``text`` is mostly ``source``'s words (a model copying instead of writing)."""
     got, src = content_words(text), content_words(source)
     return bool(got) and len(got) >= 3 and len(got & src) >= COPY_SHARE * len(got)
+
+
+def parrots(reply: str, heard: str) -> bool:
+    """Whether a caller's reply parrots the turn it answers: mostly its words *and* long enough
+    to be a copy (6+ content words, or a verbatim run of 8 words). A short answer that picks one
+    option of a question ("Cancel the whole booking for everyone, please.") uses the question's
+    words and is an answer, not a copy."""
+    if not copies(reply, heard):
+        return False
+    if len(content_words(reply)) >= 6:
+        return True
+    r = re.findall(r"[a-z0-9']+", reply.lower())
+    h = " " + " ".join(re.findall(r"[a-z0-9']+", heard.lower())) + " "
+    return any(" " + " ".join(r[i:i + 8]) + " " in h for i in range(len(r) - 7))
 
 
 _ECHOES = ("what you say", "your words", "your own words", "...", "utterance", "interjection")

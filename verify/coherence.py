@@ -206,3 +206,53 @@ def task_abandoned_on_skip(conv: Conversation) -> list[Verdict]:
                                 evidence=f"cut in {m.stage!r}: {m.text[len(m.heard_text or ''):][:120]!r}; "
                                          f"gold {gold[:160]!r}"))
     return out
+
+
+# ---- pushback_on_benefit -----------------------------------------------------------------------
+_QTY = re.compile(r"\b(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                  r"fourteen|fifteen|twenty|thirty|forty|fifty|sixty|ninety|hundred)"
+                  r"(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?"
+                  r"(?:[- ](?:business|working|calendar))?[- ](?:minutes?|hours?|days?|weeks?|"
+                  r"months?|years?|dollars?|percent|miles?)\b|[$\u20ac\u00a3]\s?\d[\d,.]*", re.I)
+# a clause stating a condition the caller meets ("since it's within seven days", "you're within
+# our twenty-four hour window") and words of a benefit in the sentence or the next
+_MET = r"(?:\b(?:since|because|as)\b[^.?!;]*?|\b(?:you're|you are|it's|it is|that's|still)\s+(?:well\s+)?(?:within|under|inside)\s+[^.?!;]*?)"
+_BENEFIT = re.compile(r"\b(?:qualif\w*|eligible|entitled|free|no (?:extra )?(?:fee|charge|cost)|"
+                      r"full refund|waive\w*|at no (?:extra )?(?:cost|charge)|covered)\b", re.I)
+
+
+def benefit_object(planned: str, interjection: str) -> tuple[str, str] | None:
+    """(value, sentence) when the interjection pushes back on a value that the planned text
+    says only inside a condition the caller meets with a benefit attached."""
+    sents = sentences(planned)
+    said = normalise(interjection).replace("-", " ")
+    for j, (s, e) in enumerate(sents):
+        sent = planned[s:e]
+        for mm in _QTY.finditer(sent):
+            v = normalise(mm.group(0)).replace("-", " ")     # "twenty-four hour", "four hour"
+            tail = " ".join(v.split()[-2:])
+            if not (f" {v} " in f" {said} " or (len(v.split()) > 2 and f" {tail} " in f" {said} ")):
+                continue
+            if not re.search(_MET + re.escape(mm.group(0)), sent, re.I):
+                continue
+            nxt = planned[sents[j + 1][0]:sents[j + 1][1]] if j + 1 < len(sents) else ""
+            if _BENEFIT.search(sent) or _BENEFIT.search(nxt):
+                return mm.group(0), sent.strip()
+    return None
+
+
+@check("pushback_on_benefit")
+def pushback_on_benefit(conv: Conversation) -> list[Verdict]:
+    """A pushback objects to a burden (a fee, a wait, a requirement), not to a condition the
+    caller meets: its value is not one the planned turn says only as "since it's within X,
+    you qualify"."""
+    out = []
+    for m, u in conv.interruptions:
+        if m.interruption.type != "pushback":
+            continue
+        if hit := benefit_object(m.text, u.text):
+            out.append(_verdict("pushback_on_benefit", u.index, f"the pushback objects to "
+                                f"{hit[0]!r}, which the turn gives as a condition the caller "
+                                "meets, with a benefit", fixable=False,
+                                evidence=f"planned {hit[1]!r}; interjection {u.text!r}"))
+    return out

@@ -107,8 +107,23 @@ def unsaid_values(conv: Conversation, text: str, upto: int) -> list[tuple[str, s
             # when the caller said it; a value nobody said before is framed from nowhere.
             if not _FRAME.search(sent) and _mentions(said_by_any, hit):
                 continue                  # read-back sentence repeating what was on the table
+            if not _ATTRIBUTION.search(sent) and _mentions(said_by_any, hit):
+                continue                  # "your code X is now closed": a state, not a quote
             out.append((key, hit, sent))
     return out
+
+
+# Frames that say the caller spoke the value (as opposed to an update or a state the assistant
+# reports): only these are wrong for a value that was on the table but that the caller never said.
+_ATTRIBUTION = re.compile(
+    r"\byou(?:'ve| have)?\s+(?:said|mentioned|told (?:me|us)|believe|think|estimated?|reported|"
+    r"gave( me)?|quoted|stated|expect)\b|"
+    r"\byou(?:'re| are)\s+(?:planning|expecting|saying|telling me)\b|"
+    r"\bI(?:'ve| have) (?:got|taken|put|written) (?:it |that |this )?down\b|"
+    # a value "written down" or "noted" as the caller's ("I have Joel Hale written down for
+    # your full name", "I've noted 4 as your ...") is a read-back of what the caller gave
+    r"\bI have .{1,80}?\b(?:written down|down here|noted)\b|\bI(?:'ve| have) noted\b.{0,80}\byour\b|"
+    r"\byour [\w' ]{1,40}? (?:is|are) now\s+\S*\d", re.I)
 
 
 @check("presupposed_value")

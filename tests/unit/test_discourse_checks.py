@@ -270,3 +270,25 @@ def test_a_gold_that_closes_the_request_with_a_stage_never_done_abandons_the_tas
     sc = ex.scenario.with_(kb=ex.scenario.kb.with_(workflow=wf.with_(
         transitions=(*wf.transitions, t))))
     assert found(bad.with_(scenario=sc), "task_abandoned_on_skip") == []
+
+
+# ---- pushback_on_benefit ----------------------------------------------------------------------------
+def test_a_pushback_on_a_condition_the_caller_meets_is_found():
+    """conv-13f33a9f8a801229 ev7 of the lead's reading: "Since it's within seven days [you
+    qualify for a full refund]" -> "Seven days? That seems unreasonable."."""
+    def with_turn(planned: str, said: str):
+        return conv_with({14: ("assistant", planned, {"stage": "schedule_technician", "cut": 14,
+                                                      "type": "pushback"}),
+                          15: ("user", said)})
+
+    benefit = ("Since it's within seven days of the outage, you qualify for a free visit. "
+               "The earliest technician visit is Thursday.")
+    (v,) = found(with_turn(benefit, "Seven days? That seems unreasonable."), "pushback_on_benefit")
+    assert v.message_index == 15 and "seven days" in v.issue and not v.fixable
+    burden = ("Because of demand, a visit takes seven days from today, I'm sorry to say. The "
+              "earliest technician visit is Thursday.")
+    assert found(with_turn(burden, "Seven days? That seems unreasonable."),
+                 "pushback_on_benefit") == []
+    # the benefit said, the pushback on something else
+    assert found(with_turn(benefit, "Thursday? That's way too long to be without internet."),
+                 "pushback_on_benefit") == []

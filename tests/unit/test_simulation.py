@@ -125,8 +125,10 @@ NOT_YET_PASSED = {"presupposed_value", "yes_no_answered", "user_states_system_va
                   # issue 12, second shift: the rubric writer quotes a pending question as "do
                   # not repeat" (3 of 50 offline conversations, seed 7); the refusal template
                   # doubles "what I can do" (1 of 50); an impatient gold
-                  # closes the request with a workflow stage never done (1 of 50)
-                  "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip"}
+                  # closes the request with a workflow stage never done (1 of 50); a pushback
+                  # on "within our twenty-four hour window" (a condition met, 1 of 50)
+                  "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip",
+                  "pushback_on_benefit"}
 
 
 def test_the_verifier_accepts_the_offline_conversations(run):

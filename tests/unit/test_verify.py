@@ -53,7 +53,8 @@ def test_example_passes_every_check():
                            "tone_after_bad_news", "repeated_marker", "presupposed_value",
                            "cut_inside_value", "yes_no_answered", "grammar_gold",
                            "escalation_addressed", "confirmation_has_object",
-                           "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip"}
+                           "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip",
+                           "pushback_on_benefit"}
 
 
 # ---- turn_alternation --------------------------------------------------------------------
