@@ -109,6 +109,8 @@ def interruption_context(conv: Conversation, idx: int) -> dict[str, str]:
     whole = _last_sentence(heard)
     if whole and heard.rfind(whole) + len(whole) <= cs:
         whole = ""
+    if whole.rstrip().endswith("?"):    # a question the caller cut in on is still unanswered:
+        whole = ""                       # asking it again is right, so it is not quoted as a repeat
     concern = _assistant_phrase(d.get("anchor") or (f"my {d['label']}" if d.get("label") else ""))
     detail = d.get("value") or (concern if d.get("object_kind") else "") or inter.text.strip()
     slots = {"tail": _words(heard, 4, last=True), "head": _words(rest, 4),

@@ -120,6 +120,9 @@ _ATTRIBUTION = re.compile(
     r"gave( me)?|quoted|stated|expect)\b|"
     r"\byou(?:'re| are)\s+(?:planning|expecting|saying|telling me)\b|"
     r"\bI(?:'ve| have) (?:got|taken|put|written) (?:it |that |this )?down\b|"
+    # a value "written down" or "noted" as the caller's ("I have Joel Hale written down for
+    # your full name", "I've noted 4 as your ...") is a read-back of what the caller gave
+    r"\bI have .{1,80}?\b(?:written down|down here|noted)\b|\bI(?:'ve| have) noted\b.{0,80}\byour\b|"
     r"\byour [\w' ]{1,40}? (?:is|are) now\s+\S*\d", re.I)
 
 
