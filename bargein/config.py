@@ -41,6 +41,8 @@ class ScenarioConfig(_Section):
 
 class ConversationConfig(_Section):
     verify_rounds: int = Field(3, ge=0, le=10, description="verifier-modifier rounds")
+    resamples: int = Field(2, ge=0, le=10, description="times a scenario whose conversation is "
+                           "discarded (or cannot be simulated) is simulated again with a new seed")
 
 
 class AudioConfig(_Section):
