@@ -309,8 +309,25 @@ def build_settings(config: BuildConfig) -> dict[str, dict[str, Any]]:
         "perturb": {"types": list(c.timing.types), "per_type": c.timing.per_type, "vad": "silero",
                     "sample_rate": c.audio.sample_rate},
         "release": {"name": c.name, "version": c.version, "changelog": c.release.changelog,
-                    "pretty_name": c.release.pretty_name, "license": c.release.license},
+                    "pretty_name": c.release.pretty_name, "license": c.release.license,
+                    **_threshold_sources(c)},
     }
+
+
+def _threshold_sources(c: BuildConfig) -> dict[str, Any]:
+    """``release.quality_thresholds`` checked before anything runs (an unknown figure names the
+    known ones), handed to the release stage as its sources do from ``release build``."""
+    if not c.release.quality_thresholds:
+        return {}
+    from bargein.errors import ConfigError
+    from bargein.verify.report import known_figures, parse_thresholds, quality_report
+
+    try:
+        parse_thresholds(c.release.quality_thresholds, known_figures(quality_report([], [], None)))
+    except ConfigError as e:
+        raise ConfigError(f"release.quality_thresholds: {e}") from None
+    return {"sources": {"quality_thresholds": dict(c.release.quality_thresholds),
+                        "allow_below_threshold": c.release.allow_below_threshold}}
 
 
 def plan(config: BuildConfig) -> Plan:
