@@ -3,6 +3,7 @@
     python bench/judge_validation.py                          # smoke judge, then the local model
     python bench/judge_validation.py --limit 60 --model PATH  # a stratified subset for the model
     python bench/judge_validation.py --limit 0 --gate-limit 60 --ear-limit 24 --rq-limit 40 --tf-limit 0
+    python bench/judge_validation.py --limit 0 --gate-limit 54 --minutes 58   # gates in a time budget
 
 Prints, per judge: ``judge_kappa`` (IHBench TF+RQ, judgment-weighted), ``ear_kappa``,
 accuracy, ``template_fail_rate`` (content-free templates judged RQ fail; goal >= 0.95 for any
@@ -21,11 +22,15 @@ words that meet it, one that forbids something for the words that break it), eac
 resting on a quote checked in code (words of the response that name something of the
 conversation, or that say again what is forbidden; the gates are also printed without that
 second check, from the same cached answers), TF in both orders, EAR's repair category and
-correctness (``--ear-limit``). Last held-out run (1.5B, one thread, shared CPU; ``--limit 0
---gate-limit 60 --ear-limit 24 --rq-limit 40 --tf-limit 0``): template_fail_rate 1.000 (n 21),
-paraphrase_pass_rate 0.795 (n 39), gate kappa 0.731 (n 60); without the checks on the quotes
-0.762 / 0.359; RQ over every category kappa 0.437 (n 40); ear_kappa 0.750 (n 24: R 12/12,
-C 9/12, every miss a wrong value judged correct). A baseline of
+correctness (``--ear-limit``). Last held-out run, the gates over the whole held-out part
+(1.5B, one thread, shared CPU; ``--limit 0 --gate-limit 54 --ear-limit 0 --rq-limit 0
+--tf-limit 0 --minutes 58 --step 4``, 3473 s of judging): paraphrase_pass_rate 0.741 (n 54,
+40 passed; goal >= 0.80 NOT met), template_fail_rate 1.000 (n 36), gate kappa 0.696 (accuracy
+0.844, n 90, unscorable 0); without the checks on the quotes 0.296 / 0.750, kappa 0.041; the
+smoke judge on the same items 0.870 / 1.000, kappa 0.843. The run before (a stratified 60 of
+these 90) gave 0.795 (n 39) / 1.000 (n 21), kappa 0.731: the larger count moves the paraphrase
+figure down. From earlier held-out runs: RQ over every category kappa 0.437 (n 40); ear_kappa
+0.750 (n 24: R 12/12, C 9/12, every miss a wrong value judged correct). A baseline of
 the same run: a judge that always answers "pass"/"A"/"answer"/"correct" (kappa 0 by
 construction), so every kappa prints beside what agreement by a constant answer gives. Answers
 are cached under ``--workdir``: an interrupted run resumes. Imports only the package.
