@@ -30,7 +30,7 @@ from bargein.generators.planner import ConversationState, RoundPlan
 from bargein.generators.user_sim import (
     Interjected, PlanBroken, RuleUser, UserPlan, anchors, check_interjection, check_reply, user_plan,
 )
-from bargein.verify.text import content_words
+from bargein.verify.text import content_words, normalise, sentences
 from bargein.records import Conversation, Scenario
 from bargein.runner import StageContext
 
@@ -132,8 +132,9 @@ class LLMAgents:
 
     async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
         agent, msgs = assistant_messages(plan, self.scenario, messages)
-        return await ask_valid(self.llm, msgs, AssistantTurn, agent=agent,
+        turn = await ask_valid(self.llm, msgs, AssistantTurn, agent=agent,
                                check=lambda t: check_assistant(plan, t), sample=sample)
+        return tidy_turn(turn, opening=not messages)
 
     async def user_reply(self, plan, heard, rng, sample) -> str:
         up = user_plan(plan)
@@ -238,10 +239,41 @@ def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     errs = [e for e in check_turn(plan, turn) if not e.startswith(_VALUE_ERRORS)]
     if any(w in turn.text.lower() for w in _META):     # seen: a re-ask's errors read out as speech
         errs.append("the turn repeats the instructions or errors; say only what the assistant says")
+    twice = doubled_sentence(turn.content)
+    if twice:
+        errs.append(f"the content says {twice!r} twice in a row; say each sentence once")
     rec = plan.recovery
     if rec is not None and rec.type == "correction" and not said(turn.text, rec.detail.get("new", "")):
         errs.append(f"the corrected value {rec.detail.get('new')!r} is not used")
     return errs + check_delivered(plan, turn)
+
+
+def tidy_turn(turn: AssistantTurn, *, opening: bool) -> AssistantTurn:
+    """The acknowledgement where code can decide it: none on the opening turn (nobody has said
+    anything to acknowledge), and none when the content opens by saying it again. Seen on the
+    1.5B model in an accepted call: "I understand. Thank you for the information. Thanks for
+    calling about a building permit." as the first words of the call, and "I understand. I
+    understand. I'll upload everything ..." later in it."""
+    ack = turn.acknowledgement.strip()
+    if not ack:
+        return turn
+    if opening:          # of the acknowledgement only a greeting stays, as the content's start
+        greet = [ack[s:e] for s, e in sentences(ack) if _GREETING.search(ack[s:e])]
+        return turn.model_copy(update={"acknowledgement": "", "content": P.join(*greet, turn.content)})
+    first = normalise(ack[slice(*sentences(ack)[0])]) if sentences(ack) else ""
+    if first and f"{normalise(turn.content)} ".startswith(f"{first} "):
+        return turn.model_copy(update={"acknowledgement": ""})
+    return turn
+
+
+_GREETING = re.compile(r"\b(?:hello|hi|hey|good (?:morning|afternoon|evening)|welcome|"
+                       r"thanks? (?:you )?for calling)\b", re.I)
+
+
+def doubled_sentence(text: str) -> str:
+    """A sentence said twice in a row ('' when none): "I understand. I understand." """
+    said_ = [normalise(text[s:e]) for s, e in sentences(text)]
+    return next((a for a, b in zip(said_, said_[1:]) if a and a == b), "")
 
 
 PLANNER_EXAMPLE = ("Confirm the order and explain that the refund reaches the card within two "
