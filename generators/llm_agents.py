@@ -8,6 +8,7 @@ re-asked with the errors and a new sampling seed, then :class:`PlanBroken` carri
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable
@@ -98,8 +99,11 @@ async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseM
         msgs = msgs + [{"role": "assistant", "content": answer},
                        {"role": "user", "content": "Your answer breaks the plan:\n- " + "\n- ".join(errs)
                         + "\nAnswer again with the whole JSON object, fixed."}]
+    # the end of what the agent was sent (the last turns and the direction), so the failures file
+    # shows what the answers were answering
+    tail = [{"role": m["role"], "content": m["content"][-600:]} for m in messages[1:][-3:]]
     raise PlanBroken(f"{agent}: {len(attempts)} answers broke the plan; last: {attempts[-1]['errors']}",
-                     evidence={"agent": agent, "attempts": attempts})
+                     evidence={"agent": agent, "attempts": attempts, "sent_last": tail})
 
 
 SIMULATE_AGENTS = ("round_planner", "assistant_simulator.normal", "assistant_simulator.interruption",
@@ -285,14 +289,29 @@ def repeats(utterance: str, heard: list[dict]) -> list[str]:
     """Why a caller line is not the caller's own words ([] when it is): it repeats what the
     assistant said (any turn of the call), or an earlier caller line word for word. Seen on the
     1.5B model: "Sorry, can we skip that part?" three times in one call, the caller reading back
-    "I'll upload everything to the permit portal under your" as its reply."""
+    "I'll upload everything to the permit portal under your" as its reply.
+
+    Words the caller said before are theirs: a caller who stands by the option they chose ("I
+    understand, I'll cancel the whole booking for everyone." after choosing it, when told what a
+    partial cancellation would mean) is not parroting the question that offered it, nor saying
+    an earlier line again (seen: a whole 1.5B conversation discarded on that line, nine times)."""
     errs = []
-    if any(m["role"] == "assistant" and parrots(utterance, m["text"]) for m in heard):
-        errs.append("the caller repeats the assistant's words; answer in the caller's own words")
     own = [m["text"] for m in heard if m["role"] == "user"]
-    if len(utterance.split()) >= 3 and any(copies(utterance, t) and copies(t, utterance) for t in own):
+    mine = content_words(" ".join(own))
+    if any(m["role"] == "assistant" and parrots(utterance, m["text"], own=mine) for m in heard):
+        errs.append("the caller repeats the assistant's words; answer in the caller's own words")
+    if len(utterance.split()) >= 3 and any(said_again(utterance, t) for t in own):
         errs.append("the caller says an earlier line of theirs again; say something new")
     return errs
+
+
+SAID_AGAIN = 0.8        # word-sequence similarity of a line said again (difflib ratio)
+
+
+def said_again(line: str, earlier: str) -> bool:
+    """Whether ``line`` is ``earlier`` again, near word for word (not the same choice restated)."""
+    a, b = re.findall(r"[a-z0-9']+", line.lower()), re.findall(r"[a-z0-9']+", earlier.lower())
+    return bool(a) and difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= SAID_AGAIN
 
 
 def copies(text: str, source: str) -> bool:
@@ -301,18 +320,19 @@ def copies(text: str, source: str) -> bool:
     return bool(got) and len(got) >= 3 and len(got & src) >= COPY_SHARE * len(got)
 
 
-def parrots(reply: str, heard: str) -> bool:
-    """Whether a caller's reply parrots the turn it answers: mostly its words *and* long enough
-    to be a copy (6+ content words, or a verbatim run of 8 words). A short answer that picks one
-    option of a question ("Cancel the whole booking for everyone, please.") uses the question's
-    words and is an answer, not a copy."""
+def parrots(reply: str, heard: str, own: frozenset[str] = frozenset()) -> bool:
+    """Whether a caller's reply parrots an assistant turn: a verbatim run of 8 of its words, or
+    6+ content words mostly its (not counting words the caller said before, ``own``). A short
+    answer that picks one option of a question ("Cancel the whole booking for everyone,
+    please.") uses the question's words and is an answer, not a copy."""
     if not copies(reply, heard):
         return False
-    if len(content_words(reply)) >= 6:
-        return True
     r = re.findall(r"[a-z0-9']+", reply.lower())
     h = " " + " ".join(re.findall(r"[a-z0-9']+", heard.lower())) + " "
-    return any(" " + " ".join(r[i:i + 8]) + " " in h for i in range(len(r) - 7))
+    if any(" " + " ".join(r[i:i + 8]) + " " in h for i in range(len(r) - 7)):
+        return True                                       # read back word for word
+    got = content_words(reply)
+    return len(got) >= 6 and len((got & content_words(heard)) - own) >= COPY_SHARE * len(got)
 
 
 _ECHOES = ("what you say", "your words", "your own words", "...", "utterance", "interjection")
