@@ -42,7 +42,7 @@ from pathlib import Path
 from bargein.scorers.ear_rules import RepairJudgment
 from bargein.scorers.ihbench_judges import CriterionVerdict, LLMJudge, RQJudgment, TFVerdict
 from bargein.scorers.control_set import PARAPHRASES
-from bargein.scorers.judge_validation import validate_judge
+from bargein.scorers.judge_validation import ValidationReport, validate_judge
 
 DEFAULT_GGUF = Path(os.environ.get("BARGEIN_JUDGE_GGUF",
                                    "/work/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"))
@@ -95,8 +95,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_GGUF, help="GGUF for the local model judge")
     ap.add_argument("--limit", type=int, default=16, help="control judgments for the model judge's kappa")
-    ap.add_argument("--gate-limit", type=int, default=24,
-                    help="RQ judgments on content-free templates and paraphrases for the gates")
+    ap.add_argument("--gate-limit", type=int, default=12,
+                    help="RQ judgments on good paraphrases, and as many on content-free "
+                         "templates, for the gates")
     ap.add_argument("--tf-limit", type=int, default=16,
                     help="extra TF judgments (the pairwise judge, both orders) for its own kappa")
     ap.add_argument("--part", default="heldout", choices=("heldout", "dev", "all"),
@@ -138,22 +139,30 @@ def main() -> None:
     ear = LLMRepairJudge(spec, workdir=args.workdir, llm=llm)           # one model in memory
     # in this order, so a run stopped for time has the gates first
     if args.gate_limit and args.scorer != "ear":
-        gate = dict(part=args.part, axes=("rq",), categories=("template",) + PARAPHRASES,
-                    limit=args.gate_limit)
-        t = time.perf_counter()
-        g = validate_judge(spec, workdir=args.workdir, scorer="ihbench", concurrency=1,
-                           ih_judge=judge, save=False, **gate)
-        report("model-gates", g, time.perf_counter() - t)
+        # paraphrases first, then templates, each printed when done (a run stopped for time
+        # keeps what it finished); the gates' kappa over both from the same verdicts
+        def gates(who, label: str, ih_judge=None):
+            parts = []
+            for name, cats in (("paraphrases", PARAPHRASES), ("templates", ("template",))):
+                t = time.perf_counter()
+                g = validate_judge(who, workdir=args.workdir, scorer="ihbench", concurrency=1,
+                                   ih_judge=ih_judge, save=False, part=args.part, axes=("rq",),
+                                   categories=cats, limit=args.gate_limit)
+                report(f"{label}-{name}", g, time.perf_counter() - t)
+                parts.append(g)
+            both = ValidationReport(judge=parts[0].judge, control_set=parts[0].control_set,
+                                    smoke=parts[0].smoke, limit=2 * args.gate_limit,
+                                    verdicts=parts[0].verdicts + parts[1].verdicts)
+            report(label, both, 0.0)
+            return both
+
+        g = gates(spec, "model-gates", judge)
         print(f"[model-gates] RQ on content-free templates and good paraphrases only: the "
-              f"{g.control_set}, stratified subset of {args.gate_limit}")
-        report("smoke-gates-same-items", validate_judge("smoke", save=False, scorer="ihbench",
-                                                        **gate), 0.0)
+              f"{g.control_set}, at most {args.gate_limit} of each (stratified)")
+        gates("smoke", "smoke-gates-same-items")
         # the same model answers (cached), judged without the checks on what the quotes say
         plain = LLMJudge(spec, workdir=args.workdir, llm=llm, rq_mode=args.rq_mode, grounding=False)
-        t = time.perf_counter()
-        report("model-gates-quotes-not-grounded", validate_judge(
-            spec, workdir=args.workdir, scorer="ihbench", concurrency=1, ih_judge=plain,
-            save=False, **gate), time.perf_counter() - t)
+        gates(spec, "model-gates-quotes-not-grounded", plain)
     if args.ear_limit:
         e = dict(part=args.part, limit=args.ear_limit)
         t = time.perf_counter()

@@ -74,10 +74,39 @@ def _sentence_of(content: str, o: Obj) -> str:
     return content[start:min(ends) + 1 if ends else len(content)]
 
 
+_MET = re.compile(r"\b(?:since|because|as long as|so)\b[^.?!;]*$|"
+                  r"\b(?:you're|you are|you were|it's|it is|that's|that is|still|we're|you)\s+"
+                  r"(?:well\s+|still\s+|comfortably\s+)?(?:within|under|inside|meet|meets|qualify|"
+                  r"eligible|entitled|in time|before)\b[^.?!;]*$", re.I)
+_GAIN = re.compile(r"\b(?:qualif\w*|eligible|entitled|free|no (?:extra )?(?:fee|charge|cost)s?|"
+                   r"full refund|refund\w*|waive\w*|at no (?:extra )?(?:cost|charge)|covered|"
+                   r"good news|in luck|without (?:a |any )?(?:fee|charge|penalty))\b", re.I)
+
+
+def _met_with_benefit(content: str, o: Obj) -> bool:
+    """Whether ``o`` is a condition the caller meets, with a benefit in its sentence or the
+    next ("since it's within seven days, you qualify for a full refund"): a favour, no burden
+    to push back on or to dispute."""
+    start = max(content.rfind(". ", 0, o.start), content.rfind("? ", 0, o.start),
+                content.rfind("! ", 0, o.start)) + 1
+    if not _MET.search(content[start:o.start]):
+        return False
+    ends = [i for i in (content.find(". ", o.end), content.find("? ", o.end)) if i >= 0]
+    stop = min(ends) + 1 if ends else len(content)
+    nxt = [i for i in (content.find(". ", stop + 1), content.find("? ", stop + 1)) if i >= 0]
+    return bool(_GAIN.search(content[start:min(nxt) + 1 if nxt else len(content)]))
+
+
 def _fits(o: Obj, content: str) -> bool:
     """Whether the object is something a caller can dispute or mishear *as that kind*: a fee is
     an amount or a named charge, a requirement is asked for, a policy is stated as a rule."""
     sent = _sentence_of(content, o)
+    before = content[o.start - 1] if o.start > 0 else " "
+    after = content[o.end] if o.end < len(content) else " "
+    if before.isalnum() or before in "-'’" or after.isalnum() or after == "-":
+        return False                  # a piece of a word or of a compound ("twenty-| four hour")
+    if _met_with_benefit(content, o):
+        return False                  # "you're within our 24-hour window" (so a full refund)
     head = o.phrase.split()[-1].lower().strip(".,?")
     first = o.phrase.split()[0].lower()
     if not (first in _LEADS or first in _NUMBERS or o.phrase[:1] in "$€£0123456789"

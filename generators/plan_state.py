@@ -85,6 +85,32 @@ _REQUEST = re.compile(r"\b(what(?:'s| is)|which|could you (?:give|tell|read|conf
                       r"can i (?:have|get)|could i (?:have|get))\b", re.I)
 
 
+_NEED = re.compile(r"\b(?:I(?:'ll| will)? need|I'd need|please (?:read|give|tell|share)|"
+                   r"(?:read|give|tell) me)\b", re.I)
+
+
+_READ_BACK = re.compile(r"\bread(?:ing)? (?:that|it|this|those|them|everything) back\b|\bread back\b|"
+                        r"\bjust to (?:double-)?check\b|\bI have .{1,80}?\b(?:written down|down here|noted)\b|"
+                        r"\byou(?:'ve| have)?\s+(?:said|mentioned|told (?:me|us)|gave( me)?|quoted|stated)\b|"
+                        r"\byou(?:'re| are)\s+(?:planning|expecting)\b", re.I)
+
+
+def readback_keys(text: str, keys, facts: dict) -> tuple[str, ...]:
+    """Keys among ``keys`` whose value ``text`` presents as the caller's: in a read-back or an
+    attribution ("Let me read that back. The account number is X", "You're planning X"),
+    which presupposes the caller said it."""
+    out: list[str] = []
+    lead = False
+    for sent in re.split(r"(?<=[.?!])\s+", text):
+        framed = lead or bool(_READ_BACK.search(sent))
+        hits = [k for k in keys if k in facts and (facts[k].value in sent or (
+            facts[k].spoken and facts[k].spoken in sent))]
+        lead = bool(_READ_BACK.search(sent)) and not hits and not sent.rstrip().endswith("?")
+        if framed:
+            out += [k for k in hits if k not in out]
+    return tuple(out)
+
+
 def _partial_keys(text: str, keys: tuple[str, ...]) -> tuple[str, ...]:
     """Keys with a distinctive label word in a request that names no full label."""
     words = set(re.findall(r"[a-z0-9]+", text.lower()))
@@ -134,6 +160,17 @@ def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
             covered |= set(keys) | set(said)
             units.append(Unit(kind="ask", stage=stage_name, text=tp, keys=keys))
         else:
+            # a statement that uses a value the caller brings (a read-back, "I'm submitting it
+            # with {plan}") needs the caller to have said it first: the request before it
+            # ("I'll need your account number with them ...") is the question, or one is asked
+            owed = tuple(k for k in readback_keys(tp, said, facts) if k not in covered)
+            if owed:
+                prev = units[-1] if units else None
+                if prev is not None and prev.kind == "inform" and prev.text and _NEED.search(prev.text) \
+                        and set(owed) <= set(asked_keys(prev.text, askable) + _partial_keys(prev.text, askable)):
+                    units[-1] = prev.model_copy(update={"kind": "ask", "keys": owed})
+                else:
+                    units.append(Unit(kind="ask", stage=stage_name, keys=owed))
             covered |= set(said)
             units.append(Unit(kind="inform", stage=stage_name, text=tp))
     for k in askable:

@@ -500,17 +500,38 @@ _ATTR = re.compile(r"\b(?:as )?you(?:'ve| have)? (?:said|mentioned|told (?:me|us
                    r"noted|indicated|explained|reported)\b", re.I)
 
 
+_READBACK = re.compile(r"\bread(?:ing)? (?:that|it|this|those|them|everything) back\b|\bread back\b|"
+                       r"\bjust to (?:double-)?check\b|\bI have .{1,80}?\b(?:written down|down here|noted)\b",
+                       re.I)
+
+
 def drop_unfounded(text: str, st: ConversationState) -> str:
     """The talking point without sentences that attribute to the caller a value they never
     said ("You said it's a grey spinner case" before they described it)."""
     facts = st.facts
     out = []
-    dropped = False
+    dropped = readback = False
     for sent in re.split(r"(?<=[.?!])\s+", text):
         if dropped and sent.rstrip().endswith("?") and P.n_words(sent) <= 5:
             dropped = False
             continue                        # "Is that right?" about the attribution just dropped
         dropped = False
+        if readback or _READBACK.search(sent):
+            # a read-back ("Let me read that back. The account number is X") repeats what the
+            # caller said: of a value they never said, it is dropped with its lead-in
+            said = [k for k, f in facts.items() if f.value in sent or (f.spoken and f.spoken in sent)]
+            if not said and not readback and not sent.rstrip().endswith("?"):
+                readback = True             # the values follow in the next sentence
+                out.append(sent)
+                continue
+            readback = False
+            if any(k not in st.uttered for k in said):
+                if out and _READBACK.search(out[-1]):
+                    out.pop()
+                dropped = True
+                continue
+            out.append(sent)
+            continue
         if _ATTR.search(sent):
             said = [k for k, f in facts.items() if f.value in sent or (f.spoken and f.spoken in sent)]
             rest = sent
