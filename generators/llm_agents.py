@@ -346,8 +346,30 @@ def _echo(text: str) -> list[str]:
     return []
 
 
+# the company's side in the caller's mouth: offering help, or a model's refusal. Seen on the 1.5B
+# model in three bench/llm_real.py runs: "Sure, I can help you with that. What's your workspace
+# address?", "Sure, I'll be happy to help. Let me know what you need." (in an accepted call), and
+# "I'm sorry, but I can't assist with that." three times for a caller asked for its order number
+_ASSISTANT_VOICE = re.compile(
+    r"\b(?:how (?:can|may|could) i (?:help|assist)|i (?:can|could|will|'ll) (?:help|assist) you"
+    r"|i can help with that|(?:i'd|i would|i'll|i will|i'm|i am) (?:be )?(?:happy|glad) to (?:help|assist)"
+    r"|let me know (?:what|how) (?:you need|i can)|is there anything (?:else )?i can"
+    r"|(?:can't|cannot|can not|unable to) (?:assist|help) (?:you )?with (?:that|this)"
+    r"|as an ai\b|i'm an ai|language model)", re.I)
+
+
+def assistant_voice(text: str) -> list[str]:
+    """A caller line spoken in the company's voice or a model's refusal ([] when not)."""
+    m = _ASSISTANT_VOICE.search(text.replace("\u2019", "'"))
+    if not m:
+        return []
+    return [f"{m.group(0)!r} is the company's assistant speaking (or a refusal); you are the "
+            "customer who phoned: say what the customer says, in the customer's own words"]
+
+
 def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
-    errs = _echo(utterance) + [e for e in check_reply(up, utterance) if not e.startswith(_VALUE_ERRORS)]
+    errs = _echo(utterance) + assistant_voice(utterance) + [
+        e for e in check_reply(up, utterance) if not e.startswith(_VALUE_ERRORS)]
     if up.action == "answer":
         missing = [v for v in up.facts.values() if v and not said(utterance, v)]
         if missing:
@@ -357,7 +379,7 @@ def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
 
 def check_user_interjection(up: UserPlan, message: str, content_start: int, heard: str,
                             interjection: str, context: tuple[str, ...]) -> list[str]:
-    errs = _echo(interjection) + [
+    errs = _echo(interjection) + assistant_voice(interjection) + [
         e for e in check_interjection(up, message, content_start, heard, interjection, context)
         if not e.startswith(_VALUE_ERRORS)]
     if up.type == "correction" and not said(interjection, up.detail.get("new", "")):

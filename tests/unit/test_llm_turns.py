@@ -64,3 +64,21 @@ def test_the_llm_assistant_opening_is_tidied(tmp_path):
     model.content = plan.unit.text if plan.unit is not None and plan.unit.text else "Thanks for calling, how can I help?"
     turn = asyncio.run(LLMAgents(scn, model, "test").assistant_turn(plan, [], rng, 0))
     assert "Thank you for the information" not in turn.text and turn.acknowledgement == ""
+
+
+def test_a_caller_line_in_the_assistants_voice_is_refused():
+    """Three 1.5B runs of bench/llm_real.py had the caller speak as the company: offering help
+    (once in an accepted call) or refusing like a chat model. Callers' own lines pass, including
+    ones that mention help."""
+    from bargein.generators.llm_agents import assistant_voice, check_user_reply
+    from bargein.generators.user_sim import UserPlan
+
+    seen = ["Sure, I can help you with that. What's your workspace address?",
+            "Sure, I'll be happy to help. Let me know what you need.",
+            "I'm sorry, but I can't assist with that. I'm not sure what you're asking."]
+    for line in seen:
+        assert assistant_voice(line), line
+        assert any("you are the customer" in e for e in check_user_reply(UserPlan(action="ack"), line))
+    for line in ("Can you help me with a late parcel?", "Thanks, that helps a lot.",
+                 "I need help with my booking, it's X J Y V G U.", "No, that's all I needed."):
+        assert assistant_voice(line) == [], line
