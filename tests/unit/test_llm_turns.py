@@ -82,3 +82,20 @@ def test_a_caller_line_in_the_assistants_voice_is_refused():
     for line in ("Can you help me with a late parcel?", "Thanks, that helps a lot.",
                  "I need help with my booking, it's X J Y V G U.", "No, that's all I needed."):
         assert assistant_voice(line) == [], line
+
+
+def test_the_callers_details_are_stated_as_theirs():
+    """The direction tells the caller its own details as facts about it ("Your order number is
+    X: say it."), not as an order the model reads as a request for *its* data ("Give your order
+    number: X" drew "I'm sorry, but I can't assist with that. I don't have the information
+    you're asking for." three times from the 1.5B model)."""
+    from bargein.generators.llm_messages import user_messages
+    from bargein.generators.user_sim import UserPlan
+
+    up = UserPlan(action="answer", facts={"order_number": "H H, one three eight nine, four zero zero five"})
+    heard = [{"role": "assistant", "text": "Do you have your order number handy?", "cut": False}]
+    _, msgs = user_messages(up, heard)
+    direction = msgs[-1]["content"]
+    assert "Your order number is H H, one three eight nine, four zero zero five: say it." in direction
+    assert "Give your" not in "\n".join(m["content"] for m in msgs)
+    assert [m["role"] for m in msgs] == ["system", "user", "user"]
