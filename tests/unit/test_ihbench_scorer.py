@@ -343,6 +343,8 @@ def test_no_judge_configured_stops_with_the_fix(monkeypatch):
     assert "--judge PROVIDER:MODEL" in msg and JUDGE_ENV in msg and "--judge smoke" in msg
     with pytest.raises(ConfigError, match="only a smoke test"):
         resolve_judge_spec("offline")
+    with pytest.raises(ConfigError, match="--judge gpt-4o: not a judge. Fix: pass --judge PROVIDER:MODEL"):
+        resolve_judge_spec("gpt-4o")
     monkeypatch.setenv(JUDGE_ENV, "openai:gpt-4o-mini")
     assert resolve_judge_spec(None) == "openai:gpt-4o-mini"
     assert resolve_judge_spec("smoke") == "smoke"
