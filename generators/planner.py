@@ -72,6 +72,8 @@ class RulePlanner:
         share = budget * len(optional) / max(1, len(optional) + n_opt_later)
         k = max(0, min(len(optional), int(share + rng.random())))
         keep = set(sorted(rng.sample(optional, k)))
+        if optional and not any(_essential(u) and u.kind != "close" for u in units) and not keep:
+            keep = {optional[0]}            # the stage's own work is done, however short the call
         st.units = deque(u for i, u in enumerate(units) if _essential(u) or i in keep)
         st.unknown_in_stage = False
 
@@ -132,8 +134,8 @@ class RulePlanner:
                 break
             st.fast = left <= self._needed(st) + 2
             if st.fast:
-                st.units = deque(u for u in st.units if u.kind == "close" or (
-                    u.kind == "ask" and (u.keys or u.purpose)))
+                st.units = _trimmed(st, lambda u: u.kind == "close" or (
+                    u.kind == "ask" and bool(u.keys or u.purpose)))
             if not st.units and not st.recapped and self._last_stage(st.stage) and \
                     left > self._needed(st) + 3:
                 recap = self._recap(st, rng)
@@ -255,7 +257,7 @@ class RulePlanner:
                 st.stated.setdefault(k, "")              # settled by the alternative offered
             return Unit(kind="inform", stage=cut.stage, purpose="deescalate"), None
         if rec.type == "impatient":
-            st.units = deque(u for u in st.units if u.kind in ("ask", "close"))
+            st.units = _trimmed(st, lambda u: u.kind in ("ask", "close"))
             if cut.kind == "ask" and cut.keys and set(cut.keys) <= st.read_back:   # read back:
                 for k in cut.keys:                                    # impatience says "yes"
                     st.stated.setdefault(k, st.value_for(k) or "")
@@ -389,6 +391,9 @@ class RulePlanner:
                 continue                    # nothing specific left to keep objecting to (or the
                                             # caller already held out once: a third round reads
                                             # as a loop, not a conversation)
+            if t == "impatient" and self._rounds_left(st) <= 3:
+                continue                    # the call is at its length cap: what follows the skip
+                                            # is the wrap-up, which would skip the steps left
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
@@ -428,7 +433,9 @@ class RulePlanner:
                     "object_kind": st.dispute_kind}
         if itype == "pushback":
             variants = ["suspicion", "resistance", "dispute", "disagreement"]
-            keys = [k for k in unit.keys if sensitive_key(st, k)] if unit.kind == "ask" else []
+            keys = [k for k in unit.keys if sensitive_key(st, k)
+                    and not _CLAUSE_LABEL.search(P.label(k))] if unit.kind == "ask" else []
+            # ("my year the account was opened" is no phrase anyone says: only a noun phrase)
             if keys:                        # identity details people hesitate to give by phone
                 key = keys[0]
                 return {"variant": rng.choice(variants + ["sensitive"] * 4), "key": key,
@@ -545,6 +552,8 @@ def drop_unfounded(text: str, st: ConversationState) -> str:
     return " ".join(out).strip()
 
 
+_CLAUSE_LABEL = re.compile(r"\b(?:was|is|were|are|has|have|had|did|does|opened|made|started|"
+                           r"joined|moved|born)\b", re.I)
 _SENSITIVE_KINDS = {"date_of_birth", "code", "account", "pin", "phone", "email", "address", "name",
                     "card", "ssn", "work_email"}
 _SENSITIVE_WORDS = ("birth", "ssn", "social", "card", "account", "pin", "password", "phone",
@@ -569,6 +578,19 @@ def unheard_question(text: str, heard_chars: int) -> str:
     sents = [(m.start(), m.end()) for m in re.finditer(r"[^.?!]+[.?!]+", text)]
     qs = [text[a:b].strip() for a, b in sents if text[a:b].rstrip().endswith("?") and a >= heard_chars]
     return qs[-1] if qs else ""
+
+
+def _trimmed(st: ConversationState, keep) -> deque:
+    """The stage's queued units that ``keep`` accepts; a stage not delivered yet keeps its
+    first statement when nothing else of its own is left (skipping ahead skips explanation,
+    never the step itself: "That wraps up your request" with the step never done)."""
+    units = list(st.units)
+    out = [u for u in units if keep(u)]
+    if st.stage not in st.delivered and units and not any(u.kind != "close" for u in out):
+        first = next((u for u in units if u.kind != "close"), None)
+        if first is not None:
+            out.insert(0, first)
+    return deque(out)
 
 
 def _essential(u: Unit) -> bool:
