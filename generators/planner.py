@@ -176,7 +176,7 @@ class RulePlanner:
         st.recapped = True
         facts = st.facts
         keys = [k for k, v in st.stated.items() if v and k in facts and facts[k].kind in READBACK_KINDS
-                and not st.is_hidden(k)]
+                and not st.is_hidden(k) and _readable(v)]
         if len(keys) < 2:
             return None
         keys = rng.sample(keys, min(3, len(keys)))
@@ -189,7 +189,7 @@ class RulePlanner:
         """After an answer, read a value back when the length budget allows (voice guideline)."""
         facts = st.facts
         keys = [k for k, v in plan.user_facts.items() if v and k in facts
-                and facts[k].kind in READBACK_KINDS]
+                and facts[k].kind in READBACK_KINDS and _readable(st.stated.get(k, ""))]
         if not keys or self._rounds_left(st) <= self._needed(st) + 4 or rng.random() < 0.25:
             return
         k = keys[0]
@@ -307,7 +307,8 @@ class RulePlanner:
                     for k, v in values.items()):
                 return "confirm", values
             answer = {k: v for k, v in values.items() if v}
-            extra = [k for k in st.volunteerable() if st.correction(k) is not None and k not in answer]
+            extra = [k for k in st.volunteerable() if st.correction(k) is not None and k not in answer
+                     and not (unit.text and st.in_text(k, unit.text))]
             if extra and rng.random() < 0.4:        # "... and my email is X, in case you need it"
                 answer[extra[0]] = st.say(extra[0])
             return "answer", answer
@@ -318,7 +319,8 @@ class RulePlanner:
         if answered is not None:        # a question asking for no fact: answered, not acknowledged
             kind, reply = answered
             if kind == "reason":        # "what's prompting the change?": a hidden fact if any
-                hidden = [k for k in st.volunteerable() if st.is_hidden(k)]
+                hidden = [k for k in st.volunteerable() if st.is_hidden(k)
+                          and not (unit.text and st.in_text(k, unit.text))]
                 if hidden:
                     return "volunteer", {hidden[0]: st.say(hidden[0])}
             if kind == "open" and unit.stage:   # "Where should the transcript go?": what the
@@ -334,7 +336,8 @@ class RulePlanner:
                 if option:
                     return "choose", {"option": option}
             return "choose", {"reply": reply}
-        vol = st.volunteerable(self._upcoming_keys(st))
+        vol = [k for k in st.volunteerable(self._upcoming_keys(st))   # never what this turn says
+               if not (unit.text and st.in_text(k, unit.text))]
         corr = [k for k in vol if st.correction(k) is not None]
         if corr and rng.random() < 0.5:
             return "volunteer", {corr[0]: st.say(corr[0])}
@@ -453,9 +456,11 @@ class RulePlanner:
         if plan.stage and plan.unit is not None and plan.unit.kind != "farewell":
             st.delivered.add(plan.stage)
         st.last_user = {}
-        for k, f in st.facts.items():
-            if f.value in content or (f.spoken and f.spoken in content):
+        for k in st.facts:
+            if st.in_text(k, content):
                 st.read_back.add(k)
+                if k not in st.uttered:     # the records said it first: the caller cannot
+                    st.system_first.add(k)  # later state or correct it as their own
         if plan.recovery is not None:
             st.pending, st.pending_unit = None, None
         if interruption is not None:
@@ -578,6 +583,13 @@ def unheard_question(text: str, heard_chars: int) -> str:
     sents = [(m.start(), m.end()) for m in re.finditer(r"[^.?!]+[.?!]+", text)]
     qs = [text[a:b].strip() for a, b in sents if text[a:b].rstrip().endswith("?") and a >= heard_chars]
     return qs[-1] if qs else ""
+
+
+def _readable(value: str) -> bool:
+    """A value a read-back can say after "it's" / "your X is": a name, a date, an amount,
+    not a clause about the caller ("is renting and has renter's insurance")."""
+    return bool(value) and P.clause(value) is None and not re.match(
+        r"(?:is|are|was|has|have|had|lost|needs?|wants?|got)\b", value, re.I)
 
 
 def _trimmed(st: ConversationState, keep) -> deque:
