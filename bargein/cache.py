@@ -126,6 +126,13 @@ _WRITER = _WriteBehind()
 atexit.register(_WRITER.flush, 60.0)
 
 
+def write_behind(path: Path, data: bytes) -> None:
+    """Queue an atomic write of ``data`` to ``path`` on the process's writer thread (files other
+    than cache entries that are rewritten on a hot path, e.g. the LLM cost ledger); the last
+    write of a path wins and :func:`flush_writes` waits for it."""
+    _WRITER.submit(Path(path), data)
+
+
 def flush_writes(timeout: float | None = None) -> bool:
     """Wait until every entry queued by a ``write_behind`` cache in this process is written."""
     return _WRITER.flush(timeout)

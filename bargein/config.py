@@ -41,6 +41,8 @@ class ScenarioConfig(_Section):
 
 class ConversationConfig(_Section):
     verify_rounds: int = Field(3, ge=0, le=10, description="verifier-modifier rounds")
+    resamples: int = Field(2, ge=0, le=10, description="times a scenario whose conversation is "
+                           "discarded (or cannot be simulated) is simulated again with a new seed")
 
 
 class AudioConfig(_Section):
@@ -78,6 +80,12 @@ class ReleaseConfig(_Section):
     license: str = "cc-by-4.0"
     pretty_name: str | None = None
     changelog: str | None = None
+    quality_thresholds: dict[str, float | str | dict[str, float]] | None = Field(
+        None, description="figure of the quality report -> '<= X', '>= X' or {max: X} / {min: X}, "
+        "e.g. {flagged_defect_rate_after_loop: '<= 0.05'}; the build refuses to release when one "
+        "is missed")
+    allow_below_threshold: bool = Field(False, description="release even when a quality "
+                                        "threshold is missed (the card shows the figures)")
 
 
 class BuildConfig(_Section):

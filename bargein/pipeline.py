@@ -77,12 +77,13 @@ def _scenarios(state: BuildState) -> StageOutcome:
 
 
 def _conversations(state: BuildState) -> StageOutcome:
-    from bargein.generators.conversation import generate_conversations
+    from bargein.generators.conversation import RESAMPLES, generate_conversations
 
     s = state.settings
     run_ = generate_conversations(state.records[Scenario], seed=state.seed, workdir=state.workdir,
                                   llm=s["llm"], verify_rounds=s["verify_rounds"], sft=s["sft"],
-                                  dpo=s["dpo"], progress=state.progress)
+                                  dpo=s["dpo"], progress=state.progress,
+                                  resamples=s.get("resamples", RESAMPLES))
     accepted = [v for v in run_.verified if v.accepted]
     if not accepted and state.stop_if_empty:
         raise BargeinError("every conversation was discarded by the verifier; see "
@@ -298,6 +299,7 @@ def build_settings(config: BuildConfig) -> dict[str, dict[str, Any]]:
         "scenarios": {"llm": c.llm, "n": c.scenarios.n, "domains": c.scenarios.domains,
                       "budget_usd": c.budget_usd or None},
         "conversations": {"llm": c.llm, "verify_rounds": c.conversations.verify_rounds,
+                          "resamples": c.conversations.resamples,
                           "sft": c.exports.sft, "dpo": c.exports.dpo},
         "baseline": {"llm": c.llm, "temperature": DEFAULT_TEMPERATURE, "max_tokens": 512},
         "render": {"render": RenderConfig.from_build(c.audio).model_dump(mode="json")},
@@ -307,8 +309,25 @@ def build_settings(config: BuildConfig) -> dict[str, dict[str, Any]]:
         "perturb": {"types": list(c.timing.types), "per_type": c.timing.per_type, "vad": "silero",
                     "sample_rate": c.audio.sample_rate},
         "release": {"name": c.name, "version": c.version, "changelog": c.release.changelog,
-                    "pretty_name": c.release.pretty_name, "license": c.release.license},
+                    "pretty_name": c.release.pretty_name, "license": c.release.license,
+                    **_threshold_sources(c)},
     }
+
+
+def _threshold_sources(c: BuildConfig) -> dict[str, Any]:
+    """``release.quality_thresholds`` checked before anything runs (an unknown figure names the
+    known ones), handed to the release stage as its sources do from ``release build``."""
+    if not c.release.quality_thresholds:
+        return {}
+    from bargein.errors import ConfigError
+    from bargein.verify.report import known_figures, parse_thresholds, quality_report
+
+    try:
+        parse_thresholds(c.release.quality_thresholds, known_figures(quality_report([], [], None)))
+    except ConfigError as e:
+        raise ConfigError(f"release.quality_thresholds: {e}") from None
+    return {"sources": {"quality_thresholds": dict(c.release.quality_thresholds),
+                        "allow_below_threshold": c.release.allow_below_threshold}}
 
 
 def plan(config: BuildConfig) -> Plan:

@@ -42,7 +42,7 @@ from pathlib import Path
 from bargein.scorers.ear_rules import RepairJudgment
 from bargein.scorers.ihbench_judges import CriterionVerdict, LLMJudge, RQJudgment, TFVerdict
 from bargein.scorers.control_set import PARAPHRASES
-from bargein.scorers.judge_validation import validate_judge
+from bargein.scorers.judge_validation import ValidationReport, validate_judge
 
 DEFAULT_GGUF = Path(os.environ.get("BARGEIN_JUDGE_GGUF",
                                    "/work/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"))
@@ -95,8 +95,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=DEFAULT_GGUF, help="GGUF for the local model judge")
     ap.add_argument("--limit", type=int, default=16, help="control judgments for the model judge's kappa")
-    ap.add_argument("--gate-limit", type=int, default=24,
-                    help="RQ judgments on content-free templates and paraphrases for the gates")
+    ap.add_argument("--gate-limit", type=int, default=12,
+                    help="RQ judgments on good paraphrases, and as many on content-free "
+                         "templates, for the gates")
     ap.add_argument("--tf-limit", type=int, default=16,
                     help="extra TF judgments (the pairwise judge, both orders) for its own kappa")
     ap.add_argument("--part", default="heldout", choices=("heldout", "dev", "all"),
@@ -107,6 +108,12 @@ def main() -> None:
                     help="EAR judgments (repair category and correctness) for their own kappa")
     ap.add_argument("--scorer", default="ihbench", choices=("ihbench", "ear", "all"))
     ap.add_argument("--rq-mode", default="split", choices=("split", "criteria", "all"))
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="time budget of the gates: stop judging when spent and report on the "
+                         "stratified prefix judged so far")
+    ap.add_argument("--step", type=int, default=6,
+                    help="gate judgments per round under --minutes (a round is judged grouped by "
+                         "case, so a local model reuses the shared prompt prefix)")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (n_threads)")
     ap.add_argument("--workdir", type=Path, default=Path("work/bench-judge"))
     ap.add_argument("--skip-model", action="store_true")
@@ -138,22 +145,44 @@ def main() -> None:
     ear = LLMRepairJudge(spec, workdir=args.workdir, llm=llm)           # one model in memory
     # in this order, so a run stopped for time has the gates first
     if args.gate_limit and args.scorer != "ear":
-        gate = dict(part=args.part, axes=("rq",), categories=("template",) + PARAPHRASES,
-                    limit=args.gate_limit)
-        t = time.perf_counter()
-        g = validate_judge(spec, workdir=args.workdir, scorer="ihbench", concurrency=1,
-                           ih_judge=judge, save=False, **gate)
-        report("model-gates", g, time.perf_counter() - t)
+        # paraphrases first, then templates, each printed when done; judged a few at a time in
+        # the stratified order, so a run that hits --minutes (or is stopped and run again: the
+        # answers are cached) is reported on a stratified prefix; the gates' kappa over both
+        def gates(who, label: str, limits: dict[str, int], ih_judge=None, budget: float | None = None):
+            parts = {}
+            for name, cats in (("paraphrases", PARAPHRASES), ("templates", ("template",))):
+                t, k, g = time.perf_counter(), 0, None
+                kw = dict(workdir=args.workdir, scorer="ihbench", concurrency=1, ih_judge=ih_judge,
+                          save=False, part=args.part, axes=("rq",), categories=cats)
+                while k < limits[name] and not (budget and time.time() > budget):
+                    k = min(k + (args.step if budget else limits[name]), limits[name])
+                    g = validate_judge(who, limit=k, **kw)
+                    if budget:
+                        print(f"[{label}-{name}] {len(g.verdicts)} judged, "
+                              f"{time.perf_counter() - t:.0f} s", flush=True)
+                    if len(g.verdicts) < k:
+                        break
+                if g is None:
+                    g = validate_judge(who, limit=0, **kw)
+                report(f"{label}-{name}", g, time.perf_counter() - t)
+                parts[name] = g
+            p, tm = parts["paraphrases"], parts["templates"]
+            both = ValidationReport(judge=p.judge, control_set=p.control_set, smoke=p.smoke,
+                                    limit=len(p.verdicts) + len(tm.verdicts),
+                                    verdicts=p.verdicts + tm.verdicts)
+            report(label, both, 0.0)
+            return {"paraphrases": len(p.verdicts), "templates": len(tm.verdicts)}, both
+
+        budget = time.time() + 60 * args.minutes if args.minutes else None
+        done, g = gates(spec, "model-gates", {"paraphrases": args.gate_limit,
+                                              "templates": args.gate_limit}, judge, budget)
         print(f"[model-gates] RQ on content-free templates and good paraphrases only: the "
-              f"{g.control_set}, stratified subset of {args.gate_limit}")
-        report("smoke-gates-same-items", validate_judge("smoke", save=False, scorer="ihbench",
-                                                        **gate), 0.0)
+              f"{g.control_set}, stratified: {done['paraphrases']} paraphrases, "
+              f"{done['templates']} templates")
+        gates("smoke", "smoke-gates-same-items", done)
         # the same model answers (cached), judged without the checks on what the quotes say
         plain = LLMJudge(spec, workdir=args.workdir, llm=llm, rq_mode=args.rq_mode, grounding=False)
-        t = time.perf_counter()
-        report("model-gates-quotes-not-grounded", validate_judge(
-            spec, workdir=args.workdir, scorer="ihbench", concurrency=1, ih_judge=plain,
-            save=False, **gate), time.perf_counter() - t)
+        gates(spec, "model-gates-quotes-not-grounded", done, plain)
     if args.ear_limit:
         e = dict(part=args.part, limit=args.ear_limit)
         t = time.perf_counter()

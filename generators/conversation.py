@@ -35,13 +35,17 @@ from bargein.seeding import stable_hash
 from bargein.store import atomic_write_text, write_jsonl
 
 REPLANS = 2             # then the round is planned again, at most this often
+RESAMPLES = 2           # a scenario whose conversation is discarded is simulated again this often
 SIMULATE_VERSION = "1"
 PROMPTS = ("round_planner", "assistant_simulator.system", "assistant_simulator.normal",
            "assistant_simulator.interruption", "user_simulator.system",
            "user_simulator.normal", "user_simulator.interrupting")
 
 
-def conversation_id(scenario: Scenario, agents: str) -> str:
+def conversation_id(scenario: Scenario, agents: str, attempt: int = 0) -> str:
+    """The first attempt keeps the id it always had; a re-simulation gets its own."""
+    if attempt:
+        return f"conv-{stable_hash('conversation', scenario.id, agents, attempt)[:16]}"
     return f"conv-{stable_hash('conversation', scenario.id, agents)[:16]}"
 
 
@@ -184,20 +188,46 @@ def _run_sync(coro: Awaitable[Conversation]) -> Conversation:
     raise RuntimeError("offline simulation tried to await I/O")
 
 
-def simulate_stage(llm: str = "offline", concurrency: int = 64) -> Stage:
+def _simulate_again(scenario: Scenario, ctx: StageContext) -> Conversation:
+    """A re-simulation (attempt >= 1): its own RNG (the stage name is part of the item seed) and
+    its own conversation id."""
+    conv = _simulate_offline(scenario, ctx)
+    return conv.with_(id=conversation_id(scenario, conv.agents, ctx.config["attempt"]))
+
+
+async def _simulate_again_llm(scenario: Scenario, ctx: StageContext) -> Conversation:
+    from bargein.generators.llm_agents import simulate_llm
+
+    conv = await simulate_llm(scenario, ctx)
+    return conv.with_(id=conversation_id(scenario, conv.agents, ctx.config["attempt"]))
+
+
+def attempt_stage(stage: Stage, attempt: int) -> Stage:
+    """``stage`` for re-simulation ``attempt`` (>= 1): a stage of its own name, cache and files
+    (``simulate.attempt1.jsonl``), so every attempt resumes like the first."""
+    if not attempt:
+        return stage
+    return dataclasses.replace(stage, name=f"{stage.name}.attempt{attempt}")
+
+
+def simulate_stage(llm: str = "offline", concurrency: int = 64, attempt: int = 0) -> Stage:
     from bargein.llm import stage_agent_models, stage_concurrency
     from bargein.llm.base import is_offline
 
+    again = {"attempt": attempt} if attempt else {}
     if is_offline(llm):
-        return Stage(name="simulate", fn=_simulate_offline, output=Conversation,
-                     config={"llm": "offline", "phrases": P.fingerprint()}, version=SIMULATE_VERSION)
+        return attempt_stage(Stage(
+            name="simulate", fn=_simulate_again if attempt else _simulate_offline,
+            output=Conversation, config={"llm": "offline", "phrases": P.fingerprint(), **again},
+            version=SIMULATE_VERSION), attempt)
     from bargein.generators.llm_agents import SIMULATE_AGENTS, simulate_llm
 
     routed = stage_agent_models(llm, SIMULATE_AGENTS)     # an agent's own model: part of the key
-    return Stage(name="simulate", fn=simulate_llm, output=Conversation,
-                 config={"llm": llm, **({"agents": routed} if routed else {})},
-                 version=SIMULATE_VERSION, prompts=PROMPTS, backends=(llm,), kind="io",
-                 concurrency=stage_concurrency(llm, concurrency))
+    return attempt_stage(Stage(
+        name="simulate", fn=_simulate_again_llm if attempt else simulate_llm, output=Conversation,
+        config={"llm": llm, **({"agents": routed} if routed else {}), **again},
+        version=SIMULATE_VERSION, prompts=PROMPTS, backends=(llm,), kind="io",
+        concurrency=stage_concurrency(llm, concurrency)), attempt)
 
 
 # ---- the whole conversation pipeline --------------------------------------------------------
@@ -221,12 +251,18 @@ def generate_conversations(scenarios: list[Scenario], *, seed: int, workdir: str
                            llm: str = "offline", verify_rounds: int = 3, sft: bool = True,
                            dpo: bool = True, resources: dict[str, Any] | None = None,
                            progress: bool | None = None,
-                           train_percent: int = 30) -> ConversationRun:
+                           train_percent: int = 30, resamples: int = RESAMPLES) -> ConversationRun:
     """Simulate -> rubrics -> verify/modify -> eval items -> SFT/DPO exports -> statistics.
 
     Writes ``simulate.jsonl``, ``conversations.jsonl`` (with rubrics), ``verified.jsonl``
     (accepted and discarded, every verdict), ``eval_items.jsonl``, ``sft.jsonl``, ``dpo.jsonl``,
     ``stats.json`` and a ``<stage>.failures.jsonl`` per stage into ``workdir``.
+
+    A scenario whose conversation is discarded by the verifier (or cannot be simulated) is
+    simulated again, up to ``resamples`` times, each attempt with its own seed (the stage
+    ``simulate.attempt<k>``) and conversation id, until one is accepted. ``verified.jsonl``
+    keeps every attempt with its verdicts, so the discard rate in the statistics is the rate
+    per simulated conversation; ``stats["resampled"]`` counts the scenarios an attempt rescued.
 
     Accepted conversations are split by goal (:func:`~bargein.generators.exports.split_pools`):
     ``train_percent`` of the goals feed ``sft.jsonl`` / ``dpo.jsonl``, the rest ``eval_items.jsonl``
@@ -245,8 +281,28 @@ def generate_conversations(scenarios: list[Scenario], *, seed: int, workdir: str
     vstage = verify_stage(llm, max_rounds=verify_rounds)
     results["verify"] = run_stage(vstage, results["conversations"].outputs, write_outputs=False, **kw)
     verified = list(results["verify"].outputs)
+    conversations = list(results["conversations"].outputs)
+    verify_failures = list(results["verify"].failures)
+    done = {v.conversation.scenario.id for v in verified if v.accepted}
+    first = len(done)
+    for attempt in range(1, resamples + 1):
+        todo = [s for s in scenarios if s.id not in done]
+        if not todo:
+            break
+        sim = run_stage(simulate_stage(llm, attempt=attempt), todo, **kw)
+        conv = run_stage(attempt_stage(rubric_stage(llm), attempt), sim.outputs, **kw)
+        ver = run_stage(attempt_stage(vstage, attempt), conv.outputs, write_outputs=False, **kw)
+        results.update({f"simulate.attempt{attempt}": sim, f"conversations.attempt{attempt}": conv,
+                        f"verify.attempt{attempt}": ver})
+        verified += ver.outputs
+        conversations += conv.outputs
+        verify_failures += ver.failures
+        done |= {v.conversation.scenario.id for v in ver.outputs if v.accepted}
+    if resamples:
+        # conversations.jsonl: every attempt with its rubrics, as verified.jsonl lists them
+        write_jsonl(workdir / "conversations.jsonl", conversations)
     write_jsonl(workdir / "verified.jsonl", verified)
-    write_jsonl(workdir / f"{vstage.name}.failures.jsonl", results["verify"].failures)
+    write_jsonl(workdir / f"{vstage.name}.failures.jsonl", verify_failures)
     results["eval_items"] = run_stage(eval_items_stage(), verified, **kw)
     items = list(results["eval_items"].outputs)
     accepted = [v.conversation for v in verified if v.accepted]
@@ -260,6 +316,7 @@ def generate_conversations(scenarios: list[Scenario], *, seed: int, workdir: str
     exports = write_exports(train_items, accepted, workdir, seed=seed, sft=sft, dpo=dpo)
     stats = run_stats(verified, items, {k: r.failures for k, r in results.items()}, agents=llm)
     stats["split"] = split_record(accepted, pools, train_percent)
+    stats["resampled"] = len(done) - first
     from bargein.verify.report import quality_report
 
     def rows(name: str) -> list[dict] | None:

@@ -89,6 +89,8 @@ def format_stats(s: dict) -> str:
     rows.append(("Discarded", str(sum(s["discards"].values()))))
     for reason, c in s["discards"].items():
         rows.append((f"  {reason}", str(c)))
+    if "resampled" in s:
+        rows.append(("Scenarios rescued by a re-simulation", str(s["resampled"])))
     w = max(len(r[0]) for r in rows)
     v = max(max(len(r[1]) for r in rows), 5)
     out = [f"| {'Statistic':<{w}} | {'Value':<{v}} |", f"|{'-' * (w + 2)}|{'-' * (v + 2)}|"]

@@ -497,7 +497,8 @@ def _quality_gate(stats: dict[str, Any], sources: ReleaseSources) -> None:
     missed = check_thresholds(q, sources.quality_thresholds)
     if missed and not sources.allow_below_threshold:
         raise ReleaseError("the release misses its quality thresholds: " + "; ".join(missed)
-                           + ". Fix: improve the data, or pass --allow-below-threshold to "
+                           + ". Fix: improve the data, or pass --allow-below-threshold (release build) or set "
+                           "release.allow_below_threshold: true (build config) to "
                            "release it anyway (the card shows the figures)")
     if missed:
         log.warning("releasing below quality thresholds: %s", "; ".join(missed))

@@ -183,11 +183,13 @@ def card_markdown(*, name: str, version: str, pretty_name: str, license: str,
         "```", "",
         "## How to score", "",
         "```bash",
-        f"bargein respond --release {repo}@v{version} --llm openai:gpt-4o-mini --epochs 3 "
-        "--out responses.jsonl",
+        f"bargein respond --release {repo}@v{version} --llm openai:gpt-4o-audio-preview "
+        "--epochs 3 --out responses.jsonl",
         f"bargein score ihbench --release {repo}@v{version} --responses responses.jsonl "
         "--judge openai:gpt-4o-mini --epochs 3 --out scores/",
         "```", "",
+        "`respond` sends every user turn as audio (`input_audio` parts, so the model must take "
+        "audio input; `--text-only` sends transcripts, the text-only ablation). "
         "Task fulfillment (TF) is a win rate against the `baseline` config by a comparative LLM "
         "judge (randomised, seeded, balanced order; the judge must name a concrete deficiency of "
         "the loser, or the judgment is reported unscorable). Recovery quality (RQ) is the share of "

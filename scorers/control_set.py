@@ -210,9 +210,12 @@ def split(items: list[ControlItem], part: str = "all") -> list[ControlItem]:
 
 def stratified(items: list[ControlItem], limit: int | None) -> list[ControlItem]:
     """At most ``limit`` items, round-robin over (axis, kind, category) groups (axes interleaved,
-    groups in a stable hashed order), so a small subset still spans axes, types and categories."""
-    if limit is None or limit >= len(items):
+    groups in a stable hashed order), so a small subset still spans axes, types and categories.
+    A smaller ``limit`` gives a prefix of a larger one's order (a run stopped for time can be
+    reported on the judgments it finished)."""
+    if limit is None:
         return list(items)
+    limit = min(limit, len(items))
     groups: dict[tuple[str, str, str], list[ControlItem]] = {}
     for i in sorted(items, key=lambda i: stable_int("control-order", i.id)):
         groups.setdefault((i.axis, i.kind, i.category), []).append(i)

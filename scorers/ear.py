@@ -214,10 +214,12 @@ def load_responses(path: str | Path, items: list[MaskedItem], *, allow_missing: 
                 continue
             if len(got) > 1:
                 issues.append({"problem": "duplicate (identical, counted once)", "item_id": iid,
-                               "epoch": epoch, "lines": [n for n, _ in got]})
+                               "epoch": epoch, "lines": [n for n, _ in got],
+                               "evidence": distinct[0][:200]})
             if not distinct[0].strip():
                 issues.append({"problem": "empty response (scored: no repair, not correct)",
-                               "item_id": iid, "epoch": epoch})
+                               "item_id": iid, "epoch": epoch, "lines": [n for n, _ in got],
+                               "evidence": repr(distinct[0][:200])})
             out.setdefault(iid, {})[epoch] = distinct[0]
     return out, issues
 
@@ -365,6 +367,10 @@ class EARReport:
                             ("R_explicit", "R_generic", "R_unaware")) if x is not None) or "—"
             lines.append(f"| {name} | {c.n if c else 0} ({self.unscorable('C', g)}) | {fmt(c)} | "
                          f"{r.n if r else 0} ({self.unscorable('R', g)}) | {fmt(r)} | {fmt(e)} | {dist} |")
+        if cfg.get("judge_failures"):
+            lines += ["", f"Note: {cfg['judge_failures']} judgment(s) got no usable answer from the "
+                          "judge (per item, with the judge's answers, in issues.jsonl; an item "
+                          "with no usable epoch is counted unscorable above)."]
         if cfg.get("input_issues"):
             lines += ["", "Note: responses file: " + ", ".join(
                 f"{n} × {k}" for k, n in cfg["input_issues"].items()) + " (per item in issues.jsonl)."]

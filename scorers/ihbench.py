@@ -134,10 +134,12 @@ def load_responses(path: Path, items: list[EvalItem], epochs: int) -> Responses:
             continue
         if len(got) > 1:
             issues.append({"problem": "duplicate (identical, counted once)", "item_id": key[0],
-                           "epoch": key[1], "lines": [n for n, _ in got]})
+                           "epoch": key[1], "lines": [n for n, _ in got],
+                           "evidence": distinct[0][:200]})
         if not distinct[0].strip():
             issues.append({"problem": "empty response (scored as RQ fail and TF loss)",
-                           "item_id": key[0], "epoch": key[1], "lines": [n for n, _ in got]})
+                           "item_id": key[0], "epoch": key[1], "lines": [n for n, _ in got],
+                           "evidence": repr(distinct[0][:200])})
         texts[key] = distinct[0]
     return Responses(texts=texts, issues=issues, unscorable=unscorable)
 

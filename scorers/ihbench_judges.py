@@ -458,6 +458,10 @@ def resolve_judge_spec(spec: str | None, *, what: str = "score ihbench") -> str:
         raise ConfigError(f"--judge {spec}: the rule-based judge is only a smoke test now; pass "
                           f"--judge smoke to run it ({SMOKE_STAMP}), or a model: "
                           + no_judge_message(what).split("Fix: ", 1)[1])
+    if spec.lower() != SMOKE and ":" not in spec:
+        raise ConfigError(f"--judge {spec}: not a judge. Fix: pass --judge PROVIDER:MODEL (e.g. "
+                          "openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, or "
+                          "llamacpp:/path/model.gguf), or --judge smoke for a pipeline smoke test")
     return spec
 
 

@@ -23,10 +23,12 @@ from bargein.cli.util import fail_if_nothing, get_globals, require_file
               help="'offline' (rule-based agents) or PROVIDER:MODEL for every agent.")
 @click.option("--verify-rounds", type=click.IntRange(0, 10), default=3, show_default=True,
               help="Verifier-modifier rounds before an unfixed conversation is discarded.")
+@click.option("--resamples", type=click.IntRange(0, 10), default=2, show_default=True,
+              help="Times a scenario whose conversation is discarded is simulated again (new seed).")
 @click.option("--domains", default=None, help="Comma-separated domains when generating scenarios.")
 @click.option("--no-exports", is_flag=True, help="Skip sft.jsonl and dpo.jsonl.")
 def conversations(n: int | None, scenarios_file: Path | None, seed: int | None, llm: str,
-                  verify_rounds: int, domains: str | None, no_exports: bool) -> None:
+                  verify_rounds: int, resamples: int, domains: str | None, no_exports: bool) -> None:
     """Simulate, verify and export conversations with interruptions; print the statistics."""
     from bargein.generators.stats import format_stats
     from bargein.pipeline import conversations_spec, run_stages, scenarios_spec
@@ -49,7 +51,8 @@ def conversations(n: int | None, scenarios_file: Path | None, seed: int | None, 
                        err=True)
     if not scenarios:
         raise click.ClickException("no scenarios to simulate")
-    spec = conversations_spec({"llm": llm, "verify_rounds": verify_rounds, "sft": not no_exports,
+    spec = conversations_spec({"llm": llm, "verify_rounds": verify_rounds, "resamples": resamples,
+                               "sft": not no_exports,
                                "dpo": not no_exports})
     run = run_stages([spec], workdir=g.workdir, seed=seed,
                      records={Scenario: scenarios})["conversations"].result

@@ -22,7 +22,7 @@ import yaml
 
 from bargein.errors import BudgetExceeded, ConfigError
 from bargein.llm.base import Usage
-from bargein.llm.bgwrite import WRITER
+from bargein.cache import flush_writes, write_behind
 
 _SNAPSHOT = re.compile(r"^(?P<base>.+?)(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")
 UNPRICED = "unpriced"
@@ -290,13 +290,13 @@ class CostLedger:
             self._dirty = False
             self._last_save = time.monotonic()
         data = (json.dumps(self.summary(), indent=2, sort_keys=True) + "\n").encode("utf-8")
-        WRITER.submit(self.path, data)
+        write_behind(self.path, data)
         if wait:
-            WRITER.flush()
+            flush_writes()
 
     def flush(self, wait: bool = True) -> None:
         """Write the ledger if it changed; ``wait`` for every pending LLM file write."""
         if self._dirty:
             self.save()
         if wait:
-            WRITER.flush()
+            flush_writes()

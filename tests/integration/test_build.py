@@ -85,3 +85,33 @@ def test_build_twice_gives_a_loadable_identical_release(tmp_path):
     _, _, again = _build(tmp_path, "a")
     assert (out_a / "manifest.json").read_bytes() == before
     assert "render=" in again.stdout
+
+
+def test_release_quality_thresholds_in_the_build_config(tmp_path):
+    """``release.quality_thresholds``: an unknown figure is refused before anything runs (naming
+    the known ones); a missed threshold refuses the release, naming the figure and both ways to
+    override; ``release.allow_below_threshold`` releases anyway."""
+    def run(release: dict, tag: str):
+        cfg = tmp_path / f"{tag}.yaml"
+        cfg.write_text(yaml.safe_dump({**CONFIG, "scenarios": {"n": 2, "domains": ["telecom"]},
+                                       "audio": {"enabled": False}, "release": release}))
+        out, work = tmp_path / f"release-{tag}", tmp_path / f"work-{tag}"
+        proc = subprocess.run([sys.executable, "-m", "bargein.cli", "--workdir", str(work), "build",
+                               "--config", str(cfg), "--out", str(out)],
+                              capture_output=True, text=True, timeout=900)
+        return proc, out, work
+
+    proc, out, work = run({"quality_thresholds": {"user_distinct": 0.4}}, "typo")
+    assert proc.returncode != 0 and "release.quality_thresholds" in proc.stderr
+    assert "'user_distinct'" in proc.stderr and "user_distinct2" in proc.stderr
+    assert not out.exists() and not (work / "scenarios.jsonl").exists()
+
+    strict = {"quality_thresholds": {"assistant_distinct2": ">= 0.999"}}
+    proc, out, _ = run(strict, "strict")
+    assert proc.returncode != 0 and "assistant_distinct2" in proc.stderr
+    assert "--allow-below-threshold" in proc.stderr and "release.allow_below_threshold" in proc.stderr
+    assert not out.exists()
+
+    proc, out, _ = run({**strict, "allow_below_threshold": True}, "allowed")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (out / "manifest.json").is_file() and "assistant_distinct2" in (out / "README.md").read_text()

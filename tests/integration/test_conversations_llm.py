@@ -86,14 +86,39 @@ def scenarios(tmp_path_factory) -> list[Scenario]:
     return picked[:4]
 
 
-def _run(scenarios, workdir):
+def _run(scenarios, workdir, resamples=0):
+    """``resamples=0``: one attempt per scenario, so the counts below are those of the script
+    (re-simulation has its own test)."""
     a, b, c, _ = scenarios
     model = ScriptedLLM(scenarios, override=Script(a, b, c))
     with LoopbackLLMServer(responder=model) as srv:
         llm = get_llm(SPEC, workdir=workdir, base_url=srv.openai_base_url, concurrency=16)
         run = generate_conversations(scenarios, seed=3, workdir=workdir, llm=SPEC,
-                                     resources={"llm": llm}, progress=False)
+                                     resources={"llm": llm}, progress=False, resamples=resamples)
         return run, srv.requests
+
+
+def test_a_discarded_or_failed_scenario_is_simulated_again(scenarios, tmp_path):
+    """B (always discarded by the scripted verifier) and C (its assistant turns always break the
+    plan) get a second attempt of their own: its own stage, seed and conversation id, listed in
+    verified.jsonl beside the first; A and D, accepted at once, are not simulated again."""
+    a, b, c, d = scenarios
+    run, _ = _run(scenarios, tmp_path / "w", resamples=1)
+    again = run.results["simulate.attempt1"]
+    assert [conv.scenario.id for conv in again.outputs] == [b.id]
+    assert [f.item_id for f in again.failures] == [c.id]
+    assert again.failures[0].error_type == "GenerationFailed"
+    tries_b = [v for v in run.verified if v.conversation.scenario.id == b.id]
+    assert len(tries_b) == 2 and not any(v.accepted for v in tries_b)
+    assert tries_b[0].conversation.id != tries_b[1].conversation.id
+    assert tries_b[1].conversation.id == again.outputs[0].id
+    assert [v.conversation.scenario.id for v in run.verified if v.accepted] == [a.id, d.id]
+    written = [json.loads(x)["id"] for x in (tmp_path / "w" / "verified.jsonl").read_text().splitlines()]
+    assert written == [v.id for v in run.verified] and len(written) == 4
+    s = run.stats
+    assert s["simulated"] == 4 and s["conversations"] == 2 and s["resampled"] == 0
+    assert s["discards"]["simulate: GenerationFailed"] == 1
+    assert s["discards"]["simulate.attempt1: GenerationFailed"] == 1
 
 
 def test_llm_path_end_to_end(scenarios, tmp_path):

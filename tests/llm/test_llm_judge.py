@@ -121,3 +121,44 @@ def test_verdicts_on_control_items_are_saved_and_read_back_by_score(spec, judge,
     card = judge_card(rep.judge, summary, epochs=3, smoke=False)
     assert card.n == 4 and card.subset == 4 and card.control_set.endswith("dev part")
     print("\n" + rep.tables())
+
+
+def test_ear_score_end_to_end_with_the_local_model_judge(spec, judge, tmp_path):
+    """`score_ear` on two masked items (one answerable, one unanswerable, from the control set's
+    EAR cases) with the local model as the repair judge, one epoch: each judgment is a
+    schema-valid verdict (a repair category of the three; correctness only on the answerable
+    item) or an unscorable one listed with its evidence; the table names the judge and epochs."""
+    from bargein.records import MaskedItem
+    from bargein.scorers.control_set import control_items
+    from bargein.scorers.ear import LLMRepairJudge, score_ear
+    from bargein.scorers.ear_rules import R_VALUE
+    from bargein.store import write_jsonl
+
+    picked: dict[str, tuple[MaskedItem, str]] = {}
+    for c in control_items("ear"):
+        cond = c.item.condition
+        if cond not in picked:
+            picked[cond] = (c.item, c.response)
+    assert set(picked) == {"answerable", "unanswerable"}
+    items = [it for it, _ in picked.values()]
+    write_jsonl(tmp_path / "items.jsonl", items)
+    (tmp_path / "resp.jsonl").write_text("".join(
+        json.dumps({"item_id": it.id, "epoch": 0, "response": r}) + "\n" for it, r in picked.values()))
+    ear_judge = LLMRepairJudge(spec, workdir=None, llm=judge.llm)
+    out = tmp_path / "scores"
+    rep = score_ear(tmp_path / "items.jsonl", tmp_path / "resp.jsonl", judge=spec,
+                    judge_obj=ear_judge, workdir=tmp_path / "work", n_boot=20, out=out, concurrency=1)
+    issues = [json.loads(x) for x in (out / "issues.jsonl").read_text().splitlines()]
+    failed = {i["item_id"] for i in issues if i["source"] == "judge"}
+    assert all(i["evidence"] for i in issues if i["source"] == "judge")
+    assert {s.item_id for s in rep.scores} | failed == {it.id for it in items}
+    for s in rep.scores:
+        (e,) = s.detail["epochs"]
+        assert e["status"] == "ok" and e["category"] in R_VALUE and isinstance(e["correct"], bool)
+        if s.metric == "R":
+            assert s.value == R_VALUE[e["category"]] and not e["correct"]
+        else:
+            assert s.value == float(e["correct"])
+    text = (out / "tables.md").read_text()
+    assert spec in text and "1 epoch(s)" in text and "validation κ not measured" in text
+    print(f"\n{text}")

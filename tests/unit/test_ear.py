@@ -240,3 +240,40 @@ def test_score_ear_cli(tmp_path):
     r = CliRunner().invoke(cli, ["score", "ear", "--items", str(items_path), "--responses", str(resp_path),
                                  "--judge", "smoke", "--json", "--bootstrap", "0"])
     assert json.loads(r.output)["aggregates"][0]["ci_low"] is None
+
+
+def test_judge_answers_that_fail_their_schema_are_unscorable_per_item_with_evidence(tmp_path, monkeypatch):
+    """A scripted EAR judge over the OpenAI SDK answers with the wrong shape for one response:
+    that (item, epoch) is listed in issues.jsonl with the judge's raw answer; an item with no
+    usable epoch is counted unscorable beside C (never dropped); an item with another usable
+    epoch is scored on it; the table says how many judgments got no usable answer."""
+    from bargein.testing import LoopbackLLMServer, last_user_text
+
+    mark = "Zebra crossing, let me check that for you."
+
+    def responder(req):
+        text = last_user_text(req)
+        if mark in text:
+            return json.dumps({"verdict": "fine"})                      # no field of the schema
+        return json.dumps({"category": "answer", "correct": "4471" in text.split('"""')[-2],
+                           "reason": "read the response"})
+
+    pairs = [(item(u, "answerable"), GOOD_ANSWER) for u in range(4)]
+    pairs[0] = (pairs[0][0], mark)                                     # no usable epoch
+    pairs[1] = (pairs[1][0], [mark, GOOD_ANSWER])                      # one usable epoch of two
+    out = tmp_path / "o"
+    with LoopbackLLMServer(responder=responder) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+        rep = score_ear(*_files(tmp_path, pairs), judge="openai:judge-model", workdir=tmp_path,
+                        n_boot=50, out=out)
+    assert rep.get("C").n == 3 and rep.unscorable("C", {}) == 1
+    assert {s.item_id for s in rep.scores} == {p[0].id for p in pairs[1:]}
+    assert rep.report.config["judge_failures"] == 2
+    issues = [json.loads(x) for x in (out / "issues.jsonl").read_text().splitlines()]
+    judged = [i for i in issues if i["source"] == "judge"]
+    assert sorted((i["item_id"], i["epoch"]) for i in judged) == [(pairs[0][0].id, 0), (pairs[1][0].id, 0)]
+    assert all("fine" in json.dumps(i["evidence"]) for i in judged)
+    text = (out / "tables.md").read_text()
+    assert "| all | 3 (1) |" in text and "2 judgment(s) got no usable answer" in text
+    assert "judge openai:judge-model" in text and "validation κ not measured" in text

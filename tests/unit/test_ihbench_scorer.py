@@ -343,6 +343,8 @@ def test_no_judge_configured_stops_with_the_fix(monkeypatch):
     assert "--judge PROVIDER:MODEL" in msg and JUDGE_ENV in msg and "--judge smoke" in msg
     with pytest.raises(ConfigError, match="only a smoke test"):
         resolve_judge_spec("offline")
+    with pytest.raises(ConfigError, match="--judge gpt-4o: not a judge. Fix: pass --judge PROVIDER:MODEL"):
+        resolve_judge_spec("gpt-4o")
     monkeypatch.setenv(JUDGE_ENV, "openai:gpt-4o-mini")
     assert resolve_judge_spec(None) == "openai:gpt-4o-mini"
     assert resolve_judge_spec("smoke") == "smoke"
@@ -529,3 +531,51 @@ def test_llm_judges_and_audio_responder_through_the_openai_sdk(release, tmp_path
     assert not rep.smoke and "not validated yet" in rep.tables()
     tf_requests = [r for r in srv.requests if "Candidate responses" in json.dumps(r.json)]
     assert len(tf_requests) == 4 * n            # both orders, each re-asked once
+
+
+def test_judge_answers_that_fail_their_schema_are_unscorable_per_item_with_evidence(
+        release, tmp_path, monkeypatch):
+    """A scripted judge over the OpenAI SDK answers every judgment of one item with the wrong
+    shape: that item is unscorable for TF and RQ (counted beside every figure, never dropped),
+    each of its judgments is listed in issues.jsonl with the judge's raw answer, the table says
+    how many judgments got no usable answer, and the other items are scored."""
+    from bargein.testing import LoopbackLLMServer, wire
+
+    items = load_eval_items(release)
+    bad = items[0]
+
+    def responder(req):
+        schema = wire.request_schema(req) or {}
+        if MARK in wire.prompt_text(req):                # the bad item's response is in the prompt
+            return json.dumps({"verdict": "looks fine to me"})          # no field of the schema
+        if schema.get("title") == "TFJudgment":
+            return json.dumps({"reasoning": "r", "winner": "A",
+                               "loser_deficiency": "ignores what the user just said"})
+        if schema.get("title") == "AvoidCheck":
+            return json.dumps({"forbidden": "f", "evidence": "", "does_it": False})
+        reply = wire.last_user_text(req).split("## The assistant's next reply", 1)[1].split('"""')[1]
+        return json.dumps({"evidence": " ".join(reply.split()[-25:]), "met": True})
+
+    MARK = "Quixotic zebra, back to your booking."
+    rows = [{"item_id": i.id, "epoch": 0, "response": MARK if i is bad else i.gold_recovery}
+            for i in items]
+    out = tmp_path / "s"
+    with LoopbackLLMServer(responder=responder) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+        rep = score_ihbench(release, _write(tmp_path / "r.jsonl", rows), judge="openai:judge-model",
+                            epochs=1, n_boot=50, out=out, workdir=tmp_path / "w", concurrency=2)
+    n = len(items)
+    for m in (TF, RQ):
+        assert rep.overall[m]["n"] == n - 1 and rep.overall[m]["unscorable"] == 1, m
+    assert rep.by_type[bad.type][RQ]["unscorable"] == 1
+    assert rep.judge_failures == 2                                  # its TF and its RQ judgment
+    issues = [json.loads(x) for x in (out / "issues.jsonl").read_text().splitlines()]
+    judged = [i for i in issues if i["source"] == "judge"]
+    assert {(i["item_id"], i["metric"]) for i in judged} == {(bad.id, TF), (bad.id, RQ)}
+    assert all("looks fine to me" in json.dumps(i["evidence"]) for i in judged)
+    text = (out / "tables.md").read_text()
+    assert f"(n {n - 1}, unscorable 1)" in text and "2 judgment(s) got no usable answer" in text
+    assert "judge openai:judge-model" in text and "1 epoch(s)" in text
+    scored = {json.loads(x)["item_id"] for x in (out / "item_scores.jsonl").read_text().splitlines()}
+    assert scored == {i.id for i in items} - {bad.id}

@@ -85,6 +85,16 @@ def test_dev_and_heldout_parts_split_by_case():
         split(items, "test")
 
 
+def test_stratified_subsets_are_prefixes_of_larger_ones():
+    """A run stopped for time is reported on a smaller limit: its judgments must be exactly the
+    first ones the larger run asked (the cached answers), also when the limit covers them all."""
+    items = [i for i in control_items("ihbench") if i.axis == "rq"]
+    full = [i.id for i in stratified(items, len(items) + 10)]
+    assert sorted(full) == sorted(i.id for i in items) and full != [i.id for i in items]
+    for k in (1, 7, 30, len(items) - 1, len(items)):
+        assert [i.id for i in stratified(items, k)] == full[:k]
+
+
 def test_cohen_kappa_hand_computed():
     # po = 3/4; pe = (2*1 + 2*3) / 16 = 1/2; kappa = (0.75 - 0.5) / 0.5 = 0.5
     assert cohen_kappa(["p", "p", "f", "f"], ["p", "f", "f", "f"]) == pytest.approx(0.5)

@@ -229,7 +229,8 @@ def test_the_key_is_sent_but_never_written(keys, tmp_path):
             llm = llm_for(srv, provider, tmp_path, workdir=work)
             try:
                 ask(llm, provider, max_reasks=1)
-            except GenerationFailed as e:
+            except GenerationFailed as e:      # evidence as the runner's failures file keeps it
+                work.mkdir(parents=True, exist_ok=True)
                 (work / "failure.json").write_text(json.dumps(e.evidence) + str(e))
             llm.flush()
         sent = {r.headers.get("authorization") for r in srv.requests}

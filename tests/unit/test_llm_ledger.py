@@ -86,22 +86,20 @@ def test_clients_of_one_workdir_share_a_ledger(tmp_path):
     assert a is b and ledger_for(tmp_path / "other.json") is not a
 
 
-def test_background_writer_in_both_modes(tmp_path):
-    from bargein.llm.bgwrite import BackgroundWriter
+def test_ledger_writes_go_through_the_cache_writer_last_write_wins(tmp_path):
+    """The ledger's snapshots use the one writer thread of :mod:`bargein.cache` (no second
+    writer): queued in order, the last write of a path wins, no temp file is left."""
+    from bargein.cache import flush_writes, write_behind
 
-    inline = BackgroundWriter()
-    inline.submit(tmp_path / "a" / "x.json", b"one")
-    assert (tmp_path / "a" / "x.json").read_bytes() == b"one" and inline.pending(tmp_path / "a" / "x.json") is None
-
-    threaded = BackgroundWriter()
-    threaded.threaded = True                       # what a slow disk switches it to
     paths = [tmp_path / "b" / f"{i}.json" for i in range(50)]
     for i, p in enumerate(paths):
-        threaded.submit(p, str(i).encode())
-    threaded.submit(paths[0], b"last write wins")
-    seen = threaded.pending(paths[0])
-    assert seen in (None, b"last write wins")      # readable before it reaches the disk
-    threaded.flush()
+        write_behind(p, str(i).encode())
+    write_behind(paths[0], b"last write wins")
+    assert flush_writes(30)
     assert paths[0].read_bytes() == b"last write wins" and paths[49].read_bytes() == b"49"
-    assert threaded.pending_names(tmp_path / "b") == set()
     assert not [p for p in (tmp_path / "b").iterdir() if p.name.endswith(".tmp")]
+    ledger = CostLedger(tmp_path / "l" / "llm_ledger.json")
+    ledger.record("openai", "gpt-4o-mini", "bench", Usage(input_tokens=1000, output_tokens=10),
+                  cost_usd=0.001, cached=False)
+    ledger.save(wait=True)
+    assert json.loads((tmp_path / "l" / "llm_ledger.json").read_text())["entries"]
