@@ -101,8 +101,10 @@ class RulePlanner:
         by_kind = {k: [t for t in trs if t.kind == k] for k in ("next", "skip", "fail", "terminate")}
         if st.unknown_in_stage and by_kind["fail"]:
             choice = by_kind["fail"][0]
-        elif by_kind["skip"] and st.fast and rng.random() < 0.5:
-            choice = rng.choice(by_kind["skip"])
+        elif [t for t in by_kind["skip"] if t.target not in self.wf.terminals] and st.fast \
+                and rng.random() < 0.5:         # a skip to the end would close the request with
+            choice = rng.choice([t for t in by_kind["skip"]      # its last steps never done
+                                 if t.target not in self.wf.terminals])
         else:
             choice = (by_kind["next"] or by_kind["skip"] or by_kind["terminate"]
                       or by_kind["fail"] or [None])[0]
@@ -300,13 +302,18 @@ class RulePlanner:
             if not any(values.values()):
                 return "unknown", values
             facts = st.facts
-            if unit.text and all(v and facts.get(k) and (
-                    v in unit.text or (                      # as said (a corrected value too)
-                        (facts[k].value in unit.text or (facts[k].spoken and facts[k].spoken in unit.text))
+            full = st.pending.planned_text if st.pending is not None and st.pending.type == "filler" \
+                else unit.text                # the rest of a cut turn: the values were in its start
+            if full and all(v and facts.get(k) and (
+                    v in full or (                           # as said (a corrected value too)
+                        (facts[k].value in full or (facts[k].spoken and facts[k].spoken in full))
                         and v in (facts[k].value, facts[k].spoken)))
                     for k, v in values.items()):
                 return "confirm", values
-            answer = {k: v for k, v in values.items() if v}
+            # what the turn itself says is confirmed, not told back: only the rest is answered
+            answer = {k: v for k, v in values.items() if v and not (full and st.in_text(k, full))}
+            if not answer:
+                return "confirm", values
             extra = [k for k in st.volunteerable() if st.correction(k) is not None and k not in answer
                      and not (unit.text and st.in_text(k, unit.text))]
             if extra and rng.random() < 0.4:        # "... and my email is X, in case you need it"
@@ -328,7 +335,7 @@ class RulePlanner:
                 held = system_keys(self.scenario)
                 need = [k for k in self.wf.stage(unit.stage).required_info
                         if k not in st.stated and k in st.facts and k not in held
-                        and st.value_for(k)][:2]
+                        and k not in st.system_first and st.value_for(k)][:2]
                 if need:
                     return "answer", {k: st.value_for(k) or "" for k in need}
             if kind == "which" and reply:
