@@ -146,3 +146,13 @@ def test_a_fact_about_the_caller_is_said_to_them():
     assert "budget pressure" not in msgs[-1]["content"].split("<plan>")[0]
     note = _ack({"kind": "hidden", "value": "is cutting household subscriptions"})
     assert "they are cutting household subscriptions" in note and "the caller" not in note
+
+
+def test_an_address_said_without_its_underscore_is_another_address():
+    """Seen in a 1.5B call: the caller said "Samantha Green at AOL.com" for samantha_green@aol.com
+    and the value check passed it (the underscore was dropped as punctuation)."""
+    from bargein.generators.llm_values import said
+
+    v = "samantha_green@aol.com"
+    assert not said("Sure, it's Samantha Green at AOL.com.", v)
+    assert said("Samantha underscore Green at AOL dot com.", v) and said(f"It's {v}.", v)
