@@ -53,7 +53,11 @@ planner's), are fixed in the commits after ce37f3f (a caller's own earlier words
 details stated as "Your order number is X: say it."; facts about the caller said to it in the
 second person; the assistant's note unreadable as speech and such turns re-asked; a repeated
 or opening acknowledgement dropped; caller lines in the company's voice re-asked; a worked
-rubric example per interruption type); they are not yet measured here on the 1.5B model. The
+rubric example per interruption type); they are not yet measured here on the 1.5B model (a
+probe of two of the caller's directions, old and new, seed 0: the order number drew the refusal
+again with the old wording and "Sure, it's H H, one three eight nine, four zero zero five." with
+the new; the hidden fact an assistant's line with the old and "I am cutting household
+subscriptions to save about $35 a month." with the new). The
 run before it (``--scenarios 2``, commit ca66656 prompts) gave schema_failure_rate 0.000,
 verified_rate 0.000, prefix_reuse_speedup 2.409. Re-simulation of discarded scenarios is off
 here (``resamples=0``): the rate is per simulated conversation.
