@@ -115,10 +115,15 @@ def impatient_at_readback(conv: Conversation) -> list[Verdict]:
 
 
 # ---- reasks_given_value ---------------------------------------------------------------------
-_REQUEST = re.compile(r"\?\s*$|\bplease\b|\b(?:could|can|would) you\b|\bI(?:'ll| will)? need\b|"
-                      r"\bwhat(?:'s| is| are)\b", re.I)
+# a request for a value: a wh-question, "could you tell me", "may I have", "please", "I need";
+# a yes/no question ("does that name ring a bell?") asks about a value, not for it
+_REQUEST = re.compile(r"^\W*(?:(?:so|and|next|now|then|okay|also|great|lovely|perfect|thanks),?\s+)*"
+                      r"(?:what|which|when|where|who|how)\b|\b(?:could|can|would|will) you (?:\w+ )?"
+                      r"(?:tell|give|share|provide|read|let me know|spell|say)\b|\b(?:can|could|may) I "
+                      r"(?:get|have|take|grab|ask for)\b|\bplease\b|\bI(?:'ll| will)? need\b", re.I)
 _REASK_OK = re.compile(r"\b(?:again|repeat|spell|confirm|double-check|still|correct|right|"
                        r"once more|instead|new|other|another|different)\b", re.I)
+_LABEL_STOP = frozenset("of the a an your my for to in on".split())
 
 
 def _stem(w: str) -> str:
@@ -126,13 +131,28 @@ def _stem(w: str) -> str:
 
 
 def asks_for(sent: str, key: str) -> bool:
-    """Whether ``sent`` requests the fact ``key``: a request naming most of its label's words."""
+    """Whether ``sent`` requests the fact ``key``: a request naming every word of its label (a
+    participle of a long label, "created", may be said otherwise: "the year the account was
+    opened")."""
     if not _REQUEST.search(sent):
         return False
-    lab = {_stem(w) for w in content_words(label(key))}
-    have = {_stem(w) for w in content_words(sent)}
-    hit = lab & have
-    return len(lab) >= 1 and (hit == lab or (len(hit) >= 2 and len(hit) * 3 >= len(lab) * 2))
+    lab = {_stem(w) for w in tokens(label(key)) if w not in _LABEL_STOP}
+    have = {_stem(w) for w in tokens(sent)}
+    missing = lab - have
+    return bool(lab) and (not missing or (len(lab) >= 3 and len(missing) == 1
+                                          and next(iter(missing)).endswith("ed")))
+
+
+def said_by_caller(conv: Conversation, upto: int, value: str) -> bool:
+    """Whether the caller said ``value`` before message ``upto`` as itself (not inside an email
+    or a web address: "alfred_cain@proton.me" does not give the name "Alfred Cain"), and before
+    the assistant said it (a value the records gave is not the caller's)."""
+    pat = re.compile(r"(?<![\w@._-])" + r"[\s_.-]+".join(map(re.escape, value.split()))
+                     + r"(?![\w@_-]|\.\w)", re.I)
+    for m in conv.messages[:upto]:
+        if pat.search(m.text):
+            return m.role == "user"
+    return False
 
 
 def _asking_texts(conv: Conversation) -> list[tuple[int, int, str, str]]:
@@ -159,7 +179,7 @@ def reasks_given_value(conv: Conversation) -> list[Verdict]:
                     continue
                 if any(normalise(v) in normalise(sent) for v in forms):
                     continue                     # a read-back names the value
-                given = next((v for v in forms if said_before(conv, upto, v, role="user")), None)
+                given = next((v for v in forms if said_by_caller(conv, upto, v)), None)
                 if given:
                     out.append(_verdict("reasks_given_value", idx, f"{what}asks for the "
                                         f"{label(f.key)}, which the caller already gave "

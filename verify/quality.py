@@ -393,7 +393,9 @@ def held_keys(conv: Conversation) -> frozenset[str]:
                         and label(f.key).lower() in s_.lower()
                         for m in conv.messages for s_ in (m.spoken_text[a:b]
                                                           for a, b in sentences(m.spoken_text)))
-            if forms and not asked:
+            money = any(re.search(r"[$\u20ac\u00a3]|\d|\b(?:dollars?|euros?|pounds?|cents?)\b", v)
+                        for v in forms)              # a price is an amount, not a description
+            if forms and money and not asked:
                 out.add(f.key)
     # a planned correction does not make a value the caller's: a correction of a value the
     # records stated first (the carrier's last scan) is itself the defect
