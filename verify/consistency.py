@@ -103,12 +103,15 @@ def impatient_at_readback(conv: Conversation) -> list[Verdict]:
         if not questions or not any(_CONFIRM.search(q) for q in questions):
             continue
         told = " ".join(p for p in parts if not p.rstrip().endswith("?"))
-        caller = content_words(" ".join(x.text for x in conv.messages[: m.index] if x.role == "user"))
-        own = content_words(told) & caller
-        new = content_words(told) - caller
-        if own and len(new) < _SKIP_MIN_WORDS:
+        # the value being confirmed: what the caller said, or a value of the scenario's facts
+        known = content_words(" ".join(x.text for x in conv.messages[: m.index] if x.role == "user")
+                              + " " + " ".join(v for f in conv.scenario.kb.user_facts
+                                               for v in (f.value, f.spoken) if v))
+        value = content_words(told) & known
+        new = content_words(told) - known
+        if value and len(new) < _SKIP_MIN_WORDS:
             out.append(_verdict("impatient_at_readback", u.index, "an impatient cut-in inside a "
-                                "read-back: what was left is the caller's own value and a "
+                                "read-back: what was left is the value being confirmed and a "
                                 "confirmation question, nothing to skip", fixable=False,
                                 evidence=f"unheard {rest.strip()!r}"))
     return out
@@ -139,8 +142,15 @@ def asks_for(sent: str, key: str) -> bool:
     lab = {_stem(w) for w in tokens(label(key)) if w not in _LABEL_STOP}
     have = {_stem(w) for w in tokens(sent)}
     missing = lab - have
-    return bool(lab) and (not missing or (len(lab) >= 3 and len(missing) == 1
-                                          and next(iter(missing)).endswith("ed")))
+    named = bool(lab) and (not missing or (len(lab) >= 3 and len(missing) == 1
+                                           and next(iter(missing)).endswith("ed")))
+    if not named:
+        return False
+    # "your account number with them", "their account number": another party's value
+    words = [w for w in tokens(label(key)) if w not in _LABEL_STOP]
+    head, first = re.escape(words[-1]), re.escape(words[0])
+    return not re.search(rf"\b{head}s?\s+(?:with|from|at)\s+(?:them|[A-Z])|\b(?:their|the other|"
+                         rf"old|previous|former)\s+(?:\w+\s+)?{first}", sent, re.I)
 
 
 def said_by_caller(conv: Conversation, upto: int, value: str) -> bool:
