@@ -274,7 +274,7 @@ def main() -> int:
         t = time.perf_counter()
         n0 = len(rec.calls)
         run = generate_conversations([scn], seed=a.seed, workdir=work / f"conv{i}", llm=spec,
-                                     verify_rounds=1, sft=False, dpo=False,
+                                     verify_rounds=1, sft=False, dpo=False, resamples=0,
                                      resources={"llm": counting}, progress=False)
         took = time.perf_counter() - t
         pipeline_s += took

@@ -218,7 +218,10 @@ def user_messages(up: UserPlan, heard_history: list[dict], heard: str | None = N
     else:
         name = "user_simulator.normal"
         turns = _turns(heard_history, "user")
-        facts = [f"{P.label(k)}: {v}" for k, v in up.facts.items()
+        # the caller's own details, stated as theirs: "Give your order number: X" read to the
+        # 1.5B model as a request for *its* order number ("I'm sorry, but I can't assist with
+        # that. I don't have the information you're asking for.", three times)
+        facts = [f"Your {P.label(k)} is {v}: say it." for k, v in up.facts.items()
                  if v and up.action in ("answer", "volunteer")]
         direction = render(name, what=_reply_what(up), facts=facts, style=up.style, plan=view)
     return name, [{"role": "system", "content": user_system(up)}, *turns,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -36,9 +37,39 @@ _LABELS = frozenset({*INTERRUPTION_TYPES, "normal", "interruption", "recovery", 
 MIN_CRITERION_WORDS = 4
 
 
-def check_rubric(out: RubricOut) -> list[str]:
-    """Content rules: 2-4 distinct full-sentence criteria, none a type label, no placeholders."""
+# what a recovery of each type must not do (the type definitions in the rubric prompt): a
+# criterion asking for it, not negated, contradicts the type. Seen on the 1.5B model: three of
+# four impatient rubrics of one call asked to "request clarification" or "continue with a fresh
+# start" (the normal type's recovery) after the caller asked to skip ahead.
+_AGAINST_TYPE = {
+    "impatient": ("clarif", "repeat", "fresh start", "restart", "start over", "re-explain",
+                  "explain again", "explains again", "re-deliver", "rephrase"),
+    "filler": ("acknowledg", "apolog", "fresh start", "restart", "start over", "repeat",
+               "clarif", "thank"),
+}
+_NEGATION = re.compile(r"\b(?:not|never|no|without|avoid\w*|instead of|rather than|nor|"
+                       r"\w+n't)\b", re.I)
+
+
+def against_type(kind: str | None, criterion: str) -> str:
+    """The cue of a criterion that asks for what ``kind``'s recovery must not do ('' if none)."""
+    low = criterion.lower()
+    for cue in _AGAINST_TYPE.get(kind or "", ()):
+        at = low.find(cue)
+        if at >= 0 and not _NEGATION.search(low[:at]):
+            return cue
+    return ""
+
+
+def check_rubric(out: RubricOut, kind: str | None = None) -> list[str]:
+    """Content rules: 2-4 distinct full-sentence criteria, none a type label, no placeholders,
+    none asking for what the interruption type's recovery must not do."""
     errs = []
+    wrong = [c for c in [out.tf_criterion, *out.rq_criteria] if against_type(kind, c)]
+    if wrong:
+        errs.append(f"after a {kind} interruption the response must not "
+                    f"{against_type(kind, wrong[0])!r}: {wrong[0]!r} asks for it; write the "
+                    f"criteria a good {kind} recovery meets")
     rq = [c.strip() for c in out.rq_criteria if c.strip()]
     if len(out.tf_criterion.split()) < MIN_CRITERION_WORDS:
         errs.append("tf_criterion must be a full sentence naming the next goal")
@@ -68,7 +99,8 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random)
                     details=json.dumps(interruption_context(conv, idx)))
     out = await ask_valid(llm, [{"role": "system", "content": system},
                                 {"role": "user", "content": prompt}], RubricOut,
-                          agent="rubric_generator", check=check_rubric)
+                          agent="rubric_generator",
+                          check=lambda o: check_rubric(o, cut.interruption.type))
     return Rubric(message_index=idx, type=cut.interruption.type,
                   tf_criterion=out.tf_criterion.strip(),
                   rq_criteria=tuple(c.strip() for c in out.rq_criteria if c.strip()))
