@@ -138,7 +138,8 @@ class LLMAgents:
         agent, msgs = assistant_messages(plan, self.scenario, messages)
         turn = await ask_valid(self.llm, msgs, AssistantTurn, agent=agent,
                                check=lambda t: check_assistant(plan, t), sample=sample)
-        return tidy_turn(turn, opening=not messages)
+        return tidy_turn(turn, opening=not messages,
+                         said_before=[m.text for m in messages if m.role == "assistant"])
 
     async def user_reply(self, plan, heard, rng, sample) -> str:
         up = user_plan(plan)
@@ -236,13 +237,19 @@ def check_delivered(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
 DELIVERED_SHARE = 0.5
 
 
-_META = ("breaks the plan", "your answer", "direction for your", "planned content", "json")
+_META = ("breaks the plan", "your answer", "direction for your", "planned content", "json",
+         "take it into account", "acknowledge first", "speaking to them")
+# the direction read out as speech talks about "the caller" (seen: "The caller mentioned that I'm
+# cutting household subscriptions ...; take it into account." as the start of a turn)
+_ABOUT_CALLER = re.compile(r"\bthe (?:caller|customer)(?:'s)? (?:mentioned|said|told|gave|is|has|wants)\b", re.I)
 
 
 def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     errs = [e for e in check_turn(plan, turn) if not e.startswith(_VALUE_ERRORS)]
-    if any(w in turn.text.lower() for w in _META):     # seen: a re-ask's errors read out as speech
-        errs.append("the turn repeats the instructions or errors; say only what the assistant says")
+    if any(w in turn.text.lower() for w in _META) or _ABOUT_CALLER.search(turn.text):
+        # seen: a re-ask's errors, and a direction's note, read out as speech
+        errs.append("the turn repeats the instructions or errors; say only what the assistant "
+                    "says to the caller, addressing them as 'you'")
     twice = doubled_sentence(turn.content)
     if twice:
         errs.append(f"the content says {twice!r} twice in a row; say each sentence once")
@@ -252,12 +259,13 @@ def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     return errs + check_delivered(plan, turn)
 
 
-def tidy_turn(turn: AssistantTurn, *, opening: bool) -> AssistantTurn:
+def tidy_turn(turn: AssistantTurn, *, opening: bool, said_before: list[str] = ()) -> AssistantTurn:
     """The acknowledgement where code can decide it: none on the opening turn (nobody has said
-    anything to acknowledge), and none when the content opens by saying it again. Seen on the
-    1.5B model in an accepted call: "I understand. Thank you for the information. Thanks for
-    calling about a building permit." as the first words of the call, and "I understand. I
-    understand. I'll upload everything ..." later in it."""
+    anything to acknowledge), none that opened an earlier assistant turn, and none when the
+    content opens by saying it again. Seen on the 1.5B model in an accepted call: "I
+    understand. Thank you for the information. Thanks for calling about a building permit." as
+    the first words of the call, and "I understand. I understand. I'll upload everything ..."
+    later in it."""
     ack = turn.acknowledgement.strip()
     if not ack:
         return turn
@@ -265,6 +273,10 @@ def tidy_turn(turn: AssistantTurn, *, opening: bool) -> AssistantTurn:
         greet = [ack[s:e] for s, e in sentences(ack) if _GREETING.search(ack[s:e])]
         return turn.model_copy(update={"acknowledgement": "", "content": P.join(*greet, turn.content)})
     first = normalise(ack[slice(*sentences(ack)[0])]) if sentences(ack) else ""
+    if any(f"{normalise(t)} ".startswith(f"{normalise(ack)} ") for t in said_before):
+        # the same acknowledgement formula again (seen: "Thanks, I have that." opening four
+        # assistant turns of one call, the system prompt's example)
+        return turn.model_copy(update={"acknowledgement": ""})
     if first and f"{normalise(turn.content)} ".startswith(f"{first} "):
         return turn.model_copy(update={"acknowledgement": ""})
     return turn
@@ -300,7 +312,7 @@ def repeats(utterance: str, heard: list[dict]) -> list[str]:
     mine = content_words(" ".join(own))
     if any(m["role"] == "assistant" and parrots(utterance, m["text"], own=mine) for m in heard):
         errs.append("the caller repeats the assistant's words; answer in the caller's own words")
-    if len(utterance.split()) >= 3 and any(said_again(utterance, t) for t in own):
+    if len(content_words(utterance)) >= 3 and any(said_again(utterance, t) for t in own):
         errs.append("the caller says an earlier line of theirs again; say something new")
     return errs
 

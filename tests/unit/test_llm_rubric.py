@@ -71,3 +71,22 @@ def test_the_rubric_writer_is_re_asked_on_a_contradicting_criterion(tmp_path):
     rubric = asyncio.run(llm_rubric(conv, idx, model, random.Random(0)))
     assert len(model.sent) == 2 and "must not" in model.sent[1][-1]["content"]
     assert list(rubric.rq_criteria) == GOOD and rubric.type == "impatient"
+
+
+def test_the_request_carries_the_example_of_its_own_type_and_a_copy_is_refused():
+    """One correction example for every type made the 1.5B model write correction checks for
+    filler cut-ins ("Uses the new plan (Standard with Ads at 7.99 a month) without mentioning
+    it."). Each type now has its own example (another call), and a criterion copying it is
+    re-asked."""
+    from bargein.generators.llm_rubric import EXAMPLES, _example, copies_example
+
+    assert set(EXAMPLES) == {"normal", "impatient", "correction", "topic_switch", "filler", "pushback"}
+    for kind, (_, _, answer) in EXAMPLES.items():
+        out = RubricOut(**answer)
+        assert check_rubric(out, kind) != []                      # the example itself is a copy
+        assert copies_example(out, kind)
+        assert "Mm-hm" in _example("filler")["example_interjection"]
+    own = RubricOut(tf_criterion="The response finishes the sentence about the fifteen titles on the plan.",
+                    rq_criteria=["Continues exactly from 'including' with the rest of the sentence.",
+                                 "Does not say 'Downloads for offline viewing' again."])
+    assert check_rubric(own, "filler") == []

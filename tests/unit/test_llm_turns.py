@@ -99,3 +99,50 @@ def test_the_callers_details_are_stated_as_theirs():
     assert "Your order number is H H, one three eight nine, four zero zero five: say it." in direction
     assert "Give your" not in "\n".join(m["content"] for m in msgs)
     assert [m["role"] for m in msgs] == ["system", "user", "user"]
+
+
+def test_an_acknowledgement_formula_is_not_said_again():
+    """Seen in one 1.5B call: "Thanks, I have that." (the system prompt's example) opened four
+    assistant turns, the first of them the greeting."""
+    before = ["Thanks for calling Lumen Stream. What's the email address on your account?",
+              "Thanks, I have that. Just checking I heard you right: samantha_green@aol.com?"]
+    again = AssistantTurn(acknowledgement="Thanks, I have that.",
+                          content="I've found the account for Samantha Green.")
+    assert tidy_turn(again, opening=False, said_before=before).acknowledgement == ""
+    new = AssistantTurn(acknowledgement="Great, that matches.", content="I've found the account.")
+    assert tidy_turn(new, opening=False, said_before=before) == new
+
+
+def test_the_direction_read_out_as_speech_is_refused():
+    """Seen: "The caller mentioned that I'm cutting household subscriptions to save about $35 a
+    month; take it into account." spoken as the start of an assistant turn."""
+    plan = RoundPlan(round=6, stage="options", assistant_action="inform",
+                     unit=Unit(kind="inform", stage="options",
+                               text="Standard with Ads at 7.99 a month includes short ad breaks."))
+    seen = AssistantTurn(content="The caller mentioned that I'm cutting household subscriptions to save "
+                                 "about $35 a month; take it into account. Standard with Ads at 7.99 a "
+                                 "month includes short ad breaks.")
+    assert any("addressing them as 'you'" in e for e in check_assistant(plan, seen))
+    ok = AssistantTurn(acknowledgement="Saving on subscriptions makes sense.",
+                       content="Standard with Ads at 7.99 a month includes short ad breaks.")
+    assert check_assistant(plan, ok) == []
+
+
+def test_a_fact_about_the_caller_is_said_to_them():
+    """Hidden facts are statements without a subject ("is cutting household subscriptions ...").
+    The caller's direction says them to the caller ("Mention that you are cutting ..."), never as
+    a label and a value ("Give your budget pressure: is cutting ..." drew "What's the budget
+    pressure?" from the caller); the assistant's note says them about "they"."""
+    from bargein.generators.llm_messages import _ack, about_you, is_statement, user_messages
+    from bargein.generators.user_sim import UserPlan
+
+    v = "lost their job 2 weeks ago and is worried about money"
+    assert is_statement(v) and not is_statement("Standard at 15.49 a month")
+    assert about_you(v) == "you lost your job 2 weeks ago and are worried about money"
+    assert about_you(v, "they") == "they lost their job 2 weeks ago and are worried about money"
+    up = UserPlan(action="volunteer", facts={"budget_pressure": "is cutting household subscriptions"})
+    _, msgs = user_messages(up, [{"role": "assistant", "text": "What's prompting the change?", "cut": False}])
+    assert "Mention that you are cutting household subscriptions." in msgs[-1]["content"]
+    assert "budget pressure" not in msgs[-1]["content"].split("<plan>")[0]
+    note = _ack({"kind": "hidden", "value": "is cutting household subscriptions"})
+    assert "they are cutting household subscriptions" in note and "the caller" not in note
