@@ -665,8 +665,12 @@ def _rationale(plan: dict) -> str:
     return s
 
 
+_JOINERS = frozenset("and but so because which then or if when while since though although".split())
+
+
 def place_cut(text: str, content_start: int, fraction: float, rng: random.Random,
-              min_word: int = 0, protected: set[int] | frozenset[int] = frozenset()) -> int | None:
+              min_word: int = 0, protected: set[int] | frozenset[int] = frozenset(),
+              at_boundary: bool = False) -> int | None:
     """A word index ``k`` inside the content: >= 3 content words heard, >= 3 words unheard.
 
     Prefers cuts inside a sentence (the heard part does not end with punctuation), nearest to
@@ -680,8 +684,16 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
     if lo > hi:
         return None
     cands = [k for k in range(lo, hi + 1) if k not in protected] or list(range(lo, hi + 1))
-    inner = [k for k in cands if text[spans[k - 1][1] - 1] not in ".!?,:;"]
-    cands = inner or cands
+    if at_boundary:
+        # a backchannel lands where a listener nods: after a clause or a sentence ("..., |" or
+        # "| and ..."), never between a determiner and its noun or a verb and its particle
+        edge = [k for k in cands if (text[spans[k - 1][1] - 1] in ".!,:;"
+                or text[spans[k][0]:spans[k][1]].lower().strip(",.") in _JOINERS)
+                and len(spans) - k >= 6]    # the rest is more than a stock "Shall I do that?"
+        cands = edge or cands
+    else:
+        inner = [k for k in cands if text[spans[k - 1][1] - 1] not in ".!?,:;"]
+        cands = inner or cands
     target = first + fraction * (len(spans) - first)
     cands.sort(key=lambda k: (abs(k - target), k))
     return cands[0] if rng.random() < 0.7 or len(cands) == 1 else cands[1]

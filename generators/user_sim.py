@@ -251,6 +251,7 @@ class RuleUser:
                 k = sorted(ks, key=lambda k: (abs(k - target), k))[0 if rng.random() < 0.7 else min(1, len(ks) - 1)]
             else:
                 k = place_cut(message, content_start, fraction, rng, min_word=min_word,
+                              at_boundary=up.type == "filler",
                               protected=P.protected_cuts(message, self.values))
             if k is None:
                 errors.append({"attempt": attempt, "error": "no cut point inside the content"})
