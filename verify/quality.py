@@ -202,7 +202,10 @@ _NOT_GERUND = frozenset("""Nothing Something Everything Anything During Accordin
 Bring Thing Things King Spring String Ring Wedding Building Meeting Booking Setting Billing
 Pricing Shipping Funding Housing Parking Training Listing Clothing Ceiling Rating Heading
 Including Regarding Concerning Considering Following Excluding""".split())
-_AGREE_FIX = {"are": "is", "were": "was"}
+_AGREE_FIX = {"are": "is", "were": "was", "have": "has"}
+# a pronoun head with a partitive: "one of the charges were", "each of the forms have"
+_PARTITIVE = re.compile(r"\b(?:[Oo]ne|[Ee]ach|[Nn]either|[Ee]very one)\s+of\s+([^,.;:?!]{1,40}?)\s+"
+                        r"(are|were|have)\b")
 
 
 def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, int, str, str]]:
@@ -249,6 +252,11 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
             continue
         found.append((mm.start(3), mm.end(3), _AGREE_FIX[mm.group(3)], f"'a {head} ... "
                       f"{mm.group(3)}': the verb does not agree with its singular subject"))
+    for mm in _PARTITIVE.finditer(text):
+        if re.search(r"\b(?:you|we|they|I|that|which|who|and|or)\b", mm.group(1)):
+            continue
+        found.append((mm.start(2), mm.end(2), _AGREE_FIX[mm.group(2)], f"'{mm.group(0).split()[0]} "
+                      f"of ... {mm.group(2)}': the verb agrees with the singular head"))
     for mm in _GERUND_SUBJ.finditer(text):
         if mm.group(1) in _NOT_GERUND or re.search(r"\b(?:you|we|they|I|that|which|who|and|or)\b",
                                                    mm.group(2)):
@@ -388,7 +396,7 @@ def held_keys(conv: Conversation) -> frozenset[str]:
     for f in conv.scenario.kb.user_facts:
         words = label(f.key).lower().split()
         if words and words[-1] in PRICE_NOUNS and f.key not in PERSONAL_KEYS:
-            forms = [v for v in (f.value, f.spoken) if v and len(v) > 3]
+            forms = [v for v in (f.value, f.spoken) if v and len(v) >= 2]
             asked = any(m.role == "assistant" and s_.rstrip().endswith("?")
                         and label(f.key).lower() in s_.lower()
                         for m in conv.messages for s_ in (m.spoken_text[a:b]
