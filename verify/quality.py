@@ -458,12 +458,14 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
             new_value = k in scenario_held and any(
                 normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
                 and (len(v.split()) > 1 or v in m.text)      # "Team" the plan, not "our team"
+                and not (len(v.split()) == 1 and _in_spelled_run(m.text, v))
                 and not said_before(conv, m.index, v, role="assistant") for v in forms)
             told = [v for v in forms + [c.corrected_value for c in conv.scenario.intent.corrections
                                         if c.key == k] if v and len(normalise(v)) >= 3]
             stated = stated or (st and any(f" {normalise(v)} " in f" {normalise(m.text)} "
                                            for v in told))
-            corrects = lab in low and _CORRECTS.search(low) and (
+            # the label's own words ("change reason") are no correction
+            corrects = lab in low and _CORRECTS.search(low.replace(lab, " ")) and (
                 _VALUEISH.search(m.text) or re.search(r"should be|not what you have|wrong", low))
             if stated or new_value or corrects:
                 why = ("states the value before the system gave it" if new_value else
@@ -474,6 +476,21 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
                 break
     flagged = {v.message_index for v in out}
     return out + [v for v in _told_back(conv) if v.message_index not in flagged]
+
+
+_DIGIT_WORDS = frozenset("zero oh one two three four five six seven eight nine".split())
+
+
+def _in_spelled_run(text: str, value: str) -> bool:
+    """Whether a one-word value ("six") occurs only inside a spelled code ("R F, eight five nine
+    nine one six"): next to a digit word or a single letter."""
+    toks = tokens(text)
+    v = value.lower()
+    hits = [i for i, t in enumerate(toks) if t == v]
+    def spelled(t: str) -> bool:
+        return t in _DIGIT_WORDS or len(t) == 1 or t.isdigit()
+    return bool(hits) and all(any(0 <= j < len(toks) and spelled(toks[j]) for j in (i - 1, i + 1))
+                              for i in hits)
 
 
 def _told_back(conv: Conversation) -> list[Verdict]:
