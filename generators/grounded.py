@@ -117,6 +117,7 @@ def _fits(o: Obj, content: str) -> bool:
         return False                  # a noun phrase as said: "the late fee", not "raise grant ..."
     if o.kind == "fee":           # not a refund, waiver or credit: nobody disputes those
         if re.search(r"refund|waiv|credit|free|no charge|no fee|discount|off the|saving|no longer|"
+                     r"\bhold\b|authori[sz]|releas|not (?:fully |yet |actually )?charged|"
                      r"(?:don't|doesn't|won't|not) (?:be )?charge|without (?:a|any) \w+ ?fee|no \w+ fees?\b",
                      sent, re.I):
             return False
@@ -133,7 +134,8 @@ def _fits(o: Obj, content: str) -> bool:
                 and not re.search(r"\berror\b|\bthat code\b", sent, re.I))
     if o.kind == "policy":           # the rule is stated around it, not just named by it
         if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive|match|"
-                     r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace)",
+                     r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace|"
+                     r"authori[sz]|releas|drop(?:s|ped)? off|not (?:fully |yet )?charged)",
                      sent, re.I):
             return False             # a benefit the caller is offered is nothing to object to
         rest = sent.replace(o.phrase, " ")
