@@ -54,6 +54,9 @@ _REQUEST_CUE = re.compile(r"\?|\b(need|needs|required|require|must|bring|send|up
 _RULE_CUE = re.compile(r"\b(must|within|only|have to|has to|need to|deadline|no later|at least|up to|"
                        r"policy|required|can't|cannot|won't|before|after|expires?|limit|minimum|"
                        r"notice|by law|rules?)\b", re.I)
+_BURDEN_CUE = re.compile(r"\b(must|only|have to|has to|need to|needs to|required|can't|cannot|won't|"
+                         r"no later|deadline|at least|minimum|expires?|non-?refundable|not|no longer|"
+                         r"takes?|wait|until|lose|forfeit|penalt\w*|fee|charge|notice)\b|n't\b", re.I)
 _NUMBERS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve",
             "fourteen", "fifteen", "twenty", "thirty", "forty-five", "sixty", "ninety"}
 _LEADS = {"a", "an", "the", "your", "my", "any", "some", "this", "two", "three", "four"}
@@ -114,6 +117,7 @@ def _fits(o: Obj, content: str) -> bool:
         return False                  # a noun phrase as said: "the late fee", not "raise grant ..."
     if o.kind == "fee":           # not a refund, waiver or credit: nobody disputes those
         if re.search(r"refund|waiv|credit|free|no charge|no fee|discount|off the|saving|no longer|"
+                     r"\bhold\b|authori[sz]|releas|not (?:fully |yet |actually )?charged|"
                      r"(?:don't|doesn't|won't|not) (?:be )?charge|without (?:a|any) \w+ ?fee|no \w+ fees?\b",
                      sent, re.I):
             return False
@@ -129,9 +133,15 @@ def _fits(o: Obj, content: str) -> bool:
                 and bool(_IDENTITY.search(o.phrase))
                 and not re.search(r"\berror\b|\bthat code\b", sent, re.I))
     if o.kind == "policy":           # the rule is stated around it, not just named by it
-        if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive)", sent, re.I):
+        if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive|match|"
+                     r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace|"
+                     r"authori[sz]|releas|drop(?:s|ped)? off|not (?:fully |yet )?charged)",
+                     sent, re.I):
             return False             # a benefit the caller is offered is nothing to object to
-        return bool(_RULE_CUE.search(sent.replace(o.phrase, " ")))
+        rest = sent.replace(o.phrase, " ")
+        # a rule that binds the caller ("must be returned within 30 days"), not one that only
+        # bounds a service in their favour ("we match prices within fourteen days")
+        return bool(_RULE_CUE.search(rest)) and bool(_BURDEN_CUE.search(rest))
     return True
 
 

@@ -8,6 +8,7 @@ re-asked with the errors and a new sampling seed, then :class:`PlanBroken` carri
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from bargein.generators.planner import ConversationState, RoundPlan
 from bargein.generators.user_sim import (
     Interjected, PlanBroken, RuleUser, UserPlan, anchors, check_interjection, check_reply, user_plan,
 )
-from bargein.verify.text import content_words
+from bargein.verify.text import content_words, normalise, sentences
 from bargein.records import Conversation, Scenario
 from bargein.runner import StageContext
 
@@ -98,8 +99,11 @@ async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseM
         msgs = msgs + [{"role": "assistant", "content": answer},
                        {"role": "user", "content": "Your answer breaks the plan:\n- " + "\n- ".join(errs)
                         + "\nAnswer again with the whole JSON object, fixed."}]
+    # the end of what the agent was sent (the last turns and the direction), so the failures file
+    # shows what the answers were answering
+    tail = [{"role": m["role"], "content": m["content"][-600:]} for m in messages[1:][-3:]]
     raise PlanBroken(f"{agent}: {len(attempts)} answers broke the plan; last: {attempts[-1]['errors']}",
-                     evidence={"agent": agent, "attempts": attempts})
+                     evidence={"agent": agent, "attempts": attempts, "sent_last": tail})
 
 
 SIMULATE_AGENTS = ("round_planner", "assistant_simulator.normal", "assistant_simulator.interruption",
@@ -132,8 +136,10 @@ class LLMAgents:
 
     async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
         agent, msgs = assistant_messages(plan, self.scenario, messages)
-        return await ask_valid(self.llm, msgs, AssistantTurn, agent=agent,
+        turn = await ask_valid(self.llm, msgs, AssistantTurn, agent=agent,
                                check=lambda t: check_assistant(plan, t), sample=sample)
+        return tidy_turn(turn, opening=not messages,
+                         said_before=[m.text for m in messages if m.role == "assistant"])
 
     async def user_reply(self, plan, heard, rng, sample) -> str:
         up = user_plan(plan)
@@ -231,17 +237,59 @@ def check_delivered(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
 DELIVERED_SHARE = 0.5
 
 
-_META = ("breaks the plan", "your answer", "direction for your", "planned content", "json")
+_META = ("breaks the plan", "your answer", "direction for your", "planned content", "json",
+         "take it into account", "acknowledge first", "speaking to them")
+# the direction read out as speech talks about "the caller" (seen: "The caller mentioned that I'm
+# cutting household subscriptions ...; take it into account." as the start of a turn)
+_ABOUT_CALLER = re.compile(r"\bthe (?:caller|customer)(?:'s)? (?:mentioned|said|told|gave|is|has|wants)\b", re.I)
 
 
 def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     errs = [e for e in check_turn(plan, turn) if not e.startswith(_VALUE_ERRORS)]
-    if any(w in turn.text.lower() for w in _META):     # seen: a re-ask's errors read out as speech
-        errs.append("the turn repeats the instructions or errors; say only what the assistant says")
+    if any(w in turn.text.lower() for w in _META) or _ABOUT_CALLER.search(turn.text):
+        # seen: a re-ask's errors, and a direction's note, read out as speech
+        errs.append("the turn repeats the instructions or errors; say only what the assistant "
+                    "says to the caller, addressing them as 'you'")
+    twice = doubled_sentence(turn.content)
+    if twice:
+        errs.append(f"the content says {twice!r} twice in a row; say each sentence once")
     rec = plan.recovery
     if rec is not None and rec.type == "correction" and not said(turn.text, rec.detail.get("new", "")):
         errs.append(f"the corrected value {rec.detail.get('new')!r} is not used")
     return errs + check_delivered(plan, turn)
+
+
+def tidy_turn(turn: AssistantTurn, *, opening: bool, said_before: list[str] = ()) -> AssistantTurn:
+    """The acknowledgement where code can decide it: none on the opening turn (nobody has said
+    anything to acknowledge), none that opened an earlier assistant turn, and none when the
+    content opens by saying it again. Seen on the 1.5B model in an accepted call: "I
+    understand. Thank you for the information. Thanks for calling about a building permit." as
+    the first words of the call, and "I understand. I understand. I'll upload everything ..."
+    later in it."""
+    ack = turn.acknowledgement.strip()
+    if not ack:
+        return turn
+    if opening:          # of the acknowledgement only a greeting stays, as the content's start
+        greet = [ack[s:e] for s, e in sentences(ack) if _GREETING.search(ack[s:e])]
+        return turn.model_copy(update={"acknowledgement": "", "content": P.join(*greet, turn.content)})
+    first = normalise(ack[slice(*sentences(ack)[0])]) if sentences(ack) else ""
+    if any(f"{normalise(t)} ".startswith(f"{normalise(ack)} ") for t in said_before):
+        # the same acknowledgement formula again (seen: "Thanks, I have that." opening four
+        # assistant turns of one call, the system prompt's example)
+        return turn.model_copy(update={"acknowledgement": ""})
+    if first and f"{normalise(turn.content)} ".startswith(f"{first} "):
+        return turn.model_copy(update={"acknowledgement": ""})
+    return turn
+
+
+_GREETING = re.compile(r"\b(?:hello|hi|hey|good (?:morning|afternoon|evening)|welcome|"
+                       r"thanks? (?:you )?for calling)\b", re.I)
+
+
+def doubled_sentence(text: str) -> str:
+    """A sentence said twice in a row ('' when none): "I understand. I understand." """
+    said_ = [normalise(text[s:e]) for s, e in sentences(text)]
+    return next((a for a, b in zip(said_, said_[1:]) if a and a == b), "")
 
 
 PLANNER_EXAMPLE = ("Confirm the order and explain that the refund reaches the card within two "
@@ -253,14 +301,29 @@ def repeats(utterance: str, heard: list[dict]) -> list[str]:
     """Why a caller line is not the caller's own words ([] when it is): it repeats what the
     assistant said (any turn of the call), or an earlier caller line word for word. Seen on the
     1.5B model: "Sorry, can we skip that part?" three times in one call, the caller reading back
-    "I'll upload everything to the permit portal under your" as its reply."""
+    "I'll upload everything to the permit portal under your" as its reply.
+
+    Words the caller said before are theirs: a caller who stands by the option they chose ("I
+    understand, I'll cancel the whole booking for everyone." after choosing it, when told what a
+    partial cancellation would mean) is not parroting the question that offered it, nor saying
+    an earlier line again (seen: a whole 1.5B conversation discarded on that line, nine times)."""
     errs = []
-    if any(m["role"] == "assistant" and parrots(utterance, m["text"]) for m in heard):
-        errs.append("the caller repeats the assistant's words; answer in the caller's own words")
     own = [m["text"] for m in heard if m["role"] == "user"]
-    if len(utterance.split()) >= 3 and any(copies(utterance, t) and copies(t, utterance) for t in own):
+    mine = content_words(" ".join(own))
+    if any(m["role"] == "assistant" and parrots(utterance, m["text"], own=mine) for m in heard):
+        errs.append("the caller repeats the assistant's words; answer in the caller's own words")
+    if len(content_words(utterance)) >= 3 and any(said_again(utterance, t) for t in own):
         errs.append("the caller says an earlier line of theirs again; say something new")
     return errs
+
+
+SAID_AGAIN = 0.8        # word-sequence similarity of a line said again (difflib ratio)
+
+
+def said_again(line: str, earlier: str) -> bool:
+    """Whether ``line`` is ``earlier`` again, near word for word (not the same choice restated)."""
+    a, b = re.findall(r"[a-z0-9']+", line.lower()), re.findall(r"[a-z0-9']+", earlier.lower())
+    return bool(a) and difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= SAID_AGAIN
 
 
 def copies(text: str, source: str) -> bool:
@@ -269,18 +332,19 @@ def copies(text: str, source: str) -> bool:
     return bool(got) and len(got) >= 3 and len(got & src) >= COPY_SHARE * len(got)
 
 
-def parrots(reply: str, heard: str) -> bool:
-    """Whether a caller's reply parrots the turn it answers: mostly its words *and* long enough
-    to be a copy (6+ content words, or a verbatim run of 8 words). A short answer that picks one
-    option of a question ("Cancel the whole booking for everyone, please.") uses the question's
-    words and is an answer, not a copy."""
+def parrots(reply: str, heard: str, own: frozenset[str] = frozenset()) -> bool:
+    """Whether a caller's reply parrots an assistant turn: a verbatim run of 8 of its words, or
+    6+ content words mostly its (not counting words the caller said before, ``own``). A short
+    answer that picks one option of a question ("Cancel the whole booking for everyone,
+    please.") uses the question's words and is an answer, not a copy."""
     if not copies(reply, heard):
         return False
-    if len(content_words(reply)) >= 6:
-        return True
     r = re.findall(r"[a-z0-9']+", reply.lower())
     h = " " + " ".join(re.findall(r"[a-z0-9']+", heard.lower())) + " "
-    return any(" " + " ".join(r[i:i + 8]) + " " in h for i in range(len(r) - 7))
+    if any(" " + " ".join(r[i:i + 8]) + " " in h for i in range(len(r) - 7)):
+        return True                                       # read back word for word
+    got = content_words(reply)
+    return len(got) >= 6 and len((got & content_words(heard)) - own) >= COPY_SHARE * len(got)
 
 
 _ECHOES = ("what you say", "your words", "your own words", "...", "utterance", "interjection")
@@ -294,8 +358,30 @@ def _echo(text: str) -> list[str]:
     return []
 
 
+# the company's side in the caller's mouth: offering help, or a model's refusal. Seen on the 1.5B
+# model in three bench/llm_real.py runs: "Sure, I can help you with that. What's your workspace
+# address?", "Sure, I'll be happy to help. Let me know what you need." (in an accepted call), and
+# "I'm sorry, but I can't assist with that." three times for a caller asked for its order number
+_ASSISTANT_VOICE = re.compile(
+    r"\b(?:how (?:can|may|could) i (?:help|assist)|i (?:can|could|will|'ll) (?:help|assist) you"
+    r"|i can help with that|(?:i'd|i would|i'll|i will|i'm|i am) (?:be )?(?:happy|glad) to (?:help|assist)"
+    r"|let me know (?:what|how) (?:you need|i can)|is there anything (?:else )?i can"
+    r"|(?:can't|cannot|can not|unable to) (?:assist|help) (?:you )?with (?:that|this)"
+    r"|as an ai\b|i'm an ai|language model)", re.I)
+
+
+def assistant_voice(text: str) -> list[str]:
+    """A caller line spoken in the company's voice or a model's refusal ([] when not)."""
+    m = _ASSISTANT_VOICE.search(text.replace("\u2019", "'"))
+    if not m:
+        return []
+    return [f"{m.group(0)!r} is the company's assistant speaking (or a refusal); you are the "
+            "customer who phoned: say what the customer says, in the customer's own words"]
+
+
 def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
-    errs = _echo(utterance) + [e for e in check_reply(up, utterance) if not e.startswith(_VALUE_ERRORS)]
+    errs = _echo(utterance) + assistant_voice(utterance) + [
+        e for e in check_reply(up, utterance) if not e.startswith(_VALUE_ERRORS)]
     if up.action == "answer":
         missing = [v for v in up.facts.values() if v and not said(utterance, v)]
         if missing:
@@ -305,7 +391,7 @@ def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
 
 def check_user_interjection(up: UserPlan, message: str, content_start: int, heard: str,
                             interjection: str, context: tuple[str, ...]) -> list[str]:
-    errs = _echo(interjection) + [
+    errs = _echo(interjection) + assistant_voice(interjection) + [
         e for e in check_interjection(up, message, content_start, heard, interjection, context)
         if not e.startswith(_VALUE_ERRORS)]
     if up.type == "correction" and not said(interjection, up.detail.get("new", "")):

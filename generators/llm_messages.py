@@ -72,12 +72,61 @@ def spoken_view(messages) -> list[dict[str, Any]]:
 
 
 # ---- assistant --------------------------------------------------------------------------------
+_TO_YOU = {"is": "are", "was": "were", "has": "have", "their": "your", "they": "you", "them": "you",
+           "theirs": "yours", "themselves": "yourself", "they're": "you're", "doesn't": "don't",
+           "isn't": "aren't", "wasn't": "weren't", "hasn't": "haven't", "wants": "want",
+           "needs": "need", "would": "would", "lives": "live", "works": "work", "prefers": "prefer"}
+
+
+_PRONOUNS = frozenset({"their", "they", "them", "theirs", "themselves", "they're"})
+_TO_ME = {"is": "am", "was": "was", "their": "my", "they": "I", "them": "me", "theirs": "mine",
+          "themselves": "myself", "they're": "I'm", "isn't": "am not", "are": "am"}
+
+
+def about_me(statement: str) -> str:
+    """A fact about the caller in the caller's own mouth: "I am cutting household
+    subscriptions", "I lost my job and am worried"."""
+    you = about_you(statement).split()[1:]
+    back = {"are": "am", "were": "was", "your": "my", "you": "me", "yours": "mine",
+            "yourself": "myself", "you're": "I'm", "aren't": "am not", "weren't": "wasn't"}
+    words = [back.get(w.lower(), w) for w in you]
+    # "you" as a subject (after a conjunction) is "I", as an object "me"
+    words = ["I" if w == "me" and (k == 0 or words[k - 1].lower() in ("and", "but", "so", "because"))
+             else w for k, w in enumerate(words)]
+    return "I " + " ".join(words)
+
+
+def about_you(statement: str, subject: str = "you") -> str:
+    """A fact about the caller, written in the third person without a subject ("is cutting
+    household subscriptions", "lost their job and is worried"), said to them: "you are cutting
+    household subscriptions", "you lost your job and are worried"; with ``subject="they"`` about
+    them: "they lost their job and are worried"."""
+    words = statement.strip().rstrip(".").split()
+    out = [w if w.lower() not in _TO_YOU or (subject != "you" and w.lower() in _PRONOUNS)
+           else _TO_YOU[w.lower()] for w in words]
+    return f"{subject} " + " ".join(out)
+
+
+def is_statement(value: str) -> bool:
+    """Whether a fact's value is a statement about the caller (a hidden fact: "is travelling
+    with their 5-year-old"), not a value to say ("Standard at 15.49 a month")."""
+    first = value.strip().split(" ", 1)[0].lower()
+    return first in _TO_YOU or first in ("lost", "recently", "just", "already", "cannot", "can't",
+                                         "will", "had", "does", "did", "uses", "travels", "owns")
+
+
 def _ack(info: dict[str, str]) -> str:
     kind = info.get("kind")
     if kind == "fact":
         return f"the caller gave their {P.label(info.get('key', 'details'))}; thank them briefly"
     if kind == "hidden":
-        return f"the caller mentioned that {info.get('value', '')}; take it into account"
+        # a note to the assistant, in words it cannot read out as speech about "the caller"
+        # (seen: "The caller mentioned that I'm cutting household subscriptions ...; take it
+        # into account." spoken as the turn's first sentence)
+        value = info.get("value", "")
+        heard = about_you(value, "they") if is_statement(value) else value
+        return (f"they just told you that {heard}; respond to that in one short sentence of "
+                "your own, speaking to them")
     if kind == "unknown":
         return "the caller does not have that at hand; say that is fine"
     if kind == "accept":
@@ -160,7 +209,7 @@ _ACTIONS = {
     "answer": "Answer the question you were just asked.",
     "confirm": "Confirm briefly that what you heard is right.",
     "choose": "Say which option you prefer.",
-    "volunteer": "Acknowledge what you heard and mention the detail below.",
+    "volunteer": "Reply to what you heard, and mention the detail below.",
     "accept": "Accept what was offered.",
     "close": "Say you need nothing else and thank them.",
 }
@@ -194,7 +243,9 @@ def _interject_what(up: UserPlan, detail: dict[str, str]) -> str:
         return f"Push back on \"{anchor or 'what you just heard'}\": question or dispute it."
     # normal: an unsolicited detail, or a quick clarification of what was heard
     if d.get("value") and d.get("variant") in ("hidden", "volunteer"):
-        return f"Cut in to add this detail: {d['value']}."
+        v = d["value"]
+        return (f"Cut in to mention that {about_you(v)}." if is_statement(v)
+                else f"Cut in to add this detail: {v}.")
     if anchor:
         return f"Ask a quick question about \"{anchor}\"."
     return "Cut in to add a constraint or preference of your own that matters for this request."
@@ -218,7 +269,11 @@ def user_messages(up: UserPlan, heard_history: list[dict], heard: str | None = N
     else:
         name = "user_simulator.normal"
         turns = _turns(heard_history, "user")
-        facts = [f"{P.label(k)}: {v}" for k, v in up.facts.items()
+        # the caller's own details, stated as theirs: "Give your order number: X" read to the
+        # 1.5B model as a request for *its* order number ("I'm sorry, but I can't assist with
+        # that. I don't have the information you're asking for.", three times)
+        facts = [(f'Tell them, in your own words: "{about_me(v)}."' if is_statement(v)
+                  else f"Your {P.label(k)} is {v}: say it.") for k, v in up.facts.items()
                  if v and up.action in ("answer", "volunteer")]
         direction = render(name, what=_reply_what(up), facts=facts, style=up.style, plan=view)
     return name, [{"role": "system", "content": user_system(up)}, *turns,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -36,9 +37,97 @@ _LABELS = frozenset({*INTERRUPTION_TYPES, "normal", "interruption", "recovery", 
 MIN_CRITERION_WORDS = 4
 
 
-def check_rubric(out: RubricOut) -> list[str]:
-    """Content rules: 2-4 distinct full-sentence criteria, none a type label, no placeholders."""
+# what a recovery of each type must not do (the type definitions in the rubric prompt): a
+# criterion asking for it, not negated, contradicts the type. Seen on the 1.5B model: three of
+# four impatient rubrics of one call asked to "request clarification" or "continue with a fresh
+# start" (the normal type's recovery) after the caller asked to skip ahead.
+_AGAINST_TYPE = {
+    "impatient": ("clarif", "repeat", "fresh start", "restart", "start over", "re-explain",
+                  "explain again", "explains again", "re-deliver", "rephrase"),
+    "filler": ("acknowledg", "apolog", "fresh start", "restart", "start over", "repeat",
+               "clarif", "thank"),
+}
+_NEGATION = re.compile(r"\b(?:not|never|no|without|avoid\w*|instead of|rather than|nor|"
+                       r"\w+n't)\b", re.I)
+
+
+def against_type(kind: str | None, criterion: str) -> str:
+    """The cue of a criterion that asks for what ``kind``'s recovery must not do ('' if none)."""
+    low = criterion.lower()
+    for cue in _AGAINST_TYPE.get(kind or "", ()):
+        at = low.find(cue)
+        if at >= 0 and not _NEGATION.search(low[:at]):
+            return cue
+    return ""
+
+
+# one worked example per interruption type, from another call (a parcel delivery), shown at the
+# end of the request. With one example (a correction) for every type the 1.5B model wrote the
+# correction's checks for filler cut-ins ("Uses the new plan ... without mentioning it.",
+# "Accepts the explanation without questioning the caller.").
+EXAMPLES: dict[str, tuple[str, str, dict]] = {
+    "normal": ("Your parcel ships on Friday by ground", "Can it go to my office instead?", {
+        "tf_criterion": "The response says whether the Friday shipment can go to the office and then gives the rest of the shipping details.",
+        "rq_criteria": ["Answers the question about the office address before going on.",
+                        "Says the cut sentence again from its beginning, 'Your parcel ships on Friday'.",
+                        "Keeps the Friday ship date unchanged."]}),
+    "impatient": ("Returns are accepted within 30 days, and the item has to be", "Yeah, yeah, can we just start the return?", {
+        "tf_criterion": "The response asks for the order number to start the return.",
+        "rq_criteria": ["Skips the rest of the returns-policy explanation.",
+                        "Does not say 'accepted within 30 days' again.",
+                        "Moves straight on to the order number."]}),
+    "correction": ("So the parcel goes to 14 Elm Street", "Sorry, it's 41 Elm Street, not 14.", {
+        "tf_criterion": "The response confirms delivery to 41 Elm Street and asks whether the caller wants a text when it is out for delivery.",
+        "rq_criteria": ["Accepts 41 Elm Street without questioning the caller.",
+                        "Uses 41 Elm Street and no longer says 14 Elm Street.",
+                        "Continues with the text-alert question after the correction."]}),
+    "topic_switch": ("The next delivery slot is Tuesday between", "Oh, and can I change my phone number too?", {
+        "tf_criterion": "The response books the Tuesday delivery slot after answering about the phone number.",
+        "rq_criteria": ["Says in one sentence how the phone number can be changed.",
+                        "Comes back to the Tuesday delivery slot in the same turn.",
+                        "Does not mix the phone number into the delivery booking."]}),
+    "filler": ("Your refund of forty dollars goes back to", "Mm-hm.", {
+        "tf_criterion": "The response finishes saying where the forty-dollar refund goes and when it arrives.",
+        "rq_criteria": ["Continues exactly from 'goes back to' with the rest of the sentence.",
+                        "Does not repeat 'Your refund of forty dollars'.",
+                        "Adds no acknowledgement such as 'Sure' or 'Thanks' before continuing."]}),
+    "pushback": ("There's a fifteen-dollar redelivery fee", "Hold on, fifteen dollars? Nobody told me about that.", {
+        "tf_criterion": "The response explains the fifteen-dollar redelivery fee and offers a way forward.",
+        "rq_criteria": ["Acknowledges the caller's frustration about the fifteen-dollar fee.",
+                        "Explains briefly why the fee applies.",
+                        "Offers a concrete option, such as collecting the parcel from the depot."]}),
+}
+
+
+# the particulars of each example (its call's things and values): a criterion naming one that
+# this call never mentions copies the example
+_PARTICULARS = {"normal": "parcel friday ground office shipment", "impatient": "returns 30 days policy",
+                "correction": "elm 41 14 text-alert", "topic_switch": "tuesday phone slot",
+                "filler": "refund forty forty-dollar", "pushback": "fifteen fifteen-dollar redelivery depot"}
+
+
+def copies_example(out: RubricOut, kind: str | None, said: str = "") -> list[str]:
+    """Criteria naming the worked example's particulars (its parcel, Friday, Elm Street) that
+    this call (``said``: its text) never mentions: the example's words, not this call's."""
+    from bargein.verify.text import content_words
+
+    particular = content_words(_PARTICULARS.get(kind or "", "")) - content_words(said)
+    return [c for c in [out.tf_criterion, *out.rq_criteria] if content_words(c) & particular]
+
+
+def check_rubric(out: RubricOut, kind: str | None = None, said: str = "") -> list[str]:
+    """Content rules: 2-4 distinct full-sentence criteria, none a type label, no placeholders,
+    none asking for what the interruption type's recovery must not do."""
     errs = []
+    copied = copies_example(out, kind, said)
+    if copied:
+        errs.append(f"{copied[0]!r} copies the example from another call; write the checks for "
+                    "this call's words and values")
+    wrong = [c for c in [out.tf_criterion, *out.rq_criteria] if against_type(kind, c)]
+    if wrong:
+        errs.append(f"after a {kind} interruption the response must not "
+                    f"{against_type(kind, wrong[0])!r}: {wrong[0]!r} asks for it; write the "
+                    f"criteria a good {kind} recovery meets")
     rq = [c.strip() for c in out.rq_criteria if c.strip()]
     if len(out.tf_criterion.split()) < MIN_CRITERION_WORDS:
         errs.append("tf_criterion must be a full sentence naming the next goal")
@@ -55,6 +144,12 @@ def check_rubric(out: RubricOut) -> list[str]:
     return errs
 
 
+def _example(kind: str) -> dict[str, str]:
+    heard, said, answer = EXAMPLES.get(kind, EXAMPLES["normal"])
+    return {"example_heard": json.dumps(heard), "example_interjection": json.dumps(said),
+            "example": json.dumps(answer, ensure_ascii=False)}
+
+
 async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random) -> Rubric:
     cut = conv.messages[idx - 1]
     nxt = recovery_plans(conv).get(idx)
@@ -65,10 +160,13 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random)
                     unsaid=json.dumps(cut.text[len(cut.interruption.heard_text):]),
                     interjection=json.dumps(conv.messages[idx].text),
                     next_step=json.dumps((nxt.assistant_goal or nxt.rationale) if nxt is not None else ""),
-                    details=json.dumps(interruption_context(conv, idx)))
+                    details=json.dumps(interruption_context(conv, idx)),
+                    **_example(cut.interruption.type))
+    said = " ".join(m.text for m in conv.messages[: idx + 1])
     out = await ask_valid(llm, [{"role": "system", "content": system},
                                 {"role": "user", "content": prompt}], RubricOut,
-                          agent="rubric_generator", check=check_rubric)
+                          agent="rubric_generator",
+                          check=lambda o: check_rubric(o, cut.interruption.type, said))
     return Rubric(message_index=idx, type=cut.interruption.type,
                   tf_criterion=out.tf_criterion.strip(),
                   rq_criteria=tuple(c.strip() for c in out.rq_criteria if c.strip()))

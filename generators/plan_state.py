@@ -309,6 +309,7 @@ class ConversationState:
     read_back: set[str] = field(default_factory=set)         # keys the assistant said aloud
     uttered: set[str] = field(default_factory=set)           # keys the user said in words
     corrected: set[str] = field(default_factory=set)
+    system_first: set[str] = field(default_factory=set)      # keys the assistant said first
     unknown_in_stage: bool = False
     used_pairs: dict[str, set[int]] = field(default_factory=dict)
     last_user: dict[str, str] = field(default_factory=dict)  # ack info for the next message
@@ -347,7 +348,14 @@ class ConversationState:
         held = system_keys(self.scenario)
         return [c.key for c in self.scenario.intent.corrections
                 if self.stated.get(c.key) == c.first_value and c.key not in self.corrected
-                and c.key in self.uttered and c.key not in held]
+                and c.key in self.uttered and c.key not in held and c.key not in self.system_first]
+
+    def in_text(self, key: str, text: str) -> bool:
+        """Whether ``text`` says ``key``'s value (any form, a planned first value too)."""
+        f, c = self.facts.get(key), self.correction(key)
+        forms = [v for v in ((f.value, f.spoken) if f else ()) if v]
+        forms += [c.first_value] if c is not None else []
+        return any(v and v in text for v in forms)
 
     def free_pairs(self, bank: str) -> list[tuple[str, int]]:
         """Unused (bank key, index) pairs: the domain's own list (``bank.<domain>``) first,

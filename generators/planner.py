@@ -72,6 +72,8 @@ class RulePlanner:
         share = budget * len(optional) / max(1, len(optional) + n_opt_later)
         k = max(0, min(len(optional), int(share + rng.random())))
         keep = set(sorted(rng.sample(optional, k)))
+        if optional and not any(_essential(u) and u.kind != "close" for u in units) and not keep:
+            keep = {optional[0]}            # the stage's own work is done, however short the call
         st.units = deque(u for i, u in enumerate(units) if _essential(u) or i in keep)
         st.unknown_in_stage = False
 
@@ -99,8 +101,10 @@ class RulePlanner:
         by_kind = {k: [t for t in trs if t.kind == k] for k in ("next", "skip", "fail", "terminate")}
         if st.unknown_in_stage and by_kind["fail"]:
             choice = by_kind["fail"][0]
-        elif by_kind["skip"] and st.fast and rng.random() < 0.5:
-            choice = rng.choice(by_kind["skip"])
+        elif [t for t in by_kind["skip"] if t.target not in self.wf.terminals] and st.fast \
+                and rng.random() < 0.5:         # a skip to the end would close the request with
+            choice = rng.choice([t for t in by_kind["skip"]      # its last steps never done
+                                 if t.target not in self.wf.terminals])
         else:
             choice = (by_kind["next"] or by_kind["skip"] or by_kind["terminate"]
                       or by_kind["fail"] or [None])[0]
@@ -132,8 +136,8 @@ class RulePlanner:
                 break
             st.fast = left <= self._needed(st) + 2
             if st.fast:
-                st.units = deque(u for u in st.units if u.kind == "close" or (
-                    u.kind == "ask" and (u.keys or u.purpose)))
+                st.units = _trimmed(st, lambda u: u.kind == "close" or (
+                    u.kind == "ask" and bool(u.keys or u.purpose)))
             if not st.units and not st.recapped and self._last_stage(st.stage) and \
                     left > self._needed(st) + 3:
                 recap = self._recap(st, rng)
@@ -174,7 +178,7 @@ class RulePlanner:
         st.recapped = True
         facts = st.facts
         keys = [k for k, v in st.stated.items() if v and k in facts and facts[k].kind in READBACK_KINDS
-                and not st.is_hidden(k)]
+                and not st.is_hidden(k) and _readable(v)]
         if len(keys) < 2:
             return None
         keys = rng.sample(keys, min(3, len(keys)))
@@ -187,7 +191,7 @@ class RulePlanner:
         """After an answer, read a value back when the length budget allows (voice guideline)."""
         facts = st.facts
         keys = [k for k, v in plan.user_facts.items() if v and k in facts
-                and facts[k].kind in READBACK_KINDS]
+                and facts[k].kind in READBACK_KINDS and _readable(st.stated.get(k, ""))]
         if not keys or self._rounds_left(st) <= self._needed(st) + 4 or rng.random() < 0.25:
             return
         k = keys[0]
@@ -255,7 +259,7 @@ class RulePlanner:
                 st.stated.setdefault(k, "")              # settled by the alternative offered
             return Unit(kind="inform", stage=cut.stage, purpose="deescalate"), None
         if rec.type == "impatient":
-            st.units = deque(u for u in st.units if u.kind in ("ask", "close"))
+            st.units = _trimmed(st, lambda u: u.kind in ("ask", "close"))
             if cut.kind == "ask" and cut.keys and set(cut.keys) <= st.read_back:   # read back:
                 for k in cut.keys:                                    # impatience says "yes"
                     st.stated.setdefault(k, st.value_for(k) or "")
@@ -298,14 +302,20 @@ class RulePlanner:
             if not any(values.values()):
                 return "unknown", values
             facts = st.facts
-            if unit.text and all(v and facts.get(k) and (
-                    v in unit.text or (                      # as said (a corrected value too)
-                        (facts[k].value in unit.text or (facts[k].spoken and facts[k].spoken in unit.text))
+            full = st.pending.planned_text if st.pending is not None and st.pending.type == "filler" \
+                else unit.text                # the rest of a cut turn: the values were in its start
+            if full and all(v and facts.get(k) and (
+                    v in full or (                           # as said (a corrected value too)
+                        (facts[k].value in full or (facts[k].spoken and facts[k].spoken in full))
                         and v in (facts[k].value, facts[k].spoken)))
                     for k, v in values.items()):
                 return "confirm", values
-            answer = {k: v for k, v in values.items() if v}
-            extra = [k for k in st.volunteerable() if st.correction(k) is not None and k not in answer]
+            # what the turn itself says is confirmed, not told back: only the rest is answered
+            answer = {k: v for k, v in values.items() if v and not (full and st.in_text(k, full))}
+            if not answer:
+                return "confirm", values
+            extra = [k for k in st.volunteerable() if st.correction(k) is not None and k not in answer
+                     and not (unit.text and st.in_text(k, unit.text))]
             if extra and rng.random() < 0.4:        # "... and my email is X, in case you need it"
                 answer[extra[0]] = st.say(extra[0])
             return "answer", answer
@@ -316,7 +326,8 @@ class RulePlanner:
         if answered is not None:        # a question asking for no fact: answered, not acknowledged
             kind, reply = answered
             if kind == "reason":        # "what's prompting the change?": a hidden fact if any
-                hidden = [k for k in st.volunteerable() if st.is_hidden(k)]
+                hidden = [k for k in st.volunteerable() if st.is_hidden(k)
+                          and not (unit.text and st.in_text(k, unit.text))]
                 if hidden:
                     return "volunteer", {hidden[0]: st.say(hidden[0])}
             if kind == "open" and unit.stage:   # "Where should the transcript go?": what the
@@ -324,7 +335,7 @@ class RulePlanner:
                 held = system_keys(self.scenario)
                 need = [k for k in self.wf.stage(unit.stage).required_info
                         if k not in st.stated and k in st.facts and k not in held
-                        and st.value_for(k)][:2]
+                        and k not in st.system_first and st.value_for(k)][:2]
                 if need:
                     return "answer", {k: st.value_for(k) or "" for k in need}
             if kind == "which" and reply:
@@ -332,7 +343,8 @@ class RulePlanner:
                 if option:
                     return "choose", {"option": option}
             return "choose", {"reply": reply}
-        vol = st.volunteerable(self._upcoming_keys(st))
+        vol = [k for k in st.volunteerable(self._upcoming_keys(st))   # never what this turn says
+               if not (unit.text and st.in_text(k, unit.text))]
         corr = [k for k in vol if st.correction(k) is not None]
         if corr and rng.random() < 0.5:
             return "volunteer", {corr[0]: st.say(corr[0])}
@@ -389,6 +401,9 @@ class RulePlanner:
                 continue                    # nothing specific left to keep objecting to (or the
                                             # caller already held out once: a third round reads
                                             # as a loop, not a conversation)
+            if t == "impatient" and self._rounds_left(st) <= 3:
+                continue                    # the call is at its length cap: what follows the skip
+                                            # is the wrap-up, which would skip the steps left
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
@@ -428,7 +443,9 @@ class RulePlanner:
                     "object_kind": st.dispute_kind}
         if itype == "pushback":
             variants = ["suspicion", "resistance", "dispute", "disagreement"]
-            keys = [k for k in unit.keys if sensitive_key(st, k)] if unit.kind == "ask" else []
+            keys = [k for k in unit.keys if sensitive_key(st, k)
+                    and not _CLAUSE_LABEL.search(P.label(k))] if unit.kind == "ask" else []
+            # ("my year the account was opened" is no phrase anyone says: only a noun phrase)
             if keys:                        # identity details people hesitate to give by phone
                 key = keys[0]
                 return {"variant": rng.choice(variants + ["sensitive"] * 4), "key": key,
@@ -446,9 +463,11 @@ class RulePlanner:
         if plan.stage and plan.unit is not None and plan.unit.kind != "farewell":
             st.delivered.add(plan.stage)
         st.last_user = {}
-        for k, f in st.facts.items():
-            if f.value in content or (f.spoken and f.spoken in content):
+        for k in st.facts:
+            if st.in_text(k, content):
                 st.read_back.add(k)
+                if k not in st.uttered:     # the records said it first: the caller cannot
+                    st.system_first.add(k)  # later state or correct it as their own
         if plan.recovery is not None:
             st.pending, st.pending_unit = None, None
         if interruption is not None:
@@ -545,6 +564,8 @@ def drop_unfounded(text: str, st: ConversationState) -> str:
     return " ".join(out).strip()
 
 
+_CLAUSE_LABEL = re.compile(r"\b(?:was|is|were|are|has|have|had|did|does|opened|made|started|"
+                           r"joined|moved|born)\b", re.I)
 _SENSITIVE_KINDS = {"date_of_birth", "code", "account", "pin", "phone", "email", "address", "name",
                     "card", "ssn", "work_email"}
 _SENSITIVE_WORDS = ("birth", "ssn", "social", "card", "account", "pin", "password", "phone",
@@ -569,6 +590,26 @@ def unheard_question(text: str, heard_chars: int) -> str:
     sents = [(m.start(), m.end()) for m in re.finditer(r"[^.?!]+[.?!]+", text)]
     qs = [text[a:b].strip() for a, b in sents if text[a:b].rstrip().endswith("?") and a >= heard_chars]
     return qs[-1] if qs else ""
+
+
+def _readable(value: str) -> bool:
+    """A value a read-back can say after "it's" / "your X is": a name, a date, an amount,
+    not a clause about the caller ("is renting and has renter's insurance")."""
+    return bool(value) and P.clause(value) is None and not re.match(
+        r"(?:is|are|was|has|have|had|lost|needs?|wants?|got)\b", value, re.I)
+
+
+def _trimmed(st: ConversationState, keep) -> deque:
+    """The stage's queued units that ``keep`` accepts; a stage not delivered yet keeps its
+    first statement when nothing else of its own is left (skipping ahead skips explanation,
+    never the step itself: "That wraps up your request" with the step never done)."""
+    units = list(st.units)
+    out = [u for u in units if keep(u)]
+    if st.stage not in st.delivered and units and not any(u.kind != "close" for u in out):
+        first = next((u for u in units if u.kind != "close"), None)
+        if first is not None:
+            out.insert(0, first)
+    return deque(out)
 
 
 def _essential(u: Unit) -> bool:
@@ -624,8 +665,12 @@ def _rationale(plan: dict) -> str:
     return s
 
 
+_JOINERS = frozenset("and but so because which then or if when while since though although".split())
+
+
 def place_cut(text: str, content_start: int, fraction: float, rng: random.Random,
-              min_word: int = 0, protected: set[int] | frozenset[int] = frozenset()) -> int | None:
+              min_word: int = 0, protected: set[int] | frozenset[int] = frozenset(),
+              at_boundary: bool = False) -> int | None:
     """A word index ``k`` inside the content: >= 3 content words heard, >= 3 words unheard.
 
     Prefers cuts inside a sentence (the heard part does not end with punctuation), nearest to
@@ -639,8 +684,16 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
     if lo > hi:
         return None
     cands = [k for k in range(lo, hi + 1) if k not in protected] or list(range(lo, hi + 1))
-    inner = [k for k in cands if text[spans[k - 1][1] - 1] not in ".!?,:;"]
-    cands = inner or cands
+    if at_boundary:
+        # a backchannel lands where a listener nods: after a clause or a sentence ("..., |" or
+        # "| and ..."), never between a determiner and its noun or a verb and its particle
+        edge = [k for k in cands if (text[spans[k - 1][1] - 1] in ".!,:;"
+                or text[spans[k][0]:spans[k][1]].lower().strip(",.") in _JOINERS)
+                and len(spans) - k >= 6]    # the rest is more than a stock "Shall I do that?"
+        cands = edge or cands
+    else:
+        inner = [k for k in cands if text[spans[k - 1][1] - 1] not in ".!?,:;"]
+        cands = inner or cands
     target = first + fraction * (len(spans) - first)
     cands.sort(key=lambda k: (abs(k - target), k))
     return cands[0] if rng.random() < 0.7 or len(cands) == 1 else cands[1]

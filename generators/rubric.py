@@ -66,9 +66,25 @@ def _words(text: str, n: int, last: bool = False) -> str:
     return " ".join(w[-n:] if last else w[:n])
 
 
+_ABBREV = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|St|No|Ave|Blvd|Apt|Inc|Ltd|Co|Jr|Sr|vs|etc|Mt|Ft)|"
+                     r"(?<![\w.])[A-Z])\.$")
+
+
+def _sentences(text: str) -> list[str]:
+    """Whole sentences ending in . ? or ! (a full stop after "Dr", "Apt" or an initial does
+    not end one), in order; an unfinished tail is left out."""
+    out, start = [], 0
+    for m in re.finditer(r"[.?!](?=\s|$)", text):
+        if m.group(0) == "." and _ABBREV.search(text[start:m.end()]):
+            continue
+        out.append(text[start:m.end()].strip())
+        start = m.end()
+    return [x for x in out if x]
+
+
 def _last_sentence(text: str) -> str:
     """The last complete sentence of ``text`` (one that ends before the cut), or ''."""
-    done = re.findall(r"[^.?!]*[.?!](?=\s|$)", text)
+    done = _sentences(text)
     return done[-1].strip() if done and len(done[-1].split()) >= 4 else ""
 
 

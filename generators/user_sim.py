@@ -170,7 +170,10 @@ class RuleUser:
                         else "is"                       # "the copies are", "the email is"
                     parts.append(f"And my {P.label(key)} {be} {value}.")
                 else:
-                    parts.append(P.pick_filled(rng, "user", bank, value=value, label=P.label(key)))
+                    part = P.pick_filled(rng, "user", bank, value=value, label=P.label(key))
+                    if "@" in value and part[:1].isupper() and part.lower().startswith(value.lower()):
+                        part = f"It's {value}{part[len(value):]}"   # an address keeps its case
+                    parts.append(part)
             lead = _yes_first(last, [P.label(k) for k in up.facts], rng)
             return P.tidy(_possessive(P.join(lead, *parts), [P.label(k) for k in up.facts]))
         if up.action == "unknown":
@@ -248,6 +251,7 @@ class RuleUser:
                 k = sorted(ks, key=lambda k: (abs(k - target), k))[0 if rng.random() < 0.7 else min(1, len(ks) - 1)]
             else:
                 k = place_cut(message, content_start, fraction, rng, min_word=min_word,
+                              at_boundary=up.type == "filler",
                               protected=P.protected_cuts(message, self.values))
             if k is None:
                 errors.append({"attempt": attempt, "error": "no cut point inside the content"})

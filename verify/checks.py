@@ -282,6 +282,7 @@ from bargein.verify import quality as _quality  # noqa: E402,F401  (registers th
 from bargein.verify import tone as _tone  # noqa: E402,F401  (registers the tone checks)
 from bargein.verify import discourse as _discourse  # noqa: E402,F401  (registers the discourse checks)
 from bargein.verify import coherence as _coherence  # noqa: E402,F401  (registers the coherence checks)
+from bargein.verify import consistency as _consistency  # noqa: E402,F401  (registers the consistency checks)
 
 
 def run_checks(conv: Conversation) -> list[Verdict]:

@@ -187,6 +187,25 @@ _LOWER_NAME = re.compile(r"(?<![\w@.'-])(?:monday|tuesday|wednesday|thursday|fri
                          r"january|february|april|june|july|august|september|october|november|"
                          r"december)(?![\w@'-])")
 _LOWER_I = re.compile(r"(?<![\w'])i(?=\s|'m|'ve|'ll|'d)(?![\w])")
+# a singular head with a prepositional phrase before the verb: "a confirmation with all the
+# details are going", "each of the forms were"; quantifier heads ("a couple of") are plural
+_SING_HEAD_PP = re.compile(r"\b(?:[Aa]n?|[Ee]ach|[Ee]very|[Oo]ne|[Tt]he only)\s+(?:[a-z-]+\s+){0,2}?"
+                           r"([a-z]+)\s+(?:with|of|for|from|on|about)\s+([^,.;:?!]{1,50}?)\s+"
+                           r"(are|were)\b")
+_PLURAL_QUANT = frozenset("""couple number lot lots few bunch variety range majority handful pair
+set series total host number plenty all both none most some kind kinds sort sorts type types""".split())
+# a gerund subject: "Checking the last four digits are routine"
+_GERUND_SUBJ = re.compile(r"(?:^|(?<=[.!?] ))([A-Z][a-z]+ing)\s+(?:the|your|a|an|this|that|these|those|"
+                          r"my|our|their|its|his|her|all|each)\s+([^,.;:?!]{1,40}?)\s+(are|were)\s+"
+                          r"(?!\w+ing\b)")
+_NOT_GERUND = frozenset("""Nothing Something Everything Anything During According Morning Evening
+Bring Thing Things King Spring String Ring Wedding Building Meeting Booking Setting Billing
+Pricing Shipping Funding Housing Parking Training Listing Clothing Ceiling Rating Heading
+Including Regarding Concerning Considering Following Excluding""".split())
+_AGREE_FIX = {"are": "is", "were": "was", "have": "has"}
+# a pronoun head with a partitive: "one of the charges were", "each of the forms have"
+_PARTITIVE = re.compile(r"\b(?:[Oo]ne|[Ee]ach|[Nn]either|[Ee]very one)\s+of\s+([^,.;:?!]{1,40}?)\s+"
+                        r"(are|were|have)\b")
 
 
 def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, int, str, str]]:
@@ -226,6 +245,24 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
         fix = {"has": "have", "is": "are", "was": "were", "doesn't": "don't"}[mm.group(2).lower()]
         found.append((mm.start(2), mm.end(2), fix, f"'{mm.group(1)} {mm.group(2)}': the verb "
                       "does not agree"))
+    for mm in _SING_HEAD_PP.finditer(text):
+        head, between = mm.group(1), mm.group(2)
+        if head in _PLURAL_QUANT or (head.endswith("s") and not head.endswith("ss")) \
+                or re.search(r"\b(?:you|we|they|I|that|which|who|and|or)\b", between):
+            continue
+        found.append((mm.start(3), mm.end(3), _AGREE_FIX[mm.group(3)], f"'a {head} ... "
+                      f"{mm.group(3)}': the verb does not agree with its singular subject"))
+    for mm in _PARTITIVE.finditer(text):
+        if re.search(r"\b(?:you|we|they|I|that|which|who|and|or)\b", mm.group(1)):
+            continue
+        found.append((mm.start(2), mm.end(2), _AGREE_FIX[mm.group(2)], f"'{mm.group(0).split()[0]} "
+                      f"of ... {mm.group(2)}': the verb agrees with the singular head"))
+    for mm in _GERUND_SUBJ.finditer(text):
+        if mm.group(1) in _NOT_GERUND or re.search(r"\b(?:you|we|they|I|that|which|who|and|or)\b",
+                                                   mm.group(2)):
+            continue
+        found.append((mm.start(3), mm.end(3), _AGREE_FIX[mm.group(3)], f"'{mm.group(1)} ... "
+                      f"{mm.group(3)}': a gerund subject takes a singular verb"))
     for mm in _A_AN.finditer(text):
         if mm.group(1) == "A" and re.search(r"(?:^|\s)[A-Z]\s+$", text[:mm.start()]):
             continue                                  # spelled letters: "M A and is"
@@ -343,6 +380,8 @@ _STATE = (r"(?:(?:my|the|our)\s+{label}\s+(?:is|was|should be|'s|it's|shows|said
           r"\b(?:is|was)\s+(?:my|the|our)\s+{label}\b)")
 _VALUEISH = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten)\b|"
                        r"(?<!^)(?<![.?!] )\b[A-Z][a-z]+")
+PRICE_NOUNS = frozenset("""fee fees price prices cost costs charge charges premium premiums
+deductible fare fares rate rates copay surcharge penalty""".split())
 _CORRECTS = re.compile(r"\b(actually|not|wrong|correct|change|should be|instead|mistake|misspoke|"
                        r"something else)\b")
 
@@ -352,6 +391,20 @@ def held_keys(conv: Conversation) -> frozenset[str]:
     (the assistant stated the value first, in a turn that asked nothing, and never asked the
     caller for it)."""
     out = set(system_keys(conv.scenario))
+    # a price the business sets (a consult fee, a deductible, a fare) is the system's whatever
+    # the scenario says the caller provides, unless the assistant asked the caller for it
+    for f in conv.scenario.kb.user_facts:
+        words = label(f.key).lower().split()
+        if words and words[-1] in PRICE_NOUNS and f.key not in PERSONAL_KEYS:
+            forms = [v for v in (f.value, f.spoken) if v and len(v) >= 2]
+            asked = any(m.role == "assistant" and s_.rstrip().endswith("?")
+                        and label(f.key).lower() in s_.lower()
+                        for m in conv.messages for s_ in (m.spoken_text[a:b]
+                                                          for a, b in sentences(m.spoken_text)))
+            money = any(re.search(r"[$\u20ac\u00a3]|\d|\b(?:dollars?|euros?|pounds?|cents?)\b", v)
+                        for v in forms)              # a price is an amount, not a description
+            if forms and money and not asked:
+                out.add(f.key)
     # a planned correction does not make a value the caller's: a correction of a value the
     # records stated first (the carrier's last scan) is itself the defect
     user_side = set(conv.scenario.intent.provides)
@@ -405,12 +458,14 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
             new_value = k in scenario_held and any(
                 normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
                 and (len(v.split()) > 1 or v in m.text)      # "Team" the plan, not "our team"
+                and not (len(v.split()) == 1 and _in_spelled_run(m.text, v))
                 and not said_before(conv, m.index, v, role="assistant") for v in forms)
             told = [v for v in forms + [c.corrected_value for c in conv.scenario.intent.corrections
                                         if c.key == k] if v and len(normalise(v)) >= 3]
             stated = stated or (st and any(f" {normalise(v)} " in f" {normalise(m.text)} "
                                            for v in told))
-            corrects = lab in low and _CORRECTS.search(low) and (
+            # the label's own words ("change reason") are no correction
+            corrects = lab in low and _CORRECTS.search(low.replace(lab, " ")) and (
                 _VALUEISH.search(m.text) or re.search(r"should be|not what you have|wrong", low))
             if stated or new_value or corrects:
                 why = ("states the value before the system gave it" if new_value else
@@ -421,6 +476,21 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
                 break
     flagged = {v.message_index for v in out}
     return out + [v for v in _told_back(conv) if v.message_index not in flagged]
+
+
+_DIGIT_WORDS = frozenset("zero oh one two three four five six seven eight nine".split())
+
+
+def _in_spelled_run(text: str, value: str) -> bool:
+    """Whether a one-word value ("six") occurs only inside a spelled code ("R F, eight five nine
+    nine one six"): next to a digit word or a single letter."""
+    toks = tokens(text)
+    v = value.lower()
+    hits = [i for i, t in enumerate(toks) if t == v]
+    def spelled(t: str) -> bool:
+        return t in _DIGIT_WORDS or len(t) == 1 or t.isdigit()
+    return bool(hits) and all(any(0 <= j < len(toks) and spelled(toks[j]) for j in (i - 1, i + 1))
+                              for i in hits)
 
 
 def _told_back(conv: Conversation) -> list[Verdict]:

@@ -40,3 +40,27 @@ def test_the_callers_own_words_pass():
     for line in ("No, that's all, thanks.", "Will the inspector call me before coming out?",
                  "Yes.", "Okay, and how long does the review usually take?"):
         assert repeats(line, CALL) == [], line
+
+
+def test_a_caller_standing_by_their_choice_is_not_repeating():
+    """Seen on the 1.5B model (bench/llm_real.py, travel): the caller chose to cancel the whole
+    booking, was then told what a partial cancellation would mean, and said "I understand. I'll
+    cancel the whole booking for everyone." Nine answers like it were refused (its own earlier
+    choice counted as parroting the question and as a line said again) and the conversation was
+    discarded. Words the caller said before are theirs; a line said again means near word for
+    word."""
+    call = [
+        {"role": "assistant", "text": "The booking covers 4 passengers on Boston to Orlando. Should I "
+                                      "cancel the whole booking for everyone, or only some of the travellers?"},
+        {"role": "user", "text": "Cancel the whole booking for everyone, please."},
+        {"role": "assistant", "text": "If you only cancel part of it, I'll split the booking first, so "
+                                      "the remaining travellers keep their seats and fares exactly as they are."},
+    ]
+    for line in ("I understand. I'll cancel the whole booking for everyone.",
+                 "I understand. I'll cancel the whole booking for everyone. Let me confirm."):
+        assert repeats(line, call) == [], line
+    # the same line again, or the question read back, is still refused
+    assert any("earlier line of theirs" in e
+               for e in repeats("Cancel the whole booking for everyone, please.", call))
+    assert any("repeats the assistant's words" in e for e in repeats(
+        "If you only cancel part of it, you'll split the booking first so the travellers keep their seats.", call))

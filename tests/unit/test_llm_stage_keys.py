@@ -60,9 +60,11 @@ def test_a_changed_verifier_model_recomputes_the_cached_verify_stage(routes, tmp
     """The real stage over the runner's cache: the same route is served from cache, another
     verifier model is computed again and its requests go to that model."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    conv_run = generate_scenarios(1, 3, workdir=tmp_path / "scn", progress=False)
-    sim = run_stage(simulate_stage(), conv_run.outputs, workdir=tmp_path / "sim", seed=3, progress=False)
-    convs = run_stage(rubric_stage(), sim.outputs, workdir=tmp_path / "sim", seed=3, progress=False).outputs
+    # seed 4: the offline conversation of seed 3 re-asks two values the caller gave (a generator
+    # defect reasks_given_value discards before any model is asked); this test is about keys
+    conv_run = generate_scenarios(1, 4, workdir=tmp_path / "scn", progress=False)
+    sim = run_stage(simulate_stage(), conv_run.outputs, workdir=tmp_path / "sim", seed=4, progress=False)
+    convs = run_stage(rubric_stage(), sim.outputs, workdir=tmp_path / "sim", seed=4, progress=False).outputs
     assert convs
     def clean(req):          # the whole-call verifier finds nothing; every reply responds
         if "ReplyCheck" in json.dumps(req.get("response_format") or req.get("messages")):
@@ -75,7 +77,7 @@ def test_a_changed_verifier_model_recomputes_the_cached_verify_stage(routes, tmp
         def verify(route: str):
             routes({"verifier": route})
             stage: Stage = verify_stage(SPEC)
-            return run_stage(stage, convs, workdir=tmp_path / "v", seed=3, progress=False)
+            return run_stage(stage, convs, workdir=tmp_path / "v", seed=4, progress=False)
 
         a = verify("openai:judge-a")
         assert a.computed == len(convs) and not a.failures

@@ -120,15 +120,19 @@ def test_rubrics_one_per_interruption_fixed_at_generation(convs):
 # pass them yet (listed in the checks engineer's findings). A discard by one of these is
 # reported as an expected failure; a discard by any other check fails. Remove a name here
 # when the agents pass it.
-NOT_YET_PASSED = {"presupposed_value", "yes_no_answered", "user_states_system_value",
-                  "confirmation_has_object", "cut_inside_value", "escalation_addressed",
+# (presupposed_value, yes_no_answered, cut_inside_value, escalation_addressed and
+# pushback_on_benefit no longer fire on 150 held-out conversations, seeds 7/23/101: removed)
+NOT_YET_PASSED = {"user_states_system_value", "confirmation_has_object",
                   # issue 12, second shift: the rubric writer quotes a pending question as "do
                   # not repeat" (3 of 50 offline conversations, seed 7); the refusal template
                   # doubles "what I can do" (1 of 50); an impatient gold
-                  # closes the request with a workflow stage never done (1 of 50); a pushback
-                  # on "within our twenty-four hour window" (a condition met, 1 of 50)
+                  # closes the request with a workflow stage never done (1 of 50)
                   "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip",
-                  "pushback_on_benefit"}
+                  # the lead's reading at seed 311: an impatient cut in a read-back of the
+                  # billing address (2 of 16, seed 5) and a re-asked value the caller gave
+                  # (the transfer PIN, the full name): generator defects, not yet fixed
+                  "impatient_at_readback", "reasks_given_value", "reasks_after_verified",
+                  "pushback_on_cost"}
 
 
 def test_the_verifier_accepts_the_offline_conversations(run):

@@ -54,7 +54,8 @@ def test_example_passes_every_check():
                            "cut_inside_value", "yes_no_answered", "grammar_gold",
                            "escalation_addressed", "confirmation_has_object",
                            "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip",
-                           "pushback_on_benefit"}
+                           "pushback_on_benefit", "pushback_on_cost", "impatient_at_readback",
+                           "reasks_given_value", "reasks_after_verified"}
 
 
 # ---- turn_alternation --------------------------------------------------------------------

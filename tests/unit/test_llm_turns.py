@@ -1,0 +1,163 @@
+"""Assistant turns written by the model, tidied and checked where code can decide. The cases are
+from an accepted 1.5B call of bench/llm_real.py read by hand: the call opened with "I understand.
+Thank you for the information." before anybody had spoken, and a later turn said "I understand."
+twice in a row (the acknowledgement, then the content starting with it)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from bargein.generators.llm_agents import (
+    AssistantTurn, LLMAgents, check_assistant, doubled_sentence, tidy_turn,
+)
+from bargein.records import RoundPlan, Unit
+
+OPENER = "Thanks for calling about a building permit. What's the address of the property?"
+
+
+def test_the_opening_turn_acknowledges_nothing():
+    turn = AssistantTurn(acknowledgement="I understand. Thank you for the information.", content=OPENER)
+    out = tidy_turn(turn, opening=True)
+    assert out.text == OPENER and out.content_start == 0
+    # a greeting written as the acknowledgement is kept, as the start of the content
+    greet = tidy_turn(AssistantTurn(acknowledgement="Hello! Thanks for that.", content=OPENER), opening=True)
+    assert greet.text == "Hello! " + OPENER and greet.acknowledgement == ""
+
+
+def test_an_acknowledgement_the_content_says_again_is_dropped():
+    turn = AssistantTurn(acknowledgement="I understand.",
+                         content="I understand. I'll upload everything to the permit portal.")
+    assert tidy_turn(turn, opening=False).text == "I understand. I'll upload everything to the permit portal."
+    kept = AssistantTurn(acknowledgement="Thanks, I have that.", content="Next, when did it arrive?")
+    assert tidy_turn(kept, opening=False) == kept
+
+
+def test_a_sentence_said_twice_in_a_row_is_refused():
+    assert doubled_sentence("I understand. I understand. I'll upload it.") == "i understand"
+    assert doubled_sentence("Yes. That's right. Yes.") == ""
+    plan = RoundPlan(round=2, stage="review", assistant_action="inform",
+                     unit=Unit(kind="inform", stage="review", text="I'll upload everything to the portal."))
+    bad = AssistantTurn(content="I understand. I understand. I'll upload everything to the portal.")
+    assert any("twice in a row" in e for e in check_assistant(plan, bad))
+    good = AssistantTurn(content="I understand. I'll upload everything to the portal.")
+    assert check_assistant(plan, good) == []
+
+
+def test_the_llm_assistant_opening_is_tidied(tmp_path):
+    """Through LLMAgents with a scripted model: the opener's acknowledgement never reaches the call."""
+    from bargein.generators.planner import RulePlanner
+    from bargein.generators.scenarios import generate_scenarios
+
+    class Model:
+        async def structured(self, messages, schema, **kw):
+            assert schema is AssistantTurn
+            return schema(acknowledgement="I understand. Thank you for the information.",
+                          content=self.content)
+
+    scn = generate_scenarios(2, 5, workdir=tmp_path, progress=False).outputs[0]
+    rng = random.Random(1)
+    planner = RulePlanner(scn)
+    plan = planner.plan(planner.new_state(rng), rng, frozenset({"pushback", "correction", "topic_switch",
+                                                                "impatient", "normal", "filler"}))
+    model = Model()
+    model.content = plan.unit.text if plan.unit is not None and plan.unit.text else "Thanks for calling, how can I help?"
+    turn = asyncio.run(LLMAgents(scn, model, "test").assistant_turn(plan, [], rng, 0))
+    assert "Thank you for the information" not in turn.text and turn.acknowledgement == ""
+
+
+def test_a_caller_line_in_the_assistants_voice_is_refused():
+    """Three 1.5B runs of bench/llm_real.py had the caller speak as the company: offering help
+    (once in an accepted call) or refusing like a chat model. Callers' own lines pass, including
+    ones that mention help."""
+    from bargein.generators.llm_agents import assistant_voice, check_user_reply
+    from bargein.generators.user_sim import UserPlan
+
+    seen = ["Sure, I can help you with that. What's your workspace address?",
+            "Sure, I'll be happy to help. Let me know what you need.",
+            "I'm sorry, but I can't assist with that. I'm not sure what you're asking."]
+    for line in seen:
+        assert assistant_voice(line), line
+        assert any("you are the customer" in e for e in check_user_reply(UserPlan(action="ack"), line))
+    for line in ("Can you help me with a late parcel?", "Thanks, that helps a lot.",
+                 "I need help with my booking, it's X J Y V G U.", "No, that's all I needed."):
+        assert assistant_voice(line) == [], line
+
+
+def test_the_callers_details_are_stated_as_theirs():
+    """The direction tells the caller its own details as facts about it ("Your order number is
+    X: say it."), not as an order the model reads as a request for *its* data ("Give your order
+    number: X" drew "I'm sorry, but I can't assist with that. I don't have the information
+    you're asking for." three times from the 1.5B model)."""
+    from bargein.generators.llm_messages import user_messages
+    from bargein.generators.user_sim import UserPlan
+
+    up = UserPlan(action="answer", facts={"order_number": "H H, one three eight nine, four zero zero five"})
+    heard = [{"role": "assistant", "text": "Do you have your order number handy?", "cut": False}]
+    _, msgs = user_messages(up, heard)
+    direction = msgs[-1]["content"]
+    assert "Your order number is H H, one three eight nine, four zero zero five: say it." in direction
+    assert "Give your" not in "\n".join(m["content"] for m in msgs)
+    assert [m["role"] for m in msgs] == ["system", "user", "user"]
+
+
+def test_an_acknowledgement_formula_is_not_said_again():
+    """Seen in one 1.5B call: "Thanks, I have that." (the system prompt's example) opened four
+    assistant turns, the first of them the greeting."""
+    before = ["Thanks for calling Lumen Stream. What's the email address on your account?",
+              "Thanks, I have that. Just checking I heard you right: samantha_green@aol.com?"]
+    again = AssistantTurn(acknowledgement="Thanks, I have that.",
+                          content="I've found the account for Samantha Green.")
+    assert tidy_turn(again, opening=False, said_before=before).acknowledgement == ""
+    new = AssistantTurn(acknowledgement="Great, that matches.", content="I've found the account.")
+    assert tidy_turn(new, opening=False, said_before=before) == new
+
+
+def test_the_direction_read_out_as_speech_is_refused():
+    """Seen: "The caller mentioned that I'm cutting household subscriptions to save about $35 a
+    month; take it into account." spoken as the start of an assistant turn."""
+    plan = RoundPlan(round=6, stage="options", assistant_action="inform",
+                     unit=Unit(kind="inform", stage="options",
+                               text="Standard with Ads at 7.99 a month includes short ad breaks."))
+    seen = AssistantTurn(content="The caller mentioned that I'm cutting household subscriptions to save "
+                                 "about $35 a month; take it into account. Standard with Ads at 7.99 a "
+                                 "month includes short ad breaks.")
+    assert any("addressing them as 'you'" in e for e in check_assistant(plan, seen))
+    ok = AssistantTurn(acknowledgement="Saving on subscriptions makes sense.",
+                       content="Standard with Ads at 7.99 a month includes short ad breaks.")
+    assert check_assistant(plan, ok) == []
+
+
+def test_a_fact_about_the_caller_is_said_to_them():
+    """Hidden facts are statements without a subject ("is cutting household subscriptions ...").
+    The caller's direction gives them in the caller's own mouth ('Tell them, in your own words:
+    "I am cutting ..."'), never as a label and a value ("Give your budget pressure: is cutting
+    ..." drew "What's the budget pressure?" from the caller); the assistant's note says them
+    about "they". On the 1.5B model the old direction drew an assistant's line ("Is there
+    anything else you'd like to know about this?"), the new one "I am cutting household
+    subscriptions to save about $35 a month." (one probe each, seed 0)."""
+    from bargein.generators.llm_messages import _ack, about_me, about_you, is_statement, user_messages
+    from bargein.generators.user_sim import UserPlan
+
+    v = "lost their job 2 weeks ago and is worried about money"
+    assert is_statement(v) and not is_statement("Standard at 15.49 a month")
+    assert about_you(v) == "you lost your job 2 weeks ago and are worried about money"
+    assert about_you(v, "they") == "they lost their job 2 weeks ago and are worried about money"
+    up = UserPlan(action="volunteer", facts={"budget_pressure": "is cutting household subscriptions"})
+    _, msgs = user_messages(up, [{"role": "assistant", "text": "What's prompting the change?", "cut": False}])
+    assert 'Tell them, in your own words: "I am cutting household subscriptions."' in msgs[-1]["content"]
+    assert about_me("has two dogs and they need a quiet room") == "I have two dogs and I need a quiet room"
+    assert about_me("wants someone to call them back") == "I want someone to call me back"
+    assert "budget pressure" not in msgs[-1]["content"].split("<plan>")[0]
+    note = _ack({"kind": "hidden", "value": "is cutting household subscriptions"})
+    assert "they are cutting household subscriptions" in note and "the caller" not in note
+
+
+def test_an_address_said_without_its_underscore_is_another_address():
+    """Seen in a 1.5B call: the caller said "Samantha Green at AOL.com" for samantha_green@aol.com
+    and the value check passed it (the underscore was dropped as punctuation)."""
+    from bargein.generators.llm_values import said
+
+    v = "samantha_green@aol.com"
+    assert not said("Sure, it's Samantha Green at AOL.com.", v)
+    assert said("Samantha underscore Green at AOL dot com.", v) and said(f"It's {v}.", v)
