@@ -40,6 +40,7 @@ def _load_helper(name: str):
 
 I = _load_helper("_inject")  # noqa: E741
 D = _load_helper("_inject_discourse")
+C = _load_helper("_inject_consistency")
 
 from bargein.generators.conversation import generate_conversations  # noqa: E402
 from bargein.generators.scenarios import generate_scenarios  # noqa: E402
@@ -172,7 +173,15 @@ KINDS = {
     "doubled_phrase": (D.doubled_clause, D.clean_doubled),
     "task_abandoned_on_skip": (D.abandoned, D.clean_abandoned),
     "pushback_on_benefit": (D.pushback_benefit, D.clean_pushback_burden),
+    "pushback_on_cost": (C.pushback_not_cost, C.clean_pushback_cost),
+    "impatient_at_readback": (C.impatient_readback, C.clean_impatient_explain),
+    "grammar_agreement": (C.agreement, C.clean_agreement),
+    "reasks_given_value": (C.reask, C.clean_first_ask),
+    "reasks_after_verified": (C.verified_reask, C.clean_not_yet_verified),
+    "system_price_stated": (C.price_stated, C.clean_own_amount),
 }
+# kinds measured through a check of another name
+CHECK_OF = {"grammar_agreement": "grammar_casing", "system_price_stated": "user_states_system_value"}
 
 
 def hits(conv, check: str, index) -> bool:
@@ -193,7 +202,7 @@ def measure(convs, kind: str, fn, n: int, seed: int) -> tuple[int, int, list]:
             continue
         bad, idx = out
         total += 1
-        if hits(bad, kind, idx):
+        if hits(bad, CHECK_OF.get(kind, kind), idx):
             found += 1
         elif len(misses) < 3:
             misses.append((conv.id, idx, bad.messages[idx].text[:160] if idx is not None else ""))
@@ -213,7 +222,7 @@ def measure_fp(convs, kind: str, fn, n: int, seed: int) -> tuple[int, int, list]
             continue
         ok, idx = out
         total += 1
-        vs = [v for v in run_checks(ok) if v.check == kind]
+        vs = [v for v in run_checks(ok) if v.check == CHECK_OF.get(kind, kind)]
         if vs:
             flagged += 1
             if len(shown) < 3:
@@ -251,6 +260,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--per-kind", type=int, default=60)
     ap.add_argument("--show-misses", action="store_true")
+    ap.add_argument("--kinds", default="", help="comma-separated kinds to measure (default all)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         scn = generate_scenarios(args.scenarios, args.seed, workdir=tmp, progress=False).outputs
@@ -262,6 +272,8 @@ def main() -> None:
     print(f"accepted_conversations={len(convs)} flagged_untouched={clean_flagged}")
     recalls, fp_num, fp_den = [], clean_flagged, len(convs)
     for kind, (bad_fn, clean_fn) in KINDS.items():
+        if args.kinds and kind not in args.kinds.split(","):
+            continue
         found, total, misses = measure(convs, kind, bad_fn, args.per_kind, args.seed)
         rec = found / total if total else 0.0
         recalls.append(rec)

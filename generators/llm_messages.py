@@ -79,6 +79,21 @@ _TO_YOU = {"is": "are", "was": "were", "has": "have", "their": "your", "they": "
 
 
 _PRONOUNS = frozenset({"their", "they", "them", "theirs", "themselves", "they're"})
+_TO_ME = {"is": "am", "was": "was", "their": "my", "they": "I", "them": "me", "theirs": "mine",
+          "themselves": "myself", "they're": "I'm", "isn't": "am not", "are": "am"}
+
+
+def about_me(statement: str) -> str:
+    """A fact about the caller in the caller's own mouth: "I am cutting household
+    subscriptions", "I lost my job and am worried"."""
+    you = about_you(statement).split()[1:]
+    back = {"are": "am", "were": "was", "your": "my", "you": "me", "yours": "mine",
+            "yourself": "myself", "you're": "I'm", "aren't": "am not", "weren't": "wasn't"}
+    words = [back.get(w.lower(), w) for w in you]
+    # "you" as a subject (after a conjunction) is "I", as an object "me"
+    words = ["I" if w == "me" and (k == 0 or words[k - 1].lower() in ("and", "but", "so", "because"))
+             else w for k, w in enumerate(words)]
+    return "I " + " ".join(words)
 
 
 def about_you(statement: str, subject: str = "you") -> str:
@@ -194,7 +209,7 @@ _ACTIONS = {
     "answer": "Answer the question you were just asked.",
     "confirm": "Confirm briefly that what you heard is right.",
     "choose": "Say which option you prefer.",
-    "volunteer": "Acknowledge what you heard and mention the detail below.",
+    "volunteer": "Reply to what you heard, and mention the detail below.",
     "accept": "Accept what was offered.",
     "close": "Say you need nothing else and thank them.",
 }
@@ -257,7 +272,7 @@ def user_messages(up: UserPlan, heard_history: list[dict], heard: str | None = N
         # the caller's own details, stated as theirs: "Give your order number: X" read to the
         # 1.5B model as a request for *its* order number ("I'm sorry, but I can't assist with
         # that. I don't have the information you're asking for.", three times)
-        facts = [(f"Mention that {about_you(v)}." if is_statement(v)
+        facts = [(f'Tell them, in your own words: "{about_me(v)}."' if is_statement(v)
                   else f"Your {P.label(k)} is {v}: say it.") for k, v in up.facts.items()
                  if v and up.action in ("answer", "volunteer")]
         direction = render(name, what=_reply_what(up), facts=facts, style=up.style, plan=view)

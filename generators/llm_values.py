@@ -37,7 +37,9 @@ number is its it's a an percent pounds euros euro""".split())
 
 
 def _tokens(text: str) -> list[str]:
-    text = text.lower().replace("@", " at ").replace("&", " and ")
+    # an underscore is part of an address: said as "underscore", never dropped (seen: "Samantha
+    # Green at AOL.com" passed for samantha_green@aol.com)
+    text = text.lower().replace("@", " at ").replace("&", " and ").replace("_", " underscore ")
     text = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", text)        # 3rd -> 3
     return re.findall(r"[a-z]+|\d+", text.replace("'", ""))
 

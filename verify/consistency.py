@@ -45,8 +45,13 @@ _BURDEN = re.compile(r"\b(?:pay|paid|owe|cost\w*|charg(?:e|ed) you|bill(?:ed)? y
                      re.I)
 
 
+# the records of the caller's own spending: never a cost the business sets
+RECORD_NOUNS = frozenset("transaction transactions purchase purchases debit debits withdrawal "
+                         "withdrawals".split())
+
+
 def _fee_words(text: str) -> set[str]:
-    return {t for t in tokens(text) if t in FEE_NOUNS}
+    return {t for t in tokens(text) if t in FEE_NOUNS or t in RECORD_NOUNS}
 
 
 @check("pushback_on_cost")
@@ -120,8 +125,8 @@ def impatient_at_readback(conv: Conversation) -> list[Verdict]:
 # ---- reasks_given_value ---------------------------------------------------------------------
 # a request for a value: a wh-question, "could you tell me", "may I have", "please", "I need";
 # a yes/no question ("does that name ring a bell?") asks about a value, not for it
-_REQUEST = re.compile(r"^\W*(?:(?:so|and|next|now|then|okay|also|great|lovely|perfect|thanks),?\s+)*"
-                      r"(?:what|which|when|where|who|how)\b|\b(?:could|can|would|will) you (?:\w+ )?"
+_REQUEST = re.compile(r"^\W*(?:[^,.?!]{0,40},\s+)?(?:(?:so|and|next|now|then|okay|also|great|lovely|"
+                      r"perfect|thanks),?\s+)*(?:what|which|when|where|who|how)\b|\b(?:could|can|would|will) you (?:\w+ )?"
                       r"(?:tell|give|share|provide|read|let me know|spell|say)\b|\b(?:can|could|may) I "
                       r"(?:get|have|take|grab|ask for)\b|\bplease\b|\bI(?:'ll| will)? need\b", re.I)
 _REASK_OK = re.compile(r"\b(?:again|repeat|spell|confirm|double-check|still|correct|right|"

@@ -202,7 +202,10 @@ _NOT_GERUND = frozenset("""Nothing Something Everything Anything During Accordin
 Bring Thing Things King Spring String Ring Wedding Building Meeting Booking Setting Billing
 Pricing Shipping Funding Housing Parking Training Listing Clothing Ceiling Rating Heading
 Including Regarding Concerning Considering Following Excluding""".split())
-_AGREE_FIX = {"are": "is", "were": "was"}
+_AGREE_FIX = {"are": "is", "were": "was", "have": "has"}
+# a pronoun head with a partitive: "one of the charges were", "each of the forms have"
+_PARTITIVE = re.compile(r"\b(?:[Oo]ne|[Ee]ach|[Nn]either|[Ee]very one)\s+of\s+([^,.;:?!]{1,40}?)\s+"
+                        r"(are|were|have)\b")
 
 
 def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, int, str, str]]:
@@ -249,6 +252,11 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
             continue
         found.append((mm.start(3), mm.end(3), _AGREE_FIX[mm.group(3)], f"'a {head} ... "
                       f"{mm.group(3)}': the verb does not agree with its singular subject"))
+    for mm in _PARTITIVE.finditer(text):
+        if re.search(r"\b(?:you|we|they|I|that|which|who|and|or)\b", mm.group(1)):
+            continue
+        found.append((mm.start(2), mm.end(2), _AGREE_FIX[mm.group(2)], f"'{mm.group(0).split()[0]} "
+                      f"of ... {mm.group(2)}': the verb agrees with the singular head"))
     for mm in _GERUND_SUBJ.finditer(text):
         if mm.group(1) in _NOT_GERUND or re.search(r"\b(?:you|we|they|I|that|which|who|and|or)\b",
                                                    mm.group(2)):
@@ -388,7 +396,7 @@ def held_keys(conv: Conversation) -> frozenset[str]:
     for f in conv.scenario.kb.user_facts:
         words = label(f.key).lower().split()
         if words and words[-1] in PRICE_NOUNS and f.key not in PERSONAL_KEYS:
-            forms = [v for v in (f.value, f.spoken) if v and len(v) > 3]
+            forms = [v for v in (f.value, f.spoken) if v and len(v) >= 2]
             asked = any(m.role == "assistant" and s_.rstrip().endswith("?")
                         and label(f.key).lower() in s_.lower()
                         for m in conv.messages for s_ in (m.spoken_text[a:b]
@@ -450,12 +458,14 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
             new_value = k in scenario_held and any(
                 normalise(v) and f" {normalise(v)} " in f" {normalise(m.text)} "
                 and (len(v.split()) > 1 or v in m.text)      # "Team" the plan, not "our team"
+                and not (len(v.split()) == 1 and _in_spelled_run(m.text, v))
                 and not said_before(conv, m.index, v, role="assistant") for v in forms)
             told = [v for v in forms + [c.corrected_value for c in conv.scenario.intent.corrections
                                         if c.key == k] if v and len(normalise(v)) >= 3]
             stated = stated or (st and any(f" {normalise(v)} " in f" {normalise(m.text)} "
                                            for v in told))
-            corrects = lab in low and _CORRECTS.search(low) and (
+            # the label's own words ("change reason") are no correction
+            corrects = lab in low and _CORRECTS.search(low.replace(lab, " ")) and (
                 _VALUEISH.search(m.text) or re.search(r"should be|not what you have|wrong", low))
             if stated or new_value or corrects:
                 why = ("states the value before the system gave it" if new_value else
@@ -466,6 +476,21 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
                 break
     flagged = {v.message_index for v in out}
     return out + [v for v in _told_back(conv) if v.message_index not in flagged]
+
+
+_DIGIT_WORDS = frozenset("zero oh one two three four five six seven eight nine".split())
+
+
+def _in_spelled_run(text: str, value: str) -> bool:
+    """Whether a one-word value ("six") occurs only inside a spelled code ("R F, eight five nine
+    nine one six"): next to a digit word or a single letter."""
+    toks = tokens(text)
+    v = value.lower()
+    hits = [i for i, t in enumerate(toks) if t == v]
+    def spelled(t: str) -> bool:
+        return t in _DIGIT_WORDS or len(t) == 1 or t.isdigit()
+    return bool(hits) and all(any(0 <= j < len(toks) and spelled(toks[j]) for j in (i - 1, i + 1))
+                              for i in hits)
 
 
 def _told_back(conv: Conversation) -> list[Verdict]:

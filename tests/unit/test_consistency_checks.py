@@ -159,3 +159,17 @@ def test_the_caller_stating_a_business_price_is_found_even_when_the_scenario_pro
     said = ("user", "Oh, and the disputed charge is international roaming.")
     assert found(conv_with({7: said}, scenario=with_facts(what, provides=("disputed_charge",))),
                  "user_states_system_value") == []
+
+
+def test_a_one_word_system_value_inside_a_spelled_code_is_not_stated():
+    """conv-dca1322182bbfb67 (seed 101): "payment plan months" = "six" is no value the caller
+    states when they spell their patient ID "R F, eight five nine nine one six"; nor is the
+    label "change reason" a correction."""
+    months = UserFact(key="payment_plan_months", value="six", kind="choice")
+    scn = with_facts(months)
+    said = ("user", "Oh, and it's the fiber line. My code is R F, eight five nine nine one six.")
+    assert found(conv_with({7: said}, scenario=scn), "user_states_system_value") == []
+    # the helper: inside the spelled code only, or said on its own
+    from bargein.verify.quality import _in_spelled_run
+    assert _in_spelled_run("R F, eight five nine nine one six.", "six")
+    assert not _in_spelled_run("I'd like to spread it over six months.", "six")

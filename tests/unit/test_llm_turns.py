@@ -130,10 +130,13 @@ def test_the_direction_read_out_as_speech_is_refused():
 
 def test_a_fact_about_the_caller_is_said_to_them():
     """Hidden facts are statements without a subject ("is cutting household subscriptions ...").
-    The caller's direction says them to the caller ("Mention that you are cutting ..."), never as
-    a label and a value ("Give your budget pressure: is cutting ..." drew "What's the budget
-    pressure?" from the caller); the assistant's note says them about "they"."""
-    from bargein.generators.llm_messages import _ack, about_you, is_statement, user_messages
+    The caller's direction gives them in the caller's own mouth ('Tell them, in your own words:
+    "I am cutting ..."'), never as a label and a value ("Give your budget pressure: is cutting
+    ..." drew "What's the budget pressure?" from the caller); the assistant's note says them
+    about "they". On the 1.5B model the old direction drew an assistant's line ("Is there
+    anything else you'd like to know about this?"), the new one "I am cutting household
+    subscriptions to save about $35 a month." (one probe each, seed 0)."""
+    from bargein.generators.llm_messages import _ack, about_me, about_you, is_statement, user_messages
     from bargein.generators.user_sim import UserPlan
 
     v = "lost their job 2 weeks ago and is worried about money"
@@ -142,7 +145,19 @@ def test_a_fact_about_the_caller_is_said_to_them():
     assert about_you(v, "they") == "they lost their job 2 weeks ago and are worried about money"
     up = UserPlan(action="volunteer", facts={"budget_pressure": "is cutting household subscriptions"})
     _, msgs = user_messages(up, [{"role": "assistant", "text": "What's prompting the change?", "cut": False}])
-    assert "Mention that you are cutting household subscriptions." in msgs[-1]["content"]
+    assert 'Tell them, in your own words: "I am cutting household subscriptions."' in msgs[-1]["content"]
+    assert about_me("has two dogs and they need a quiet room") == "I have two dogs and I need a quiet room"
+    assert about_me("wants someone to call them back") == "I want someone to call me back"
     assert "budget pressure" not in msgs[-1]["content"].split("<plan>")[0]
     note = _ack({"kind": "hidden", "value": "is cutting household subscriptions"})
     assert "they are cutting household subscriptions" in note and "the caller" not in note
+
+
+def test_an_address_said_without_its_underscore_is_another_address():
+    """Seen in a 1.5B call: the caller said "Samantha Green at AOL.com" for samantha_green@aol.com
+    and the value check passed it (the underscore was dropped as punctuation)."""
+    from bargein.generators.llm_values import said
+
+    v = "samantha_green@aol.com"
+    assert not said("Sure, it's Samantha Green at AOL.com.", v)
+    assert said("Samantha underscore Green at AOL dot com.", v) and said(f"It's {v}.", v)
