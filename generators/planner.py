@@ -145,6 +145,9 @@ class RulePlanner:
                     st.units.append(recap)
             if st.units:
                 u = st.units.popleft()
+                if u.kind == "ask" and u.keys and not u.purpose and all(
+                        st.stated.get(k) for k in u.keys):
+                    continue                    # the caller gave all of it already (volunteered)
                 if u.kind == "close":
                     st.delivered.add(st.stage)
                     st.close_offered = True
@@ -401,6 +404,11 @@ class RulePlanner:
                 continue                    # nothing specific left to keep objecting to (or the
                                             # caller already held out once: a third round reads
                                             # as a loop, not a conversation)
+            if t == "impatient" and (unit.purpose in ("readback", "recap") or (
+                    unit.kind == "ask" and unit.keys and unit.text
+                    and all(st.in_text(k, unit.text) for k in unit.keys))):
+                continue                    # a read-back: the value and "is that right?" are
+                                            # all that is left, nothing to skip
             if t == "impatient" and self._rounds_left(st) <= 3:
                 continue                    # the call is at its length cap: what follows the skip
                                             # is the wrap-up, which would skip the steps left
