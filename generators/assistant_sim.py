@@ -118,6 +118,8 @@ class RuleAssistant:
         ack, content = P.tidy(turn.acknowledgement), P.tidy(turn.content)
         if ack and not ack.rstrip().endswith((".", "!", "?")):
             content = turn.content          # "So, as I was saying, the ..." continues a sentence
+        if _THANKS.match(content):          # "Thanks." + "Thank you, Christine." thanks once
+            ack = " ".join(p for p in re.split(r"(?<=[.!?])\s+", ack) if not _THANKS_ALONE.match(p))
         pieces = dedupe_markers([*re.split(r"(?<=[.!?])\s+", ack), content])  # no "Okay. Okay,"
         if ack and len(pieces) >= 2:
             ack, content = " ".join(pieces[:-1]), pieces[-1]
@@ -172,7 +174,8 @@ class RuleAssistant:
             return unit.text
         if unit.kind == "ask":
             labels = " and ".join(P.label(k) for k in unit.keys) or "details"
-            q = P.pick(rng, "assistant", "ask", label=labels)
+            own = bool(unit.keys) and all(_own_attribute(P.label(k)) for k in unit.keys)
+            q = P.pick(rng, "assistant", "ask" if own else "ask_the", label=labels)
             if not lead:
                 return q
             r = rng.random()
@@ -262,3 +265,21 @@ def check_turn(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     if rec.type == "impatient" and P.n_words(heard_tail) >= 5 and contains_phrase(turn.text, heard_tail):
         errs.append("after an impatient cut-in the turn re-delivers what the caller already heard")
     return errs
+
+
+# heads of labels a caller has as their own ("your full name", "your date of birth"); any other
+# value ("the year the account was opened", "the income change") is asked with "the"
+_OWN_HEADS = frozenset("name address email number phone birth pin password passcode id ID "
+                       "username postcode zip code digits".split())
+
+
+def _own_attribute(label: str) -> bool:
+    words = label.split()
+    return 0 < len(words) <= 4 and words[-1] in _OWN_HEADS and not any(
+        w in ("was", "is", "were", "did", "does", "has", "had") for w in words)
+
+
+_THANKS = re.compile(r"^\W*(?:thanks|thank you)\b", re.I)
+_THANKS_ALONE = re.compile(r"^\W*(?:(?:okay|great|perfect|lovely|right),?\s+)?(?:thanks|thank you)"
+                           r"(?: so much| very much| for that)?[.!]$", re.I)
+

@@ -100,6 +100,30 @@ def _met_with_benefit(content: str, o: Obj) -> bool:
     return bool(_GAIN.search(content[start:min(nxt) + 1 if nxt else len(content)]))
 
 
+_MERCHANT = re.compile(r"^[^.?!]{0,40}?\b(?:from|at|by)\s+[A-Z]")
+_RECORD = re.compile(r"\b(?:transactions?|purchases?|merchants?|payees?|retailers?|vendors?|"
+                     r"stores?|recogni[sz]\w*|dispute\w*|unauthori[sz]ed)\b", re.I)
+_OURS = re.compile(r"\b(?:our|we|us)\b", re.I)
+_PAY = re.compile(r"\b(?:pay|owe|you'll be charged|we charge|costs? you)\b", re.I)
+
+
+def _purchase_record(sent: str, o: Obj) -> bool:
+    """A charge that is a record of the caller's own spending ("a charge of $498.77 from Skyline
+    Electronics", "the transaction you're calling about"): the thing they dispute or report, not a
+    cost the business sets."""
+    if _OURS.search(sent):
+        return False
+    tail = sent[sent.find(o.phrase) + len(o.phrase):] if o.phrase in sent else sent
+    return bool(_MERCHANT.search(tail)) or bool(_RECORD.search(sent))
+
+
+def _asked_about(sent: str) -> bool:
+    """A charge that is only the subject of a question put to the caller ("have you noticed any
+    other charges?"), not one they are asked to pay."""
+    return sent.rstrip().endswith("?") and not _PAY.search(sent) \
+        and not re.search(r"[$\u20ac\u00a3]\d", sent)
+
+
 def _fits(o: Obj, content: str) -> bool:
     """Whether the object is something a caller can dispute or mishear *as that kind*: a fee is
     an amount or a named charge, a requirement is asked for, a policy is stated as a rule."""
@@ -120,6 +144,8 @@ def _fits(o: Obj, content: str) -> bool:
                      r"\bhold\b|authori[sz]|releas|not (?:fully |yet |actually )?charged|"
                      r"(?:don't|doesn't|won't|not) (?:be )?charge|without (?:a|any) \w+ ?fee|no \w+ fees?\b",
                      sent, re.I):
+            return False
+        if _purchase_record(sent, o) or _asked_about(sent):
             return False
         if head in _CHARGE:
             return True
@@ -216,11 +242,23 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
                            rng.choice(P.bank("assistant", f"pb_empathy_{kind}")))),
              why,
              P.compose(rng, "assistant", "pb_offer", alternative=rng.choice(
-                 [a for a in alts if a not in said] or alts))]
+                 [a for a in alts if a not in said and not _shares_tail(a, why)]
+                 or [a for a in alts if not _shares_tail(a, why)] or alts))]
     text = P.tidy(P.join(*parts))
     # "Instead, we could ... instead." says it twice
     return re.sub(r"\b(?:Instead|Alternatively), ([a-z][^.?!]*?) instead\.", lambda m: m.group(1)[:1].upper()
                   + m.group(1)[1:] + " instead.", text)
+
+
+def _shares_tail(a: str, b: str, n: int = 3) -> bool:
+    """Whether ``a`` repeats a run of ``n`` words of ``b`` ("... before anything is charged" in
+    the reason and in the alternative)."""
+    wa = re.findall(r"[a-z']+", a.lower())
+    grams = {tuple(wa[i:i + n]) for i in range(len(wa) - n + 1)}
+    wb = re.findall(r"[a-z']+", b.lower())
+    stop = {"the", "a", "to", "you", "i", "it", "of", "and", "for", "is", "can", "we", "this", "that"}
+    return any(tuple(wb[i:i + n]) in grams and not set(wb[i:i + n]) <= stop
+               for i in range(len(wb) - n + 1))
 
 
 def recover_clarify(rng: random.Random, phrase: str) -> str:

@@ -69,6 +69,25 @@ def interruption_probs(weights: Mapping[str, float], rng: random.Random,
     return probs
 
 
+_PRICE_KEY = re.compile(r"(?:^|_)(?:fee|fees|surcharge|premium|cost|price)$")
+
+
+def business_prices(entry: GoalEntry) -> tuple[str, ...]:
+    """Fee and price facts the talking points state and no question asks the caller for: the
+    business sets them ("The consultation is {consult_fee}"); ``project_cost`` asked in "what's
+    the estimated project cost?" is the caller's."""
+    read_out, asked = set(), set()
+    for st in entry.workflow.stages:
+        for tp in st.talking_points:
+            for sent in re.split(r"(?<=[.?!])\s+", tp):
+                named = set(re.findall(r"\{(\w+)\}", sent))
+                if sent.rstrip().endswith("?"):
+                    asked |= named | {k for k in entry.facts if k.replace("_", " ") in sent.lower()}
+                else:
+                    read_out |= named
+    return tuple(k for k in entry.facts if _PRICE_KEY.search(k) and k in read_out - asked)
+
+
 def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list[UserFact],
                 maker: FactMaker, slots: Mapping[str, str]) -> UserIntent:
     """The ``intent_index``-th user intent of a goal for one scenario's facts."""
@@ -87,7 +106,10 @@ def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list
         value = fill_slots(h.value, {**values, **own}, f"hidden fact {h.key!r}")
         hidden.append(UserFact(key=h.key, value=value, kind="text"))
 
-    keys = list(by_key)
+    # a price the business sets and reads out ("The consultation is 175 dollars for 45
+    # minutes"), never asked of the caller: theirs neither to volunteer nor to correct
+    priced = set(business_prices(entry)) & set(by_key)
+    keys = [k for k in by_key if k not in priced]
     n_vol = round(float(prof.get("volunteers", 0.3)) * len(keys))
     chosen = set(rng.sample(keys, min(n_vol, len(keys))))
     provides = tuple(k for k in keys if k in chosen)
@@ -102,7 +124,7 @@ def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list
              for sent in re.split(r"(?<=[.?!])\s+", tp) if sent.rstrip().endswith("?")
              for k in by_key if k.replace("_", " ") in sent.lower() or f"{{{k}}}" in sent}
     asked |= {k for st in entry.workflow.stages for k in st.required_info}
-    candidates = [k for k in entry.correctable if k in by_key
+    candidates = [k for k in entry.correctable if k in by_key and k not in priced
                   and not (k in read_out and (entry.facts[k].kind == "code" or k not in asked))]
     n_corr = min(int(prof.get("corrections", 0)), len(candidates))
     if n_corr:

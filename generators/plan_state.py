@@ -70,7 +70,11 @@ def asked_keys(text: str, keys: tuple[str, ...]) -> tuple[str, ...]:
         words = re.findall(r"[a-z0-9]+", lab)
         if len(words) == 2 and words[-1] in _GENERIC:
             alts += [f"{syn} {words[-1]}" for syn in _SYNONYMS.get(words[0], ())]
-        hits = [m.start() for a in alts for m in [re.search(rf"\b{re.escape(a)}\b", low)] if m]
+        # a label's article is any determiner as said ("the last four digits of your Social
+        # Security number" names "last four digits of the Social Security number")
+        pats = [re.sub(r"\b(?:the|your|my)\b", r"(?:the|your|my|this)", re.escape(a))
+                for a in alts]
+        hits = [m.start() for a in pats for m in [re.search(rf"\b{a}\b", low)] if m]
         if not hits and words and not set(words) & _GENERIC:
             pos = [[i for i, t in enumerate(toks) if t in _SYNONYMS.get(w, (w,))] for w in words]
             if all(pos) and max(min(p) for p in pos) - min(min(p) for p in pos) <= 5:
@@ -173,9 +177,11 @@ def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
                     units.append(Unit(kind="ask", stage=stage_name, keys=owed))
             covered |= set(said)
             units.append(Unit(kind="inform", stage=stage_name, text=tp))
-    for k in askable:
-        if k not in covered:
-            units.append(Unit(kind="ask", stage=stage_name, keys=(k,)))
+    # a required value no talking point asks for is asked with the stage's questions, before
+    # the statements that conclude them ("you're verified and I've opened your application")
+    last_ask = max((i for i, u in enumerate(units) if u.kind == "ask"), default=-1)
+    left = [Unit(kind="ask", stage=stage_name, keys=(k,)) for k in askable if k not in covered]
+    units[last_ask + 1:last_ask + 1] = left
     units += close
     if not units:
         units.append(Unit(kind="inform", stage=stage_name, text=P.sentence(st.description)))

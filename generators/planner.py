@@ -148,6 +148,12 @@ class RulePlanner:
                 if u.kind == "ask" and u.keys and not u.purpose and all(
                         st.stated.get(k) for k in u.keys):
                     continue                    # the caller gave all of it already (volunteered)
+                if u.kind == "ask" and u.keys and not u.purpose and u.text and any(
+                        st.stated.get(k) and k in st.uttered for k in u.keys):
+                    # the caller volunteered part of it: ask only for the rest, in a question
+                    # of its own (the talking point would ask again for what they gave)
+                    u = u.model_copy(update={"text": "", "keys": tuple(
+                        k for k in u.keys if not (st.stated.get(k) and k in st.uttered))})
                 if u.kind == "close":
                     st.delivered.add(st.stage)
                     st.close_offered = True
@@ -406,7 +412,9 @@ class RulePlanner:
                                             # as a loop, not a conversation)
             if t == "impatient" and (unit.purpose in ("readback", "recap") or (
                     unit.kind == "ask" and unit.keys and unit.text
-                    and all(st.in_text(k, unit.text) for k in unit.keys))):
+                    and all(st.in_text(k, unit.text) for k in unit.keys)) or (
+                    unit.text and _CONFIRM_Q.search(unit.text)
+                    and any(st.in_text(k, unit.text) for k in st.facts))):
                 continue                    # a read-back: the value and "is that right?" are
                                             # all that is left, nothing to skip
             if t == "impatient" and self._rounds_left(st) <= 3:
@@ -532,10 +540,23 @@ _READBACK = re.compile(r"\bread(?:ing)? (?:that|it|this|those|them|everything) b
                        re.I)
 
 
+def _unnamed(text: str, st: ConversationState) -> str:
+    """The talking point without the caller's first name as a form of address ("Thanks,
+    Katherine.") while the caller has not said their name yet: the agent cannot know it."""
+    for k, f in st.facts.items():
+        if f.kind != "name" or k in st.uttered or k in st.read_back or not f.value.split():
+            continue
+        first = re.escape(f.value.split()[0])
+        text = re.sub(rf",\s+{first}(?=[.,!?])", "", text)
+        text = re.sub(rf"^{first},\s+(\w)", lambda m: m.group(1).upper(), text)
+    return text
+
+
 def drop_unfounded(text: str, st: ConversationState) -> str:
     """The talking point without sentences that attribute to the caller a value they never
     said ("You said it's a grey spinner case" before they described it)."""
     facts = st.facts
+    text = _unnamed(text, st)
     out = []
     dropped = readback = False
     for sent in re.split(r"(?<=[.?!])\s+", text):
@@ -600,11 +621,18 @@ def unheard_question(text: str, heard_chars: int) -> str:
     return qs[-1] if qs else ""
 
 
+# a question asking the caller to confirm what the turn reads out ("So that's Portugal and Spain,
+# leaving Friday. Is that right, ...?")
+_CONFIRM_Q = re.compile(r"\b(?:is|was) (?:that|this|all of that|everything) (?:right|correct|accurate)\b|"
+                        r"\bdid I get that right\b|\bhave I got that right\b", re.I)
+
+
 def _readable(value: str) -> bool:
     """A value a read-back can say after "it's" / "your X is": a name, a date, an amount,
     not a clause about the caller ("is renting and has renter's insurance")."""
     return bool(value) and P.clause(value) is None and not re.match(
-        r"(?:is|are|was|has|have|had|lost|needs?|wants?|got)\b", value, re.I)
+        r"(?:is|are|was|has|have|had|lost|needs?|wants?|got|since|until|because|I|we|my|our)\b",
+        value, re.I)
 
 
 def _trimmed(st: ConversationState, keep) -> deque:
