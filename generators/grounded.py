@@ -100,7 +100,7 @@ def _met_with_benefit(content: str, o: Obj) -> bool:
     return bool(_GAIN.search(content[start:min(nxt) + 1 if nxt else len(content)]))
 
 
-_MERCHANT = re.compile(r"^[^.?!]{0,40}?\b(?:from|at|by)\s+[A-Z]")
+_MERCHANT = re.compile(r"^(?:[^.?!]|\.(?=\d)){0,40}?\b(?:from|at|by)\s+[A-Z]")
 _RECORD = re.compile(r"\b(?:transactions?|purchases?|merchants?|payees?|retailers?|vendors?|"
                      r"stores?|recogni[sz]\w*|dispute\w*|unauthori[sz]ed)\b", re.I)
 _OURS = re.compile(r"\b(?:our|we|us)\b", re.I)

@@ -320,7 +320,10 @@ class RulePlanner:
                     for k, v in values.items()):
                 return "confirm", values
             # what the turn itself says is confirmed, not told back: only the rest is answered
-            answer = {k: v for k, v in values.items() if v and not (full and st.in_text(k, full))}
+            # and a value the records read out first (a re-asked "is that the one?" after a side
+            # turn) is the assistant's, not told back as news
+            answer = {k: v for k, v in values.items() if v and not (full and st.in_text(k, full))
+                      and k not in st.system_first}
             if not answer:
                 return "confirm", values
             extra = [k for k in st.volunteerable() if st.correction(k) is not None and k not in answer

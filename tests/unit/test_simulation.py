@@ -122,17 +122,15 @@ def test_rubrics_one_per_interruption_fixed_at_generation(convs):
 # when the agents pass it.
 # (presupposed_value, yes_no_answered, cut_inside_value, escalation_addressed and
 # pushback_on_benefit no longer fire on 150 held-out conversations, seeds 7/23/101: removed)
-NOT_YET_PASSED = {"user_states_system_value", "confirmation_has_object",
-                  # issue 12, second shift: the rubric writer quotes a pending question as "do
-                  # not repeat" (3 of 50 offline conversations, seed 7); the refusal template
-                  # doubles "what I can do" (1 of 50); an impatient gold
-                  # closes the request with a workflow stage never done (1 of 50)
-                  "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip",
-                  # the lead's reading at seed 311: an impatient cut in a read-back of the
-                  # billing address (2 of 16, seed 5) and a re-asked value the caller gave
-                  # (the transfer PIN, the full name): generator defects, not yet fixed
-                  "impatient_at_readback", "reasks_given_value", "reasks_after_verified",
-                  "pushback_on_cost"}
+# (confirmation_has_object, doubled_phrase, task_abandoned_on_skip, impatient_at_readback,
+# reasks_given_value, reasks_after_verified and pushback_on_cost no longer fire on the first
+# attempt of 250 conversations, seeds 7/23/101/311/42, after the second shift's fixes: removed)
+NOT_YET_PASSED = {
+    # a volunteered or confirmed value the check holds to be the system's (1 of 50, seed 311:
+    # "the project cost is ..." where the scenario's talking points only state it)
+    "user_states_system_value",
+    # an impatient gold that restates a heard sentence in other words (1 of 50, seed 7)
+    "gold_meets_own_rubric"}
 
 
 def test_the_verifier_accepts_the_offline_conversations(run):
