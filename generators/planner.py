@@ -598,10 +598,12 @@ def drop_unfounded(text: str, st: ConversationState) -> str:
 
 _CLAUSE_LABEL = re.compile(r"\b(?:was|is|were|are|has|have|had|did|does|opened|made|started|"
                            r"joined|moved|born)\b", re.I)
-_SENSITIVE_KINDS = {"date_of_birth", "code", "account", "pin", "phone", "email", "address", "name",
+# (not a name: a caller who rang to be helped gives it; "why do you need my full name?" and "I
+# can use the security questions instead" is no call anyone has)
+_SENSITIVE_KINDS = {"date_of_birth", "code", "account", "pin", "phone", "email", "address",
                     "card", "ssn", "work_email"}
 _SENSITIVE_WORDS = ("birth", "ssn", "social", "card", "account", "pin", "password", "phone",
-                    "email", "address", "name", "member", "policy_number", "passport", "licen")
+                    "email", "address", "member", "policy_number", "passport", "licen")
 
 
 def sensitive_key(st: ConversationState, key: str) -> bool:
@@ -674,7 +676,10 @@ def resume_text(text: str, rec: Recovery) -> str:
         if text[i] == " " and text[i - 1] in ".!?" and not _ABBREV_END.search(text[:i]):
             start = i + 1
             break
-    if start and P.n_words(text[start:]) < 6 and text[start:].rstrip().endswith("?"):
+    q = text[start:]
+    if start and q.rstrip().endswith("?") and (P.n_words(q) < 6 or (
+            P.n_words(q) < 9 and re.match(r"\W*(?:does|is|did|have|are|was|do|can you confirm)\b"
+                                          r"[^?]*\b(?:that|this|it|everything|all)\b", q, re.I))):
         # "Did I get that right?" alone after a recovery: say what it asks about again
         prev = max(text.rfind(". ", 0, start - 1), text.rfind("? ", 0, start - 1),
                    text.rfind("! ", 0, start - 1), text.rfind(": ", 0, start - 1))
@@ -707,6 +712,16 @@ def _rationale(plan: dict) -> str:
 _JOINERS = frozenset("and but so because which then or if when while since though although".split())
 
 
+# words a noun phrase goes on after ("the | order number", "last four | digits"): no nod there
+_BOUND = frozenset("a an the your my our their his her its this that these those some any each "
+                   "every last first next new old full four three two five six one of to for in "
+                   "on at with from by about".split())
+
+
+def _word(text: str, span: tuple[int, int]) -> str:
+    return text[span[0]:span[1]].lower().strip(",.?!;:")
+
+
 def place_cut(text: str, content_start: int, fraction: float, rng: random.Random,
               min_word: int = 0, protected: set[int] | frozenset[int] = frozenset(),
               at_boundary: bool = False) -> int | None:
@@ -729,6 +744,11 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
         edge = [k for k in cands if (text[spans[k - 1][1] - 1] in ".!,:;"
                 or text[spans[k][0]:spans[k][1]].lower().strip(",.") in _JOINERS)
                 and len(spans) - k >= 6]    # the rest is more than a stock "Shall I do that?"
+        if not edge:                    # a clause edge with a short rest, else no cut inside
+            edge = [k for k in cands if text[spans[k - 1][1] - 1] in ".!,:;"]   # a noun phrase
+        if not edge:
+            edge = [k for k in cands if _word(text, spans[k - 1]) not in _BOUND
+                    and _word(text, spans[k]) not in ("of", "'s")]
         cands = edge or cands
     else:
         inner = [k for k in cands if text[spans[k - 1][1] - 1] not in ".!?,:;"]
