@@ -371,8 +371,20 @@ class ConversationState:
             if key not in P.bank_keys("pairs"):
                 continue
             used = self.used_pairs.get(key, set())
-            out += [(key, i) for i in range(len(P.bank("pairs", key))) if i not in used] * weight
+            out += [(key, i) for i, pr in enumerate(P.bank("pairs", key))
+                    if i not in used and self._fits_goal(pr)] * weight
         return out
+
+    def _fits_goal(self, pair: dict) -> bool:
+        """A pair with a ``when`` pattern fits only a goal whose description or talking points
+        match it (an aisle seat needs a flight being chosen, step-free access a visit)."""
+        when = pair.get("when") if isinstance(pair, dict) else None
+        if not when:
+            return True
+        wf = self.scenario.kb.workflow
+        text = " ".join([self.scenario.goal.name, self.scenario.goal.description,
+                         *(tp for st in wf.stages for tp in st.talking_points)])
+        return re.search(when, text, re.I) is not None
 
     def take_pair(self, bank: str, rng) -> dict[str, str]:
         """Draw and mark one pair of ``bank``: the plan detail ``{"pair": "<key>#<i>"}``."""
