@@ -8,6 +8,11 @@ calls in sequence; call k+1's prompt carries the token call k returned, and ever
 checked. It prints::
 
     orchestration_efficiency=  ideal critical path (steps x latency) / achieved wall   (goal >= 0.85)
+    bare_sdk_efficiency=       the same for the same calls made with the bare SDK in one asyncio
+                               loop (AsyncOpenAI on its aiohttp client, the same schema, no
+                               runner, cache, ledger or checks), measured in this run: the floor
+                               the SDK transport itself sets on this machine
+    overhead_vs_bare_sdk=      bargein's wall / the bare SDK's wall (1.0 = bargein adds nothing)
     speedup_vs_sequential=     sequential wall / concurrent wall                      (goal >= 40)
                                (the sequential wall is measured in this run on a subset of
                                conversations, one at a time, and extrapolated linearly)
@@ -89,6 +94,39 @@ async def converse(item: ChatMessage, ctx: StageContext) -> ChatMessage:
     return ChatMessage(role="assistant", content=f"{item.content} " + " ".join(tokens))
 
 
+async def _bare_sdk(base_url: str, n: int, steps: int) -> float:
+    """Wall of ``n`` conversations x ``steps`` calls through the bare SDK (no bargein code)."""
+    import asyncio
+
+    import openai
+
+    schema = {"type": "json_schema", "json_schema": {
+        "name": "Turn", "strict": True, "schema": Turn.model_json_schema() | {"additionalProperties": False}}}
+    client = openai.AsyncOpenAI(base_url=base_url, api_key=FAKE_KEY,
+                                http_client=openai.DefaultAioHttpClient())
+
+    async def one(conv: str) -> None:
+        prev = "start"
+        for step in range(steps):
+            r = await client.chat.completions.create(
+                model="gpt-4o-mini", max_tokens=64, response_format=schema,
+                messages=[{"role": "system", "content": "You continue a token chain. Answer in JSON."},
+                          {"role": "user", "content": f"conversation={conv} step={step} prev={prev}"}])
+            got = Turn.model_validate_json(r.choices[0].message.content)
+            if got.step != step or got.token != expected_token(conv, step, prev):
+                raise ValueError(f"bare SDK: wrong answer at step {step} of {conv}")
+            prev = got.token
+
+    convs = [f"bare-{i:03d}" for i in range(n)]
+    gc.collect()
+    t0 = time.perf_counter()
+    try:
+        await asyncio.gather(*(one(c) for c in convs))
+    finally:
+        await client.close()
+    return time.perf_counter() - t0
+
+
 def items(n: int, tag: str) -> list[ChatMessage]:
     return [ChatMessage(role="user", content=f"{tag}-{i:03d}") for i in range(n)]
 
@@ -146,6 +184,11 @@ def main() -> int:
             seq_wall = seq.wall_s * n / k
             print(f"sequential: {k} conversations in {seq.wall_s:.3f}s, extrapolated to {n}: {seq_wall:.1f}s")
             print(f"orchestration_efficiency={eff:.3f}")
+            import asyncio
+
+            bare = asyncio.run(_bare_sdk(srv.openai_base_url, n, steps))
+            print(f"bare_sdk_efficiency={ideal / bare:.3f}")
+            print(f"overhead_vs_bare_sdk={wall / bare:.3f}")
             print(f"speedup_vs_sequential={seq_wall / wall:.1f}")
             if eff < 0.85 or seq_wall / wall < 40:      # timing depends on the machine's load
                 print("note: timing goals (efficiency >= 0.85, speedup >= 40) not met in this run; "
