@@ -600,7 +600,8 @@ _CLAUSE_LABEL = re.compile(r"\b(?:was|is|were|are|has|have|had|did|does|opened|m
                            r"joined|moved|born)\b", re.I)
 # (not a name: a caller who rang to be helped gives it; "why do you need my full name?" and "I
 # can use the security questions instead" is no call anyone has)
-_SENSITIVE_KINDS = {"date_of_birth", "code", "account", "pin", "phone", "email", "address",
+# (nor a reference code: "why do you need my order number?" is no objection a caller makes)
+_SENSITIVE_KINDS = {"date_of_birth", "account", "pin", "phone", "email", "address",
                     "card", "ssn", "work_email"}
 _SENSITIVE_WORDS = ("birth", "ssn", "social", "card", "account", "pin", "password", "phone",
                     "email", "address", "member", "policy_number", "passport", "licen")
@@ -712,16 +713,6 @@ def _rationale(plan: dict) -> str:
 _JOINERS = frozenset("and but so because which then or if when while since though although".split())
 
 
-# words a noun phrase goes on after ("the | order number", "last four | digits"): no nod there
-_BOUND = frozenset("a an the your my our their his her its this that these those some any each "
-                   "every last first next new old full four three two five six one of to for in "
-                   "on at with from by about".split())
-
-
-def _word(text: str, span: tuple[int, int]) -> str:
-    return text[span[0]:span[1]].lower().strip(",.?!;:")
-
-
 def place_cut(text: str, content_start: int, fraction: float, rng: random.Random,
               min_word: int = 0, protected: set[int] | frozenset[int] = frozenset(),
               at_boundary: bool = False) -> int | None:
@@ -746,10 +737,8 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
                 and len(spans) - k >= 6]    # the rest is more than a stock "Shall I do that?"
         if not edge:                    # a clause edge with a short rest, else no cut inside
             edge = [k for k in cands if text[spans[k - 1][1] - 1] in ".!,:;"]   # a noun phrase
-        if not edge:
-            edge = [k for k in cands if _word(text, spans[k - 1]) not in _BOUND
-                    and _word(text, spans[k]) not in ("of", "'s")]
-        cands = edge or cands
+        if not edge:                    # no clause edge: no nod in the middle of a clause
+            return None
     else:
         inner = [k for k in cands if text[spans[k - 1][1] - 1] not in ".!?,:;"]
         cands = inner or cands

@@ -122,15 +122,19 @@ def test_rubrics_one_per_interruption_fixed_at_generation(convs):
 # when the agents pass it.
 # (presupposed_value, yes_no_answered, cut_inside_value, escalation_addressed and
 # pushback_on_benefit no longer fire on 150 held-out conversations, seeds 7/23/101: removed)
-# (confirmation_has_object, doubled_phrase, task_abandoned_on_skip, impatient_at_readback,
-# reasks_given_value, reasks_after_verified and pushback_on_cost no longer fire on the first
-# attempt of 250 conversations, seeds 7/23/101/311/42, after the second shift's fixes: removed)
+# (confirmation_has_object, doubled_phrase, impatient_at_readback, reasks_after_verified and
+# pushback_on_cost no longer fire on the first attempt of 300 conversations, seeds
+# 7/23/101/311/42 and held-out 2027, after the second shift's fixes: removed)
 NOT_YET_PASSED = {
     # a volunteered or confirmed value the check holds to be the system's (1 of 50, seed 311:
     # "the project cost is ..." where the scenario's talking points only state it)
     "user_states_system_value",
     # an impatient gold that restates a heard sentence in other words (1 of 50, seed 7)
-    "gold_meets_own_rubric"}
+    "gold_meets_own_rubric",
+    # still fires on held-out seeds: an impatient gold that closes a step never done (1 of 50,
+    # seed 8191) and "What I can do is this: ... in an email" read as asking for the email
+    # the caller gave (2 flags in 50, seed 977)
+    "task_abandoned_on_skip", "reasks_given_value"}
 
 
 def test_the_verifier_accepts_the_offline_conversations(run):
