@@ -240,6 +240,6 @@ def reasks_after_verified(conv: Conversation) -> list[Verdict]:
                                     f"{label(f.key)} after telling the caller they were verified "
                                     f"(message {verified_at})", fixable=False,
                                     evidence=sent.strip()))
-                return out
+                break                              # one verdict per sentence; every turn is read
     return out
 

@@ -146,6 +146,20 @@ def test_asking_for_an_identity_detail_after_verification_is_found():
     assert found(conv, "reasks_after_verified") == []
 
 
+def test_every_reask_after_verification_is_found_not_only_the_first():
+    """A conversation that asks for one identity detail after verification and later for
+    another gets a verdict for each (the recall corpus missed an injected re-ask whenever the
+    conversation itself had asked for another detail first)."""
+    dob = UserFact(key="date_of_birth", value="March 3, 1980", kind="code")
+    first = ("assistant", "Got it. What are the last four digits of your Social Security number?",
+             {"stage": "troubleshooting"})
+    later = ("assistant", "Before we go on, what's your date of birth?", {"stage": "troubleshooting"})
+    vs = found(conv_with({8: first, 10: later}, scenario=with_facts(SSN, dob)),
+               "reasks_after_verified")
+    assert [v.message_index for v in vs] == [8, 10]
+    assert "Social Security" in vs[0].evidence and "date of birth" in vs[1].evidence
+
+
 # ---- user_states_system_value: a price the business sets ------------------------------------
 def test_the_caller_stating_a_business_price_is_found_even_when_the_scenario_provides_it():
     fee = UserFact(key="consult_fee", value="175 dollars for 45 minutes", kind="choice")
