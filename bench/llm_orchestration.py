@@ -36,6 +36,7 @@ import sys
 from pathlib import Path
 
 import argparse
+import asyncio
 import gc
 import hashlib
 import json
@@ -96,8 +97,6 @@ async def converse(item: ChatMessage, ctx: StageContext) -> ChatMessage:
 
 async def _bare_sdk(base_url: str, n: int, steps: int) -> float:
     """Wall of ``n`` conversations x ``steps`` calls through the bare SDK (no bargein code)."""
-    import asyncio
-
     import openai
 
     schema = {"type": "json_schema", "json_schema": {
@@ -184,8 +183,6 @@ def main() -> int:
             seq_wall = seq.wall_s * n / k
             print(f"sequential: {k} conversations in {seq.wall_s:.3f}s, extrapolated to {n}: {seq_wall:.1f}s")
             print(f"orchestration_efficiency={eff:.3f}")
-            import asyncio
-
             bare = asyncio.run(_bare_sdk(srv.openai_base_url, n, steps))
             print(f"bare_sdk_efficiency={ideal / bare:.3f}")
             print(f"overhead_vs_bare_sdk={wall / bare:.3f}")
