@@ -159,7 +159,8 @@ _LABEL_WORDS = {"ssn": "Social Security number", "dob": "date of birth", "id": "
                 "zip": "ZIP code", "pin": "PIN", "addon": "add-on"}
 
 
-_LABEL_KEYS = {"account_created_year": "year the account was opened"}
+_LABEL_KEYS = {"account_created_year": "year the account was opened",
+               "lost_device": "reason for the reset"}
 
 
 def label(key: str) -> str:
