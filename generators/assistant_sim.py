@@ -27,7 +27,7 @@ from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
 from bargein.generators.planner import EDGE_WORDS, RoundPlan
 from bargein.records import Scenario
-from bargein.verify.text import contains_phrase, normalise
+from bargein.verify.text import contains_phrase, content_words, normalise
 from bargein.verify.tone import dedupe_markers, is_distressing
 
 _GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching|ringing)|you've reached|hello|"
@@ -113,6 +113,7 @@ class RuleAssistant:
     def __init__(self, scenario: Scenario):
         self.scenario = scenario
         self.kinds = {f.key: f.kind for f in scenario.kb.user_facts}
+        self.before = ""                # the assistant's previous turn as heard (set per turn)
 
     def respond(self, plan: RoundPlan, rng: random.Random) -> AssistantTurn:
         turn = self.recover(plan, rng) if plan.assistant_mode == "recovery" else self.normal(plan, rng)
@@ -174,7 +175,11 @@ class RuleAssistant:
         words told back; the generic banks only for a fact the catalogue has no response for."""
         own = hidden_acks(self.scenario, key)
         if own:
-            return rng.choice(own)
+            # one that names something of the circumstance the caller's last heard turn did not
+            # (so it is taken up, not answered with words that were already in the air)
+            fact = next((f.value for f in self.scenario.intent.hidden_facts if f.key == key), value)
+            said = content_words(fact) - content_words(self.before)
+            return rng.choice([a for a in own if content_words(a) & said] or list(own))
         return P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(value)
                       else "recover_hidden_fact", fact=P.second_person(value))
 

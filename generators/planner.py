@@ -389,13 +389,16 @@ class RulePlanner:
         if not unit.text and unit.kind == "ask" and st.pending is not None:
             return None, {}                 # a bare question after a recovery: too short
         p = min(0.95, intent.interruption_rate / ELIGIBLE_SHARE)
-        if st.chain >= 2:                   # two cuts in a row already: a third, on content
-            if rng.random() < p:            # said for the third time, reads as a loop; the cut
+        resumes = st.pending is not None and st.pending.type in ("normal", "topic_switch",
+                                                                  "correction", "filler")
+        if st.chain >= 3 or (st.chain >= 2 and resumes):   # two cuts in a row already: a third,
+            if rng.random() < p:            # on content said for the third time, reads as a loop; the cut
                 st.owed += 1                # is owed to a later turn (the profile's rate holds)
             return None, {}
-        if rng.random() >= p and not (st.owed and st.chain == 0):
+        pay = st.owed > 0 and (st.chain == 0 or not resumes)
+        if rng.random() >= p and not pay:
             return None, {}
-        if st.owed and st.chain == 0:
+        if pay:
             st.owed -= 1
         feasible = [t for t in self._feasible(st, unit) if t not in exclude]
         if unit.text[:1].islower():         # the rest of a cut sentence: only a backchannel fits
