@@ -70,7 +70,8 @@ def dpo_record(item: EvalItem, detail: dict[str, str], seed: int,
 def _why(failure: Any) -> str:
     """The fallback a failed on-policy item gets: its answers were malformed, or the model
     could not be asked (a transport error, the budget) — the failures file has the evidence."""
-    return "model_answers_malformed" if "is a spoken turn" in failure.reason else "model_failed"
+    return ("model_answers_malformed" if failure is not None and "is a spoken turn" in failure.reason
+            else "model_failed")
 
 
 def interruption_details(conversations: Iterable[Conversation]) -> dict[tuple[str, int], dict]:
@@ -138,6 +139,7 @@ def write_exports(items: list[EvalItem], conversations: Iterable[Conversation],
     if dpo:
         details = interruption_details(conversations)
         found: dict[str, OnPolicyReject] = {}
+        failed: dict[str, Any] = {}
         model = None
         if not is_offline(llm) and items:
             from bargein.generators.onpolicy import sample_rejects
@@ -149,7 +151,7 @@ def write_exports(items: list[EvalItem], conversations: Iterable[Conversation],
             model = model_label(llm)
         counts["dpo"] = write_jsonl(workdir / "dpo.jsonl", [
             dpo_record(i, details.get((i.conversation_id, i.message_index), {}), seed,
-                       found.get(i.id), model if i.id in failed else None,
-                       _why(failed[i.id]) if i.id in failed else "")
+                       found.get(i.id), model if i.id not in found else None,
+                       _why(failed.get(i.id)))
             for i in items])
     return counts
