@@ -242,21 +242,28 @@ def _content(text: str) -> set[str]:
     return out
 
 
+def user_content(item: EvalItem) -> set[str]:
+    """The content words of what the user said: every user turn and the interjection."""
+    return _content(" ".join([item.interjection] + [m.content for m in item.history if m.role == "user"]))
+
+
 def case_content(item: EvalItem) -> set[str]:
     """The content words that make this conversation specific: what the user said (every user
     turn and the interjection) and what the assistant was saying when it was cut (the planned
     message). The assistant's earlier turns are left out: their politeness ("happy to help",
     "of course") is what a reply that fits any conversation is made of."""
-    return _content(" ".join([item.planned_text, item.interjection]
-                             + [m.content for m in item.history if m.role == "user"]))
+    return user_content(item) | _content(item.planned_text)
 
 
 def grounded_in(evidence: str, item: EvalItem) -> bool:
-    """Whether the quote names anything of this conversation (a content word of the user's
-    turns, the interjection or the interrupted message, :func:`case_content`; stop words and
-    backchannels from :mod:`bargein.lexicon` do not count). A criterion asks for something
-    specific to the case; a quote that would fit any conversation cannot show it is met."""
-    return bool(_content(evidence) & case_content(item))
+    """Whether the quote names something of this conversation: a content word of what the user
+    said (:func:`user_content`), or two of the interrupted message (stop words and backchannels
+    from :mod:`bargein.lexicon` do not count). A criterion asks for something specific to the
+    case; a quote that would fit any conversation cannot show it is met. One word of the
+    assistant's own message is not enough: a content-free reply shares one now and then ("What's
+    next for you?" with "your next bill")."""
+    words = _content(evidence)
+    return bool(words & user_content(item)) or len(words & _content(item.planned_text)) >= 2
 
 
 _ABSENCE = re.compile(r"\b(not|no|never|nor|none|nothing|neither|dropped|skipped|omitted|"
@@ -301,7 +308,8 @@ class LLMJudge:
       (:func:`criterion_kind` "do") is asked for the words of the response that meet it
       (``judge_rq_criterion``); it is met only when the judge says so AND its quote is words of
       the response AND, with ``grounding`` (the default), the quote names something of this
-      conversation (:func:`grounded_in`). A criterion that forbids something ("avoid") is asked
+      conversation (:func:`grounded_in`: a word the user said, or two of the interrupted
+      message). A criterion that forbids something ("avoid") is asked
       for the words that do the forbidden thing (``judge_rq_avoid``); it is broken only when
       the judge says so AND the quote is words of the response AND, with ``grounding``, the
       quote mostly says again what the user heard, the interjection or the criterion names
@@ -334,7 +342,7 @@ class LLMJudge:
             rq = f"judge_rq_criterion v{load('judge_rq_criterion').version}"
             if rq_mode == "split":
                 rq += f" + judge_rq_avoid v{load('judge_rq_avoid').version}"
-            rq += " quotes grounded@2" if grounding else " quotes@2"   # @2: spoken numbers, re-asked
+            rq += " quotes grounded@3" if grounding else " quotes@3"   # checks v3 (spoken numbers, re-asked)
         self.id = f"{spec} ({tf}, {rq})"
         self.reasks = reasks
         self.temperature = judge_temperature(spec, temperature)
