@@ -71,6 +71,8 @@ class RuleAgents:
         return plan
 
     async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
+        self.assistant.before = next((m.spoken_text for m in reversed(messages)
+                                      if m.role == "assistant"), "")
         turn = self.assistant.respond(plan, rng)
         errs = check_turn(plan, turn)
         if errs:
