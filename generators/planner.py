@@ -443,10 +443,12 @@ class RulePlanner:
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
             if t == "impatient" and unit.text and (_CALLER_TASK.search(unit.text)
-                                                   or _DONE.search(unit.text)):
+                                                   or _DONE.search(unit.text)
+                                                   or _unheard_price(unit.text, 0)):
                 continue                    # a step the caller must do now (read a code out, try
                                             # the app again) cannot be skipped; a report of work
-                                            # done has nothing left to hurry towards
+                                            # done has nothing left to hurry towards; a price the
+                                            # caller will pay is not skipped past
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
                                      else unit.kind == "ask" and st.pending is not None):
                 continue                    # nothing long enough to skip
@@ -485,7 +487,10 @@ class RulePlanner:
         if itype == "pushback":
             variants = ["suspicion", "resistance", "dispute", "disagreement"]
             keys = [k for k in unit.keys if sensitive_key(st, k)
-                    and not _CLAUSE_LABEL.search(P.label(k))] if unit.kind == "ask" else []
+                    and not _CLAUSE_LABEL.search(P.label(k))
+                    and not (unit.text and st.in_text(k, unit.text))] if unit.kind == "ask" else []
+            # (a value the turn reads out from the file is confirmed, not given: no "is it safe
+            # to give you my billing address?")
             # ("my year the account was opened" is no phrase anyone says: only a noun phrase)
             if keys:                        # identity details people hesitate to give by phone
                 key = keys[0]
