@@ -167,7 +167,8 @@ def _fits(o: Obj, content: str) -> bool:
         if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive|match|"
                      r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace|"
                      r"authori[sz]|releas|drop(?:s|ped)? off|not (?:fully |yet )?charged|"
-                     r"so (?:that )?you (?:can|could|have time|still)\b|(?:gives?|give) you\b)",
+                     r"so (?:that )?you (?:can|could|have time|still|won't|don't have to)\b|"
+                     r"(?:gives?|give) you\b|won't be stuck|instead, so)",
                      sent, re.I):
             return False             # a benefit the caller is offered is nothing to object to
                                      # (a window "so you can export anything you need")
