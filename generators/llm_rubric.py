@@ -144,13 +144,38 @@ def check_rubric(out: RubricOut, kind: str | None = None, said: str = "") -> lis
     return errs
 
 
+def _key(v) -> tuple:
+    return (v.check, v.message_index, v.issue, v.evidence)
+
+
+def gate_errors(conv: Conversation, rubric: Rubric, without: set[tuple] | None = None) -> list[str]:
+    """The verifier's deterministic checks on ``rubric``: the unfixable verdicts the
+    conversation gets with it that it does not get without it (``without``: those keys, when
+    computed already), as re-ask errors. Seen on the 1.5B model: a whole simulated call
+    (25 messages, 68 model calls) discarded for a criterion quoting 'limited to fifteen titles'
+    (not a whole phrase of the call) and one starting in lower case; a re-ask fixes such a
+    criterion for one more call."""
+    from bargein.verify.checks import run_checks
+
+    if without is None:
+        without = {_key(v) for v in run_checks(conv.with_(rubrics=()))}
+    errs = []
+    for v in run_checks(conv.with_(rubrics=(rubric,))):
+        if not v.fixable and _key(v) not in without:
+            errs.append(f"{v.issue}" + (f" (in {v.evidence})" if v.evidence else ""))
+    return list(dict.fromkeys(errs))
+
+
 def _example(kind: str) -> dict[str, str]:
     heard, said, answer = EXAMPLES.get(kind, EXAMPLES["normal"])
     return {"example_heard": json.dumps(heard), "example_interjection": json.dumps(said),
             "example": json.dumps(answer, ensure_ascii=False)}
 
 
-async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random) -> Rubric:
+async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random,
+                     without: set[tuple] | None = None) -> Rubric:
+    """One rubric, checked by :func:`check_rubric` and by the verifier's own checks
+    (:func:`gate_errors`; ``without``: the verdict keys of the conversation without rubrics)."""
     cut = conv.messages[idx - 1]
     nxt = recovery_plans(conv).get(idx)
     system = render("rubric_generator", system_prompt=conv.scenario.system_prompt)
@@ -163,17 +188,26 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random)
                     details=json.dumps(interruption_context(conv, idx)),
                     **_example(cut.interruption.type))
     said = " ".join(m.text for m in conv.messages[: idx + 1])
+
+    def as_rubric(o: RubricOut) -> Rubric:
+        return Rubric(message_index=idx, type=cut.interruption.type, tf_criterion=o.tf_criterion.strip(),
+                      rq_criteria=tuple(c.strip() for c in o.rq_criteria if c.strip()))
+
+    def check(o: RubricOut) -> list[str]:
+        errs = check_rubric(o, cut.interruption.type, said)
+        return errs or gate_errors(conv, as_rubric(o), without)
+
     out = await ask_valid(llm, [{"role": "system", "content": system},
                                 {"role": "user", "content": prompt}], RubricOut,
-                          agent="rubric_generator",
-                          check=lambda o: check_rubric(o, cut.interruption.type, said))
-    return Rubric(message_index=idx, type=cut.interruption.type,
-                  tf_criterion=out.tf_criterion.strip(),
-                  rq_criteria=tuple(c.strip() for c in out.rq_criteria if c.strip()))
+                          agent="rubric_generator", check=check)
+    return as_rubric(out)
 
 
 async def rubrics_llm(conv: Conversation, ctx: StageContext) -> Conversation:
+    from bargein.verify.checks import run_checks
+
     llm = llm_for(ctx, ctx.config["llm"])
-    rubrics = await asyncio.gather(*(llm_rubric(conv, i, llm, random.Random(ctx.item_seed + i))
+    without = {_key(v) for v in run_checks(conv.with_(rubrics=()))}
+    rubrics = await asyncio.gather(*(llm_rubric(conv, i, llm, random.Random(ctx.item_seed + i), without)
                                      for i in _indices(conv)))
     return conv.with_(rubrics=tuple(rubrics))
