@@ -28,8 +28,10 @@ from bargein.generators.llm_messages import (
 from bargein.generators.facts import find_placeholders
 from bargein.generators.llm_values import said
 from bargein.generators.planner import ConversationState, RoundPlan
+from bargein.generators import grounded as G
 from bargein.generators.user_sim import (
-    Interjected, PlanBroken, RuleUser, UserPlan, anchors, check_interjection, check_reply, user_plan,
+    Interjected, PlanBroken, RuleUser, UserPlan, anchors, check_interjection, check_reply,
+    impatient_cuts, user_plan,
 )
 from bargein.verify.text import content_words, normalise, sentences
 from bargein.records import Conversation, Scenario
@@ -121,6 +123,11 @@ class LLMAgents:
         self.cutter = RuleUser()
 
     async def refine_plan(self, plan: RoundPlan, st: ConversationState, messages, rng, sample) -> RoundPlan:
+        why = unrealisable(plan, said_values_of(self.scenario))
+        if why:      # known before any model call: the round is planned again without this type
+            raise PlanBroken(f"the planned {plan.type} cut cannot happen in this turn: {why}",
+                             evidence={"plan": plan.model_dump(mode="json"), "reason": why})
+
         def check(out: PlannerOut) -> list[str]:
             text = out.assistant_goal + " " + out.user_goal
             errs = [f"placeholders: {find_placeholders(text)[:3]}"] if find_placeholders(text) else []
@@ -178,6 +185,35 @@ class LLMAgents:
         return Interjected(heard=cut.heard, cut_word_index=cut.cut_word_index,
                            interjection=out.interjection.strip(), overlap_ms=cut.overlap_ms,
                            detail=detail)
+
+
+def said_values_of(scenario: Scenario) -> tuple[str, ...]:
+    from bargein.generators.conversation import said_values
+
+    return said_values(scenario)
+
+
+def unrealisable(plan: RoundPlan, values: tuple[str, ...] = ()) -> str:
+    """Why the planned cut-in cannot be made in the planned content ('' when it may be): the
+    cutter needs a fee, requirement or policy to push back on (or, for a clarifying question,
+    a fee, policy or value), and explanation left to skip for an impatient caller. The model
+    smooths the planned talking point and adds no facts, so what the point lacks the spoken turn
+    lacks too. Seen on the 1.5B model: pushback, then impatient planned on an opener that only
+    asks for an order number; each drew a planner and an assistant call (minutes on 2 cores)
+    before the cutter found nothing to react to."""
+    unit = plan.unit
+    if not plan.interrupt or unit is None or plan.recovery is not None:
+        return ""
+    variant = plan.detail.get("variant", "")
+    text = unit.text
+    if plan.type == "pushback" and variant not in ("sensitive", "persist") \
+            and not G.objects_in(text, G.PUSHBACK_KINDS):
+        return f"no {'/'.join(G.PUSHBACK_KINDS)} in the planned content {text!r} to push back on"
+    if plan.type == "normal" and variant == "clarify" and not G.objects_in(text, G.CLARIFY_KINDS):
+        return f"no {'/'.join(G.CLARIFY_KINDS)} in the planned content {text!r} to ask about"
+    if plan.type == "impatient" and not impatient_cuts(text, 0, values):
+        return f"no explanation in the planned content {text!r} to skip"
+    return ""
 
 
 def _said(text: str, phrase: str) -> bool:

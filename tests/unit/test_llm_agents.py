@@ -179,3 +179,42 @@ def test_the_prefix_cache_counts_every_byte_a_state_holds():
     for i in range(5):
         cache[(i, i + 1)] = State()
     assert len(cache.cache_state) == 2 and cache.cache_size <= 2000
+
+
+def test_a_cut_with_nothing_to_react_to_is_refused_before_any_model_call(tmp_path):
+    """unrealisable() predicts from the planned talking point whether the cutter can place the
+    planned pushback / impatient / clarifying cut. The instrument is the rule-based cutter run on
+    the offline assistant's actual turns: the prediction never refuses a cut the cutter made,
+    and it catches most of the rounds where the cutter found nothing (each such round cost a
+    planner and an assistant call on the 1.5B model before)."""
+    import random
+    from collections import Counter
+
+    from bargein.errors import GenerationFailed
+    from bargein.generators.conversation import RuleAgents, _run_sync, said_values, simulate
+    from bargein.generators.llm_agents import unrealisable
+    from bargein.generators.scenarios import generate_scenarios
+
+    tab: Counter = Counter()
+
+    class Watch(RuleAgents):
+        async def refine_plan(self, plan, st, messages, rng, sample):
+            self.why = unrealisable(plan, said_values(self.scenario))
+            return plan
+
+        async def user_interject(self, plan, message, cs, ctx, heard, rng, sample):
+            try:
+                got = await super().user_interject(plan, message, cs, ctx, heard, rng, sample)
+            except GenerationFailed:
+                tab["failed", bool(self.why)] += 1
+                raise
+            tab["made", bool(self.why)] += 1
+            return got
+
+    for scn in generate_scenarios(8, 7, workdir=tmp_path, progress=False).outputs:
+        for seed in range(2):
+            agents = Watch(scn)
+            agents.scenario = scn
+            _run_sync(simulate(scn, random.Random(seed), agents))
+    assert tab["made", True] == 0                     # no cut the cutter made was refused
+    assert tab["failed", True] >= 0.5 * (tab["failed", True] + tab["failed", False]) > 0
