@@ -218,3 +218,49 @@ def test_a_cut_with_nothing_to_react_to_is_refused_before_any_model_call(tmp_pat
             _run_sync(simulate(scn, random.Random(seed), agents))
     assert tab["made", True] == 0                     # no cut the cutter made was refused
     assert tab["failed", True] >= 0.5 * (tab["failed", True] + tab["failed", False]) > 0
+
+
+def test_a_round_the_verifier_would_reject_is_planned_again(tmp_path):
+    """check_round runs the verifier's deterministic checks between rounds: a turn that says a
+    clause twice (doubled_phrase, unfixable: the whole call would be discarded at the end) breaks
+    its round, the round is planned again, and the call that comes out passes that check. The
+    offline agents' accepted calls pass the same per-round check on every round (no false
+    alarm on a call the verifier accepts)."""
+    import random
+
+    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+    from bargein.generators.llm_agents import round_verdicts
+    from bargein.generators.scenarios import generate_scenarios
+    from bargein.verify.checks import run_checks
+
+    class Checked(RuleAgents):
+        def __init__(self, scn, plant: bool):
+            super().__init__(scn)
+            self.memo, self.refused, self.plant = {}, [], plant
+
+        async def assistant_turn(self, plan, messages, rng, sample):
+            turn = await super().assistant_turn(plan, messages, rng, sample)
+            if self.plant and len(messages) >= 2 and not self.refused and len(turn.content.split()) >= 5:
+                return turn.model_copy(update={"content": f"{turn.content} {turn.content}"})
+            return turn
+
+        async def check_round(self, before, after):
+            errs = round_verdicts(before, after, self.memo)
+            if errs:
+                self.refused.append(errs)
+                from bargein.generators.user_sim import PlanBroken
+                raise PlanBroken(errs[0])
+
+    scns = generate_scenarios(4, 7, workdir=tmp_path, progress=False).outputs
+    clean = 0
+    for scn in scns:
+        agents = Checked(scn, plant=False)
+        conv = _run_sync(simulate(scn, random.Random(0), agents))
+        if not [v for v in run_checks(conv) if not v.fixable and v.check != "rubric_counts"]:
+            clean += 1
+            assert agents.refused == []
+    assert clean >= 2
+    agents = Checked(scns[0], plant=True)
+    conv = _run_sync(simulate(scns[0], random.Random(0), agents))
+    assert agents.refused and "doubled_phrase" in agents.refused[0][0]
+    assert not [v for v in run_checks(conv) if v.check == "doubled_phrase"]
