@@ -467,9 +467,33 @@ def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
     return errs
 
 
+# a request for more of what an impatient caller wants skipped. Seen on the 1.5B model, told to
+# ask the assistant to skip reading the itinerary back: "I'm sorry, could you please just read
+# the itinerary back for me? I need to understand the details."
+_ASKS_MORE = re.compile(
+    r"(?:\b(?:can|could|would|will) you (?:please )?(?:just )?|\bplease (?:just )?|^(?:just )?)"
+    r"(?:read|explain|repeat|say (?:that|it) again|go (?:over|through)|walk me through|"
+    r"run (?:me )?through|tell me (?:more|again|about|the details)|give me (?:the|more) details)\b",
+    re.I)
+
+
+def asks_for_more(text: str) -> str:
+    """The words of ``text`` asking to hear more, read back or repeated ('' when none)."""
+    for s, e in sentences(text):
+        sent = re.sub(r"^(?:(?:i'm |i am )?sorry|okay|ok|well|um|uh|so|actually)[,.]?\s+", "",
+                      text[s:e].strip().replace("\u2019", "'"), flags=re.I)
+        m = _ASKS_MORE.search(sent)
+        if m:
+            return sent[m.start():].strip()
+    return ""
+
+
 def check_user_interjection(up: UserPlan, message: str, content_start: int, heard: str,
                             interjection: str, context: tuple[str, ...]) -> list[str]:
-    errs = _echo(interjection) + assistant_voice(interjection) + [
+    more = asks_for_more(interjection) if up.type == "impatient" else ""
+    errs = ([f"{more!r} asks to hear more; an impatient caller wants the assistant to skip "
+             "this and move on: say that, in your own words"] if more else [])
+    errs += _echo(interjection) + assistant_voice(interjection) + [
         e for e in check_interjection(up, message, content_start, heard, interjection, context)
         if not e.startswith(_VALUE_ERRORS)]
     if up.type == "correction" and not said(interjection, up.detail.get("new", "")):

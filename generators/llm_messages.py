@@ -231,7 +231,8 @@ def _interject_what(up: UserPlan, detail: dict[str, str]) -> str:
     if t == "filler":
         return 'Say only a short backchannel such as "mm-hm", "yeah" or "right".'
     if t == "impatient":
-        return "You are in a hurry: ask them to skip the explanation and get on with it."
+        return ("You are in a hurry: ask them to skip the explanation and get on with it. Do not "
+                "ask them to read, repeat or explain anything.")
     if t == "correction":
         return (f"Correct your {P.label(d.get('label', 'details'))}: it is {d.get('new', '')}, "
                 f"not {d.get('old', '')}. Say the corrected value.")

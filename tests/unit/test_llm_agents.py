@@ -264,3 +264,21 @@ def test_a_round_the_verifier_would_reject_is_planned_again(tmp_path):
     conv = _run_sync(simulate(scns[0], random.Random(0), agents))
     assert agents.refused and "doubled_phrase" in agents.refused[0][0]
     assert not [v for v in run_checks(conv) if v.check == "doubled_phrase"]
+
+
+def test_an_impatient_cut_in_that_asks_to_hear_more_is_refused():
+    """Seen on the 1.5B model, told to ask the assistant to skip reading the itinerary back:
+    "I'm sorry, could you please just read the itinerary back for me?". The instrument for the
+    other side is the offline bank of hand-written impatient lines (287 distinct compositions):
+    none of them is taken for a request to hear more."""
+    import random
+
+    from bargein.generators import phrases as P
+    from bargein.generators.llm_agents import asks_for_more
+
+    seen = ["I'm sorry, could you please just read the itinerary back for me? I need to understand "
+            "the details.", "Please read the itinerary back for me.", "Can you explain the fee again?"]
+    assert all(asks_for_more(s) for s in seen)
+    rng = random.Random(1)
+    lines = {P.compose(rng, "user", "impatient_core") for _ in range(400)}
+    assert len(lines) > 200 and [x for x in lines if asks_for_more(x)] == []
