@@ -134,7 +134,17 @@ def _marker_edit(conv, rng, forms):
     i = rng.choice(sites)
     msgs = list(conv.messages)
     t = msgs[i].text
-    msgs[i] = msgs[i].with_(text=rng.choice(forms).format(rest=t[:1].lower() + t[1:], Rest=t))
+    form = rng.choice(forms)
+    if forms is SINGLE:
+        # a clean look-alike must stay clean: "Okay, right. {Rest}" before a turn that opens
+        # with "Okay, noted." says the marker twice in a row (a real defect, not a look-alike)
+        lead = {w.lower() for w in re.findall(r"[A-Za-z]+", form.split("{")[0])}
+        first = re.match(r"\W*([A-Za-z]+)", t)
+        # ... or whose next sentence opens with it ("So, as I said, X. So, going back ...")
+        opens = [w.lower() for w in re.findall(r"(?:^|[.!?]\s+)([A-Za-z]+),", t)[:2]]
+        if (first and first.group(1).lower() in lead) or lead & set(opens):
+            return None
+    msgs[i] = msgs[i].with_(text=form.format(rest=t[:1].lower() + t[1:], Rest=t))
     return conv.with_(messages=tuple(msgs)), i
 
 

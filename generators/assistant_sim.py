@@ -27,7 +27,7 @@ from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
 from bargein.generators.planner import EDGE_WORDS, RoundPlan
 from bargein.records import Scenario
-from bargein.verify.text import contains_phrase, normalise
+from bargein.verify.text import contains_phrase, content_words, normalise
 from bargein.verify.tone import dedupe_markers, is_distressing
 
 _GREETING = re.compile(r"\b(thanks? (you )?for (calling|contacting|reaching|ringing)|you've reached|hello|"
@@ -100,6 +100,9 @@ def stage_reason(scenario: Scenario, stage: str | None, asked: str = "") -> str:
     if asked and not heads & set(re.findall(r"[a-z]+", clause.lower())):
         return ""                           # the reason must be about what is asked
     clause = _ROLE.sub(lambda x: "your" if x.group(1) else "you", clause)
+    # "verify you with case number and date of birth": the method in the description's
+    # shorthand (bare nouns) is no spoken English, and may name a detail not asked now
+    clause = re.sub(r" (?:with|by|using) (?!(?:the|a|an|your|their|its)\b)[^,;]+$", "", clause)
     return f"That's so I can {clause}."
 
 
@@ -110,6 +113,7 @@ class RuleAssistant:
     def __init__(self, scenario: Scenario):
         self.scenario = scenario
         self.kinds = {f.key: f.kind for f in scenario.kb.user_facts}
+        self.before = ""                # the assistant's previous turn as heard (set per turn)
 
     def respond(self, plan: RoundPlan, rng: random.Random) -> AssistantTurn:
         turn = self.recover(plan, rng) if plan.assistant_mode == "recovery" else self.normal(plan, rng)
@@ -156,9 +160,7 @@ class RuleAssistant:
                 return P.pick(rng, "assistant", "ack_fact", value=value)
             return P.pick(rng, "assistant", "ack_plain")
         if kind == "hidden":
-            return P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(
-                info.get("value", "")) else "recover_hidden_fact",
-                fact=P.second_person(info.get("value", "")))
+            return self._take_up(info.get("key", ""), info.get("value", ""), rng)
         if kind == "unknown":
             return P.pick(rng, "assistant", "ack_unknown")
         if kind == "accept":
@@ -166,6 +168,20 @@ class RuleAssistant:
         if kind == "plain" and rng.random() < 0.6:
             return P.compose(rng, "assistant", "turn_ack")
         return ""
+
+    def _take_up(self, key: str, value: str, rng: random.Random) -> str:
+        """The agent's answer to a circumstance the caller volunteered: the catalogue's own
+        responses to that circumstance (what it changes for this call), never the caller's
+        words told back; the generic banks only for a fact the catalogue has no response for."""
+        own = hidden_acks(self.scenario, key)
+        if own:
+            # one that names something of the circumstance the caller's last heard turn did not
+            # (so it is taken up, not answered with words that were already in the air)
+            fact = next((f.value for f in self.scenario.intent.hidden_facts if f.key == key), value)
+            said = content_words(fact) - content_words(self.before)
+            return rng.choice([a for a in own if content_words(a) & said] or list(own))
+        return P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(value)
+                      else "recover_hidden_fact", fact=P.second_person(value))
 
     def content(self, plan: RoundPlan, rng: random.Random, lead: bool = True) -> str:
         unit = plan.unit
@@ -215,9 +231,7 @@ class RuleAssistant:
         if t == "normal":
             variant = d.get("variant")
             if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):
-                address = P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(
-                    d.get("value", "")) else "recover_hidden_fact",
-                    fact=P.second_person(d.get("value", "")))
+                address = self._take_up(d.get("key", ""), d.get("value", ""), rng)
             elif variant == "volunteer" and is_distressing(d.get("value", "")):
                 address = P.join(P.pick(rng, "assistant", "ack_sad"),
                                  f"I've noted that for the {d['label']}.")
@@ -238,6 +252,19 @@ class RuleAssistant:
                                  content=self.content(plan, rng))
         lead, content = _resume(rng, self.content(plan, rng))
         return AssistantTurn(acknowledgement=P.join(address, lead), content=content)
+
+
+def hidden_acks(scenario: Scenario, key: str) -> tuple[str, ...]:
+    """The catalogue's responses to the hidden fact ``key`` of this scenario's goal (empty when
+    the goal is not in the packaged catalogue or the fact has none)."""
+    from bargein.generators.catalogue_loader import ConfigError, load_catalogue
+    try:
+        dom = load_catalogue().domains.get(scenario.domain.name)
+    except ConfigError:
+        return ()
+    goal = dom.goals.get(scenario.goal.name) if dom is not None else None
+    spec = next((h for h in goal.hidden if h.key == key), None) if goal is not None else None
+    return spec.ack if spec is not None else ()
 
 
 # ---- plan checks (both forms) ---------------------------------------------------------------

@@ -54,6 +54,7 @@ class HiddenSpec:
     key: str
     value: str
     facts: dict[str, FactSpec] = field(default_factory=dict)
+    ack: tuple[str, ...] = ()           # how an agent takes it up, in its own words (no echo)
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,8 @@ def _parse_hidden(raw: Any, where: str) -> list[HiddenSpec]:
     for i, h in enumerate(raw or []):
         w = f"{where}[{i}]"
         out.append(HiddenSpec(key=_need(h, "key", w), value=_need(h, "value", w),
-                              facts=_parse_facts(h.get("facts"), f"{w}.facts")))
+                              facts=_parse_facts(h.get("facts"), f"{w}.facts"),
+                              ack=_strs(h, "ack", w) if "ack" in h else ()))
     return out
 
 

@@ -71,6 +71,8 @@ class RuleAgents:
         return plan
 
     async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
+        self.assistant.before = next((m.spoken_text for m in reversed(messages)
+                                      if m.role == "assistant"), "")
         turn = self.assistant.respond(plan, rng)
         errs = check_turn(plan, turn)
         if errs:
@@ -338,7 +340,8 @@ def generate_conversations(scenarios: list[Scenario], *, seed: int, workdir: str
     test_golds = {i.gold_recovery for i in items}
     train_items = [i for i in train_items if i.gold_recovery not in test_golds]
     write_jsonl(workdir / "eval_items.jsonl", items)
-    exports = write_exports(train_items, accepted, workdir, seed=seed, sft=sft, dpo=dpo)
+    exports = write_exports(train_items, accepted, workdir, seed=seed, sft=sft, dpo=dpo, llm=llm,
+                            resources=resources, progress=progress)
     stats = run_stats(verified, items, {k: r.failures for k, r in results.items()}, agents=llm)
     stats["split"] = split_record(accepted, pools, train_percent)
     stats["resampled"] = len(done) - first

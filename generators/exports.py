@@ -2,11 +2,16 @@
 
     sft.jsonl  {"id", "messages": [system, ...history, assistant(gold)], "type", "depth", ...}
     dpo.jsonl  {"id", "prompt": [system, ...history], "chosen": [assistant(gold)],
-                "rejected": [assistant(anti-pattern)], "antipattern", "type", ...}
+                "rejected": [assistant(a failure)], "rejected_source", "antipattern", "type", ...}
 
-Both load with ``datasets.load_dataset("json", data_files=...)``; the rejected side comes from
-:mod:`bargein.generators.antipatterns`, seeded per item. The items come from the *train* pool of
-:func:`split_pools` — whole goals that never appear in the test pool (``eval_items``).
+Both load with ``datasets.load_dataset("json", data_files=...)``. The rejected side is, offline,
+an anti-pattern of :mod:`bargein.generators.antipatterns`, seeded per item
+(``rejected_source: "anti_pattern"``). With an LLM configured it is the model's own failing
+answer to the same prompt (:mod:`bargein.generators.onpolicy`; ``rejected_source: "model"``,
+``rejected_model`` its model and settings, ``rejected_failed`` what it failed); an item whose
+answers all pass, or are all malformed, keeps the anti-pattern, ``rejected_fallback`` saying
+why (``model_answers_passed`` / ``model_answers_malformed``). The items come from the *train*
+pool of :func:`split_pools` — whole goals that never appear in the test pool (``eval_items``).
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from bargein.generators.antipatterns import rejected_response
+from bargein.generators.onpolicy import OnPolicyReject, model_label
 from bargein.records import Conversation, EvalItem
 from bargein.seeding import item_rng, stable_int
 from bargein.store import write_jsonl
@@ -36,11 +43,35 @@ def sft_record(item: EvalItem) -> dict:
         {"role": "assistant", "content": item.gold_recovery}], **_meta(item)}
 
 
-def dpo_record(item: EvalItem, detail: dict[str, str], seed: int) -> dict:
+def dpo_record(item: EvalItem, detail: dict[str, str], seed: int,
+               onpolicy: OnPolicyReject | None = None, model: str | None = None,
+               fallback: str = "") -> dict:
+    """One DPO row. ``onpolicy`` is the model's result for the item (None offline, or when the
+    item failed there: ``model`` then names the model, ``fallback`` why it gave no reject)."""
+    if onpolicy is not None and onpolicy.source == "model":
+        return {"id": f"{item.id}_dpo", "prompt": _chat(item),
+                "chosen": [{"role": "assistant", "content": item.gold_recovery}],
+                "rejected": [{"role": "assistant", "content": onpolicy.text}],
+                "rejected_source": "model", "antipattern": "model_failure",
+                "rejected_model": onpolicy.model, "rejected_failed": list(onpolicy.failed),
+                **_meta(item)}
     name, bad = rejected_response(item, detail, item_rng(seed, "dpo", item.id))
-    return {"id": f"{item.id}_dpo", "prompt": _chat(item),
-            "chosen": [{"role": "assistant", "content": item.gold_recovery}],
-            "rejected": [{"role": "assistant", "content": bad}], "antipattern": name, **_meta(item)}
+    row = {"id": f"{item.id}_dpo", "prompt": _chat(item),
+           "chosen": [{"role": "assistant", "content": item.gold_recovery}],
+           "rejected": [{"role": "assistant", "content": bad}], "rejected_source": "anti_pattern",
+           "antipattern": name, **_meta(item)}
+    if onpolicy is not None:
+        row.update(rejected_model=onpolicy.model, rejected_fallback="model_answers_passed")
+    elif model is not None:
+        row.update(rejected_model=model, rejected_fallback=fallback or "model_failed")
+    return row
+
+
+def _why(failure: Any) -> str:
+    """The fallback a failed on-policy item gets: its answers were malformed, or the model
+    could not be asked (a transport error, the budget) — the failures file has the evidence."""
+    return ("model_answers_malformed" if failure is not None and "is a spoken turn" in failure.reason
+            else "model_failed")
 
 
 def interruption_details(conversations: Iterable[Conversation]) -> dict[tuple[str, int], dict]:
@@ -93,15 +124,34 @@ def split_record(conversations: Iterable[Conversation], pools: dict[str, str],
 
 def write_exports(items: list[EvalItem], conversations: Iterable[Conversation],
                   workdir: str | os.PathLike, *, seed: int, sft: bool = True,
-                  dpo: bool = True) -> dict[str, int]:
-    """Write ``sft.jsonl`` and ``dpo.jsonl`` into ``workdir``; returns the row counts."""
+                  dpo: bool = True, llm: str = "offline", resources: dict[str, Any] | None = None,
+                  progress: bool | None = None) -> dict[str, int]:
+    """Write ``sft.jsonl`` and ``dpo.jsonl`` into ``workdir``; returns the row counts. With an
+    LLM (``llm`` not offline) the rejected sides are the model's own failures where it has
+    them (the ``dpo_rejects`` stage: cached, resumable, ``dpo_rejects.failures.jsonl``)."""
+    from bargein.llm.base import is_offline
+
     workdir = Path(workdir)
+    conversations = list(conversations)
     counts = {}
     if sft:
         counts["sft"] = write_jsonl(workdir / "sft.jsonl", [sft_record(i) for i in items])
     if dpo:
         details = interruption_details(conversations)
+        found: dict[str, OnPolicyReject] = {}
+        failed: dict[str, Any] = {}
+        model = None
+        if not is_offline(llm) and items:
+            from bargein.generators.onpolicy import sample_rejects
+
+            res = sample_rejects(items, conversations, llm=llm, seed=seed, workdir=workdir,
+                                 resources=resources, progress=progress)
+            found = {r.item_id: r for r in res.outputs}
+            failed = {f.item_id: f for f in res.failures}
+            model = model_label(llm)
         counts["dpo"] = write_jsonl(workdir / "dpo.jsonl", [
-            dpo_record(i, details.get((i.conversation_id, i.message_index), {}), seed)
+            dpo_record(i, details.get((i.conversation_id, i.message_index), {}), seed,
+                       found.get(i.id), model if i.id not in found else None,
+                       _why(failed.get(i.id)))
             for i in items])
     return counts

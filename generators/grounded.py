@@ -51,10 +51,10 @@ def objects_in(content: str, kinds: tuple[str, ...]) -> list[Obj]:
 
 _REQUEST_CUE = re.compile(r"\?|\b(need|needs|required|require|must|bring|send|upload|provide|"
                           r"show|sign|submit|verify|confirm)\b", re.I)
-_RULE_CUE = re.compile(r"\b(must|within|only|have to|has to|need to|deadline|no later|at least|up to|"
+_RULE_CUE = re.compile(r"\b(must|within|(?<!-)only|have to|has to|need to|deadline|no later|at least|up to|"
                        r"policy|required|can't|cannot|won't|before|after|expires?|limit|minimum|"
                        r"notice|by law|rules?)\b", re.I)
-_BURDEN_CUE = re.compile(r"\b(must|only|have to|has to|need to|needs to|required|can't|cannot|won't|"
+_BURDEN_CUE = re.compile(r"\b(must|(?<!-)only|have to|has to|need to|needs to|required|can't|cannot|won't|"
                          r"no later|deadline|at least|minimum|expires?|non-?refundable|not|no longer|"
                          r"takes?|wait|until|lose|forfeit|penalt\w*|fee|charge|notice)\b|n't\b", re.I)
 _NUMBERS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve",
@@ -161,9 +161,11 @@ def _fits(o: Obj, content: str) -> bool:
     if o.kind == "policy":           # the rule is stated around it, not just named by it
         if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive|match|"
                      r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace|"
-                     r"authori[sz]|releas|drop(?:s|ped)? off|not (?:fully |yet )?charged)",
+                     r"authori[sz]|releas|drop(?:s|ped)? off|not (?:fully |yet )?charged|"
+                     r"so (?:that )?you (?:can|could|have time|still)\b|(?:gives?|give) you\b)",
                      sent, re.I):
             return False             # a benefit the caller is offered is nothing to object to
+                                     # (a window "so you can export anything you need")
         rest = sent.replace(o.phrase, " ")
         # a rule that binds the caller ("must be returned within 30 days"), not one that only
         # bounds a service in their favour ("we match prices within fourteen days")
@@ -246,8 +248,8 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
                  or [a for a in alts if not _shares_tail(a, why)] or alts))]
     text = P.tidy(P.join(*parts))
     # "Instead, we could ... instead." says it twice
-    return re.sub(r"\b(?:Instead|Alternatively), ([a-z][^.?!]*?) instead\.", lambda m: m.group(1)[:1].upper()
-                  + m.group(1)[1:] + " instead.", text)
+    return re.sub(r"\b(?:Instead,|Alternatively,|Another option:|If you'd prefer,) ([A-Za-z][^.?!]*?) instead\.",
+                  lambda m: m.group(1)[:1].upper() + m.group(1)[1:] + " instead.", text)
 
 
 def _shares_tail(a: str, b: str, n: int = 3) -> bool:

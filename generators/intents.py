@@ -109,7 +109,10 @@ def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list
     # a price the business sets and reads out ("The consultation is 175 dollars for 45
     # minutes"), never asked of the caller: theirs neither to volunteer nor to correct
     priced = set(business_prices(entry)) & set(by_key)
-    keys = [k for k in by_key if k not in priced]
+    held = records_keys(entry) & set(by_key)    # the records state them: the caller never
+    # corrects them, nor volunteers a date from the records ("the last watched is ...")
+    keys = [k for k in by_key if k not in priced
+            and not (k in held and entry.facts[k].kind in ("date", "time"))]
     n_vol = round(float(prof.get("volunteers", 0.3)) * len(keys))
     chosen = set(rng.sample(keys, min(n_vol, len(keys))))
     provides = tuple(k for k in keys if k in chosen)
@@ -124,7 +127,7 @@ def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list
              for sent in re.split(r"(?<=[.?!])\s+", tp) if sent.rstrip().endswith("?")
              for k in by_key if k.replace("_", " ") in sent.lower() or f"{{{k}}}" in sent}
     asked |= {k for st in entry.workflow.stages for k in st.required_info}
-    candidates = [k for k in entry.correctable if k in by_key and k not in priced
+    candidates = [k for k in entry.correctable if k in by_key and k not in priced and k not in held
                   and not (k in read_out and (entry.facts[k].kind == "code" or k not in asked))]
     n_corr = min(int(prof.get("corrections", 0)), len(candidates))
     if n_corr:
@@ -147,3 +150,31 @@ def _correction(fact: UserFact, spec: FactSpec, maker: FactMaker) -> Correction:
         if find_placeholders(v):
             raise GenerationFailed(f"correction of {fact.key!r} produced placeholder {v!r}")
     return Correction(key=fact.key, first_value=first, corrected_value=corrected)
+
+
+_ATTRIBUTED = re.compile(r"\b(?:you said|you mentioned|you told|you'd like|you would like|you're asking|"
+                         r"so that's|so you'd|you want|you're looking|you're seeing|you believe|you think)\b", re.I)
+_PERSONAL_KINDS = frozenset({"name", "email", "work_email", "phone", "address", "date_of_birth"})
+
+
+def records_keys(entry: GoalEntry) -> set[str]:
+    """Facts the business reads from its records: first mentioned (in workflow order) in a
+    statement of a talking point ("The order ... is expected by {expected_delivery}", "The last
+    time anything was watched ... was {last_watched}"), never asked in a question and never a
+    read-back of what the caller said. A caller cannot volunteer or correct those."""
+    from bargein.generators.plan_state import asked_keys
+
+    first: dict[str, str] = {}
+    asked: set[str] = set()
+    for st in entry.workflow.stages:
+        for tp in st.talking_points:
+            for sent in re.split(r"(?<=[.?!])\s+", tp):
+                for k in re.findall(r"\{(\w+)\}", sent):
+                    first.setdefault(k, sent)
+                if sent.rstrip().endswith("?"):
+                    asked |= set(re.findall(r"\{(\w+)\}", sent))
+                    asked |= set(asked_keys(sent, tuple(entry.facts)))
+    return {k for k, sent in first.items()
+            if k in entry.facts and entry.facts[k].kind not in _PERSONAL_KINDS and k not in asked
+            and not sent.rstrip().endswith("?") and not _ATTRIBUTED.search(sent)}
+

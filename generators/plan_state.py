@@ -294,6 +294,13 @@ def answer_question(text: str, rng: random.Random) -> tuple[str, str] | None:
     return kind, P.compose(rng, "user", f"qa_{kind}")
 
 
+# words of the way a side request is brought in ("random question", "before I forget"), not its
+# subject
+_OPENER_WORDS = frozenset({"random", "question", "quick", "sorry", "unrelated", "way", "wait",
+                           "topic", "forget", "one", "thing", "mind", "actually", "quickly",
+                           "also", "hang", "while", "think"})
+
+
 # ---- state ----------------------------------------------------------------------------------
 @dataclass
 class ConversationState:
@@ -325,6 +332,8 @@ class ConversationState:
     delivered: set[str] = field(default_factory=set)         # stages with a delivered turn
     dispute_kind: str = "policy"                             # fee | requirement | policy
     persisted: int = 0                                       # pushbacks kept up on that dispute
+    chain: int = 0                                           # rounds cut in a row (so far)
+    owed: int = 0                                            # cuts a run cap held back
     fast: bool = False
 
     @property
@@ -372,8 +381,25 @@ class ConversationState:
                 continue
             used = self.used_pairs.get(key, set())
             out += [(key, i) for i, pr in enumerate(P.bank("pairs", key))
-                    if i not in used and self._fits_goal(pr)] * weight
+                    if i not in used and self._fits_goal(pr) and not self._asked_before(pr)] * weight
         return out
+
+    def _asked_before(self, pair: dict) -> bool:
+        """A side request on the subject of one already raised in this call ("when does the
+        library close during exams?" after "... during exam week?"): a caller asks once."""
+        if not isinstance(pair, dict) or not pair.get("user"):
+            return False
+        from bargein.verify.text import content_words
+        mine = content_words(pair["user"]) - _OPENER_WORDS
+        for key, idx in self.used_pairs.items():
+            bank = P.bank("pairs", key)
+            for i in idx:
+                other = bank[i] if i < len(bank) else None
+                if isinstance(other, dict) and other.get("user"):
+                    common = mine & (content_words(other["user"]) - _OPENER_WORDS)
+                    if len(common) >= 2 and len(common) * 2 >= min(len(mine), 4):
+                        return True
+        return False
 
     def _fits_goal(self, pair: dict) -> bool:
         """A pair with a ``when`` pattern fits only a goal whose description or talking points

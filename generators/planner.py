@@ -293,6 +293,11 @@ class RulePlanner:
             if q:
                 return cut.model_copy(update={"text": q, "kind": "ask"}), None
             unit, transition, _ = self._next_unit(st, rng)
+            price = _unheard_price(cut.text, len(rec.heard_text) - rec.content_start)
+            if price and unit.text and unit.kind not in ("close", "farewell", "outcome") \
+                    and price not in unit.text:
+                # the short version still says what it costs: nobody pays an amount never heard
+                unit = unit.model_copy(update={"text": P.join(price, unit.text)})
             return unit, transition
         again = st.fill_values(resume_text(cut.text, rec))   # started afresh, in other words
         return cut.model_copy(update={"text": P.vary(again, rng, fresh=True)}), None
@@ -383,8 +388,18 @@ class RulePlanner:
             return None, {}
         if not unit.text and unit.kind == "ask" and st.pending is not None:
             return None, {}                 # a bare question after a recovery: too short
-        if rng.random() >= min(0.95, intent.interruption_rate / ELIGIBLE_SHARE):
+        p = min(0.95, intent.interruption_rate / ELIGIBLE_SHARE)
+        resumes = st.pending is not None and st.pending.type in ("normal", "topic_switch",
+                                                                  "correction", "filler")
+        if st.chain >= 3 or (st.chain >= 2 and resumes):   # two cuts in a row already: a third,
+            if rng.random() < p:            # on content said for the third time, reads as a loop; the cut
+                st.owed += 1                # is owed to a later turn (the profile's rate holds)
             return None, {}
+        pay = st.owed > 0 and (st.chain == 0 or not resumes)
+        if rng.random() >= p and not pay:
+            return None, {}
+        if pay:
+            st.owed -= 1
         feasible = [t for t in self._feasible(st, unit) if t not in exclude]
         if unit.text[:1].islower():         # the rest of a cut sentence: only a backchannel fits
             feasible = [t for t in feasible if t == "filler"]
@@ -425,6 +440,11 @@ class RulePlanner:
                                             # is the wrap-up, which would skip the steps left
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
+            if t == "impatient" and unit.text and (_CALLER_TASK.search(unit.text)
+                                                   or _DONE.search(unit.text)):
+                continue                    # a step the caller must do now (read a code out, try
+                                            # the app again) cannot be skipped; a report of work
+                                            # done has nothing left to hurry towards
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
                                      else unit.kind == "ask" and st.pending is not None):
                 continue                    # nothing long enough to skip
@@ -489,6 +509,7 @@ class RulePlanner:
                     st.system_first.add(k)  # later state or correct it as their own
         if plan.recovery is not None:
             st.pending, st.pending_unit = None, None
+        st.chain = st.chain + 1 if interruption is not None else 0
         if interruption is not None:
             d = interruption.detail
             if interruption.type == "pushback":
@@ -613,6 +634,18 @@ def sensitive_key(st: ConversationState, key: str) -> bool:
     return bool(f) and (f.kind in _SENSITIVE_KINDS or any(w in key for w in _SENSITIVE_WORDS))
 
 
+def _unheard_price(text: str, heard_chars: int) -> str:
+    """The first sentence the caller did not hear in full that states an amount they will pay
+    ("The fare difference is $195.24 per passenger, including taxes."), or ''."""
+    for m in re.finditer(r"\S(?:.*?)(?:[.?!](?=\s|$)|$)", text):
+        sent = m.group(0).strip()
+        amount = _AMOUNT.search(m.group(0))
+        if sent and amount and m.start() + amount.start() >= heard_chars and not sent.endswith("?") \
+                and re.search(r"\b(?:fee|cost|costs|charge|difference|price|total|pay|due|is)\b", sent, re.I):
+            return sent
+    return ""
+
+
 def _question(text: str) -> str:
     """The last question sentence of a talking point ('' when it has none worth keeping)."""
     qs = [q.strip() for q in re.findall(r"[^.?!]*\?", text)]
@@ -629,6 +662,17 @@ def unheard_question(text: str, heard_chars: int) -> str:
 
 # a question asking the caller to confirm what the turn reads out ("So that's Portugal and Spain,
 # leaving Friday. Is that right, ...?")
+# the turn asks the caller to do something now: skipping it would skip the step's own work
+_CALLER_TASK = re.compile(r"\bread (?:it|them|the code|that) (?:out|back|to me)\b|\bwhen it (?:arrives|comes "
+                          r"through)\b|\b(?:try|open|restart|unplug|plug|reboot|sign in|log in|tap|"
+                          r"press|hold down|go to|check) (?:the|your|it|that|again|in|out|back)\b|"
+                          r"\blet me know (?:when|if|once)\b|\btell me (?:when|once|what you see)\b", re.I)
+# the turn reports the request done ("You're booked ...", "I've issued a refund ...")
+_DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|confirmed|upgraded|enrolled)|"
+                   r"I've (?:booked|issued|processed|submitted|filed|cancelled|scheduled|renewed|"
+                   r"set up|applied|placed)|(?:that's|it's|everything is|all) (?:done|sorted|complete))\b",
+                   re.I)
+_AMOUNT = re.compile(r"[$\u20ac\u00a3]\s?\d|\b\d[\d,.]*\s(?:dollars?|euros?|pounds?)\b", re.I)
 _CONFIRM_Q = re.compile(r"\b(?:is|was) (?:that|this|all of that|everything) (?:right|correct|accurate)\b|"
                         r"\bdid I get that right\b|\bhave I got that right\b", re.I)
 

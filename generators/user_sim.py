@@ -323,8 +323,16 @@ def reopen(line: str, rng: random.Random) -> str:
         return line
     opener = rng.choice(P.bank("user", "cut_in_open_question" if body.rstrip().endswith("?")
                                else "cut_in_open"))
-    return P.tidy(P.join(opener, body[:1].lower() + body[1:] if not body.startswith(("I ", "I'"))
-                         else body))
+    first = body.split()[0].strip(",.?!")
+    proper = first[:1].isupper() and first.lower() not in _SENTENCE_WORDS   # "English", a name
+    return P.tidy(P.join(opener, body[:1].lower() + body[1:] if not (
+        body.startswith(("I ", "I'")) or proper) else body))
+
+
+# words that are capitalised only because they start the sentence (lower-cased after an opener)
+_SENTENCE_WORDS = frozenset("can do does did is are was were will would could should how what what's "
+                            "when where who why which my our the a an we we're we've this that "
+                            "these those there it it's please half random any some your you".split())
 
 
 def impatient_cuts(message: str, content_start: int, values: tuple[str, ...] = ()) -> list[int]:

@@ -340,6 +340,20 @@ def quality_section(stats: dict[str, Any]) -> list[str]:
         "5-fold cross-validated by conversation (0.5 = chance):", "",
         _table(dpo, ("classifier", "accuracy")), "",
     ]
+    src = q.get("dpo_rejected_sources") or {}
+    if src:
+        total = sum(src.values())
+        model = q.get("dpo_rejected_model")
+        fb = q.get("dpo_rejected_fallbacks") or {}
+        text = (f"DPO rejected responses: {src.get('model', 0)} of {total} are the configured "
+                f"model's own failing answers (on-policy; {model})" if model else
+                f"DPO rejected responses: all {total} are offline anti-patterns (no LLM "
+                "configured; with one, the model's own failing answers are used)")
+        if model:
+            text += (f", {src.get('anti_pattern', 0)} offline anti-patterns where it had none"
+                     + (" (" + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in fb.items()) + ")"
+                        if fb else ""))
+        lines += [text + ".", ""]
     if split:
         lines += [f"Train/test split by {split.get('by', 'goal')}: SFT/DPO come from "
                   f"{split.get('train_goals', 0)} goals ({split.get('train_conversations', 0)} "

@@ -355,7 +355,9 @@ def _volunteered(conv: Conversation, u: Message) -> list[tuple[str, frozenset[st
 @check("hidden_fact_addressed")
 def hidden_fact_addressed(conv: Conversation) -> list[Verdict]:
     """When the caller volunteers one of their hidden facts, the next assistant turn takes it
-    up (names something of it), rather than a generic "noted" or nothing."""
+    up (names something of it), rather than a generic "noted" or nothing. Only the first time
+    the fact comes up: a caller saying again what was already said (and taken up) brings no
+    news to take up."""
     out = []
     msgs = conv.messages
     for pos, u in enumerate(msgs):
@@ -363,7 +365,10 @@ def hidden_fact_addressed(conv: Conversation) -> list[Verdict]:
             continue
         nxt = msgs[pos + 1]
         before = content_words(msgs[pos - 1].spoken_text) if pos else frozenset()
+        earlier = content_words(" ".join(m.spoken_text for m in msgs[:pos]))
         for key, w in _volunteered(conv, u):
+            if len(w & earlier) * 5 >= len(w) * 3:
+                continue         # said before: a repeat of a fact already on the table, not news
             used = (content_words(nxt.spoken_text) & w) - before
             if not used:
                 out.append(_verdict(
@@ -558,6 +563,20 @@ _REQUEST = re.compile(r"\b(?:asks?|asking|requests?|requesting|collects?|collect
                       r"caller's)\b|\bto (?:provide|give|confirm|share|tell|state)\b", re.I)
 
 
+_ADDRESS = re.compile(r"\S+@\S+|\b(?:https?://|www\.)\S+", re.I)
+
+
+def _said_as_itself(conv: Conversation, upto: int, value: str) -> bool:
+    """Whether ``value`` was said before message ``upto`` as itself, not only inside an email
+    or web address ("shawn_murphy@fastmail.com" does not give the full name "Shawn Murphy")."""
+    p = normalise(value)
+    if not p:
+        return False
+    return any(f" {p} " in f" {normalise(_ADDRESS.sub(' ', m.spoken_text))} "
+               for m in conv.messages[:upto]) or (
+        bool(_ADDRESS.fullmatch(value.strip())) and said_before(conv, upto, value))
+
+
 @check("tf_not_given")
 def tf_not_given(conv: Conversation) -> list[Verdict]:
     """A task-fulfilment criterion does not ask for information already given (by the caller,
@@ -569,12 +588,20 @@ def tf_not_given(conv: Conversation) -> list[Verdict]:
         if not _REQUEST.search(tf):
             continue
         wl = normalise(tf)
+        named = {}
         for f in facts:
             labs = {normalise(label(f.key)), normalise(f.key.replace("_", " "))} - {""}
-            if not any(f" {lab} " in f" {wl} " for lab in labs):   # "card last4" too
+            hit = [lab for lab in labs if f" {lab} " in f" {wl} "]      # "card last4" too
+            if hit:
+                named[f.key] = (f, max(hit, key=len))
+        for key, (f, lab) in named.items():
+            # "old carrier account" names the account, not the old carrier: a longer label
+            # of another fact that contains this one is what the criterion asks for
+            if any(o != key and len(ol) > len(lab) and f" {lab} " in f" {ol} "
+                   for o, (_, ol) in named.items()):
                 continue
             forms = [v for v in (f.value, f.spoken) if v]
-            if any(said_before(conv, r.message_index + 1, v) for v in forms):
+            if any(_said_as_itself(conv, r.message_index + 1, v) for v in forms):
                 out.append(_verdict(
                     "tf_not_given", r.message_index, f"the TF criterion asks for the "
                     f"{label(f.key)}, given before the interjection", fixable=False,

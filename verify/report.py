@@ -287,6 +287,21 @@ def dpo_separability(rows: list[dict], folds: int = 5) -> dict[str, float]:
     return {k: round(v / n, 4) if n else 0.0 for k, v in acc.items()}
 
 
+def rejected_sources(rows: list[dict]) -> dict[str, Any]:
+    """Where the DPO rejected sides come from: rows per ``rejected_source`` (``model``: the
+    configured model's own failure; ``anti_pattern``: the offline simulator), the offline rows'
+    fallback reasons when a model was configured, and the model with its settings."""
+    src = Counter(r.get("rejected_source", "anti_pattern") for r in rows)
+    fallback = Counter(r["rejected_fallback"] for r in rows if r.get("rejected_fallback"))
+    models = sorted({r["rejected_model"] for r in rows if r.get("rejected_model")})
+    out: dict[str, Any] = {"dpo_rejected_sources": dict(sorted(src.items()))}
+    if fallback:
+        out["dpo_rejected_fallbacks"] = dict(sorted(fallback.items()))
+    if models:
+        out["dpo_rejected_model"] = "; ".join(models) if len(models) > 1 else models[0]
+    return out
+
+
 def _point_checks(conv: Conversation, verdicts) -> tuple[int, dict[str, int], int]:
     """(points, points flagged per check, points flagged by any check)."""
     pts = [(m.index, u.index) for m, u in conv.interruptions]
@@ -357,6 +372,7 @@ def quality_report(verified: list[VerifiedConversation], test_items: list[EvalIt
                      for b in IHBENCH_DEPTHS}
     if dpo_rows is not None:
         out.update(dpo_separability(dpo_rows))
+        out.update(rejected_sources(dpo_rows))
     if split is not None:
         out["split"] = dict(split)
     goal = {c.id: f"{c.scenario.domain.name}/{c.scenario.goal.name}" for c in accepted}

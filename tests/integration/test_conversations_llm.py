@@ -124,6 +124,9 @@ def test_a_discarded_or_failed_scenario_is_simulated_again(scenarios, tmp_path):
 def test_llm_path_end_to_end(scenarios, tmp_path):
     a, b, c, d = scenarios
     run, requests = _run(scenarios, tmp_path / "w")
+    # the agents' structured calls; the free-text ones are the DPO export's on-policy answers
+    policy = [r for r in requests if "response_format" not in r.json]
+    requests = [r for r in requests if "response_format" in r.json]
     sim = run.results["simulate"]
     assert [conv.scenario.id for conv in sim.outputs] == [a.id, b.id, d.id]
     assert all(conv.agents == SPEC for conv in sim.outputs)
@@ -187,6 +190,7 @@ def test_llm_path_end_to_end(scenarios, tmp_path):
     assert items and {i.conversation_id for i in items} == convs
     assert all(2 <= len(i.rubric.rq_criteria) <= 4 for i in items)
     assert run.exports == {"sft": len(run.train_items), "dpo": len(run.train_items)}
+    assert bool(policy) == bool(run.train_items)      # DPO rejects asked of the model itself
     s = run.stats
     assert s["conversations"] == 2 and s["simulated"] == 3
     assert s["discards"]["simulate: GenerationFailed"] == 1 and sum(s["discards"].values()) == 2

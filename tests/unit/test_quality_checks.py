@@ -167,3 +167,69 @@ def test_an_old_or_incomplete_conversation_file_fails_per_line_with_evidence(tmp
     assert res.exit_code == 0 and "1 accepted" in res.output and "3 failed" in res.output
     lines = (tmp_path / "w" / "verify.failures.jsonl").read_text().splitlines()
     assert len(lines) == 3 and json.loads(lines[0])["error_type"] == "InvalidInput"
+
+
+def _scenario_with(user_facts=(), hidden=()):
+    kb = SCN.kb.with_(user_facts=tuple(SCN.kb.user_facts) + tuple(user_facts))
+    intent = SCN.intent.with_(hidden_facts=tuple(SCN.intent.hidden_facts) + tuple(hidden))
+    return SCN.with_(kb=kb, intent=intent)
+
+
+def _tf_rubrics(tf: str):
+    rubrics = list(example_conversation().rubrics)
+    rubrics[0] = Rubric(message_index=3, type="filler", tf_criterion=tf,
+                        rq_criteria=rubrics[0].rq_criteria)
+    return rubrics
+
+
+def test_tf_asking_for_a_value_said_only_inside_an_email_is_not_flagged():
+    """The caller gave "dana.whitfield@example.com", never the name "Dana Whitfield" itself:
+    asking for the full name asks for something not yet given (seen in the bench's clean
+    look-alikes, conv-93e9f67237a024ab)."""
+    tf = "The response asks the caller for their full name so the request can continue."
+    turns = list(EXAMPLE_TURNS)
+    turns[1] = ("user", "Sure, it's dana.whitfield@example.com, and the account number is 4471 0932 58.")
+    email_only = build_conversation(SCN, turns, rubrics=_tf_rubrics(tf))
+    assert found(email_only, "tf_not_given") == []
+    said = conv_with({}, rubrics=_tf_rubrics(tf))            # the name said as itself: flagged
+    (v,) = found(said, "tf_not_given")
+    assert "full name" in v.issue
+
+
+def test_tf_naming_a_longer_fact_is_about_that_fact():
+    """"account number PIN" names the PIN (not given), not the account number (given)."""
+    from bargein.records.scenario import UserFact
+
+    scn = _scenario_with(user_facts=[UserFact(key="account_number_pin", value="7734", kind="code")])
+    pin = build_conversation(scn, EXAMPLE_TURNS, rubrics=_tf_rubrics(
+        "The response asks the caller for their account number pin before going on."))
+    assert found(pin, "tf_not_given") == []
+    number = build_conversation(scn, EXAMPLE_TURNS, rubrics=_tf_rubrics(
+        "The response asks the caller for their account number before going on."))
+    (v,) = found(number, "tf_not_given")
+    assert "account number" in v.issue
+
+
+def test_a_hidden_fact_said_again_is_not_news_but_its_first_mention_is():
+    from bargein.records.scenario import UserFact
+
+    scn = _scenario_with(hidden=[UserFact(key="big_event", value="a watch party on Tuesday",
+                                          kind="event")])
+    turns = list(EXAMPLE_TURNS)
+    turns[9] = ("user", "It started Monday around 7 pm, and the lights are amber. I have a "
+                        "watch party on Tuesday.")
+    turns[10] = ("assistant", "Amber lights with a watch party on Tuesday coming up: let's get "
+                              "this fixed. I'd like to walk you through a restart first: unplug "
+                              "the power cord, wait thirty seconds, and then plug it back in.",
+                 turns[10][2])
+    taken_up = build_conversation(scn, turns)
+    assert found(taken_up, "hidden_fact_addressed") == []
+    # said again later: the reply need not take it up a second time
+    again = list(turns)
+    again[11] = ("user", "I already did all that, remember the watch party on Tuesday, can we just book someone?")
+    assert found(build_conversation(scn, again), "hidden_fact_addressed") == []
+    # the first mention ignored is still found
+    ignored = list(EXAMPLE_TURNS)
+    ignored[9] = turns[9]
+    (v,) = found(build_conversation(scn, ignored), "hidden_fact_addressed")
+    assert v.message_index == 10
