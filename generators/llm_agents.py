@@ -91,8 +91,11 @@ async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseM
     msgs = list(messages)
     for n in range(ASK_ATTEMPTS):
         # a re-ask is a new draw: its errors in the prompt, a new seed, and sampled hotter
+        # (a re-planned round's first ask too: at the default temperature a new seed gave the
+        # 1.5B model's assistant the same turn word for word in all three plans of a round)
         obj = await llm.structured(msgs, schema, agent=agent, sample=sample * ASK_ATTEMPTS + n,
-                                   **({} if n == 0 else {"temperature": reask_temperature(None)}))
+                                   **({} if n == 0 and sample == 0
+                                      else {"temperature": reask_temperature(None)}))
         errs = check(obj)
         if not errs:
             return obj
@@ -122,6 +125,7 @@ class LLMAgents:
         self.scenario, self.llm, self.name = scenario, llm, spec
         self.cutter = RuleUser()
         self._checked: dict[str, Any] = {}        # the verdicts of the call so far
+        self._so_far: Conversation | None = None    # the call as of the last round kept
 
     async def refine_plan(self, plan: RoundPlan, st: ConversationState, messages, rng, sample) -> RoundPlan:
         why = unrealisable(plan, said_values_of(self.scenario))
@@ -153,13 +157,28 @@ class LLMAgents:
         if errs:
             raise PlanBroken(f"the round breaks the verifier's checks: {errs[0]}",
                              evidence={"verdicts": errs})
+        self._so_far = after
 
     async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
         agent, msgs = assistant_messages(plan, self.scenario, messages)
-        turn = await ask_valid(self.llm, msgs, AssistantTurn, agent=agent,
-                               check=lambda t: check_assistant(plan, t), sample=sample)
-        return tidy_turn(turn, opening=not messages,
-                         said_before=[m.text for m in messages if m.role == "assistant"])
+        said_before = [m.text for m in messages if m.role == "assistant"]
+        so_far = self._so_far
+        if so_far is None or len(so_far.messages) != len(messages):
+            from bargein.generators.conversation import _partial
+
+            so_far = _partial(self.scenario, list(messages), [], {}, self.name)
+
+        def check(t: AssistantTurn) -> list[str]:
+            # the plan first; then the verifier's checks on the turn as it will be said (a
+            # re-ask of this one turn, not a new plan for the round, when it would be refused)
+            errs = check_assistant(plan, t)
+            if errs:
+                return errs
+            said = tidy_turn(t, opening=not messages, said_before=said_before)
+            return turn_verdicts(so_far, plan, said.text)
+
+        turn = await ask_valid(self.llm, msgs, AssistantTurn, agent=agent, check=check, sample=sample)
+        return tidy_turn(turn, opening=not messages, said_before=said_before)
 
     async def user_reply(self, plan, heard, rng, sample) -> str:
         up = user_plan(plan)
@@ -218,15 +237,33 @@ def round_verdicts(before: Conversation, after: Conversation,
 
     memo = {} if memo is None else memo
     first = len(before.messages)
-    had = memo["keys"] if memo.get("n") == first else keys(run_checks(before))
+    had = memo["keys"] if memo.get("messages") == before.messages else keys(run_checks(before))
     found = run_checks(after)
     out = [f"{v.check}: {v.issue}" + (f" ({v.evidence[:200]})" if v.evidence else "")
            for v in found if not v.fixable and v.check not in WHOLE_CALL_CHECKS
            and v.message_index is not None and v.message_index >= first
            and (v.check, v.message_index, v.issue) not in had]
     if not out:                 # the round stays: its verdicts are the next round's "before"
-        memo.update(n=len(after.messages), keys=keys(found))
+        memo.update(messages=after.messages, keys=keys(found))
     return out
+
+
+def turn_verdicts(so_far: Conversation, plan: RoundPlan, text: str) -> list[str]:
+    """:func:`round_verdicts` of the call with only the assistant's next turn added (before the
+    caller answers or cuts in), as re-ask errors for that turn. Seen on the 1.5B model: the
+    recovery after "I'm travelling with my 5-year-old and want to sit together." went on with
+    the booking without a word about it (hidden_fact_addressed), the same turn in all three
+    plans of the round, and the call failed."""
+    from bargein.records import Message
+
+    i = len(so_far.messages)
+    msg = Message(index=i, role="assistant", text=text, stage=plan.stage)
+    gold = {plan.recovery.message_index: text} if plan.recovery is not None else {}
+    after = so_far.with_(messages=(*so_far.messages, msg), id=so_far.id,
+                         gold_recoveries={**so_far.gold_recoveries, **gold},
+                         plan=(*so_far.plan, RoundPlan.model_validate({**plan.model_dump(),
+                                                                      "message_index": i})))
+    return [f"{e}; say this turn so that it is not so" for e in round_verdicts(so_far, after)]
 
 
 def said_values_of(scenario: Scenario) -> tuple[str, ...]:
@@ -244,7 +281,7 @@ def unrealisable(plan: RoundPlan, values: tuple[str, ...] = ()) -> str:
     asks for an order number; each drew a planner and an assistant call (minutes on 2 cores)
     before the cutter found nothing to react to."""
     unit = plan.unit
-    if not plan.interrupt or unit is None or plan.recovery is not None:
+    if not plan.interrupt or unit is None:
         return ""
     variant = plan.detail.get("variant", "")
     text = unit.text

@@ -166,6 +166,13 @@ def _recovery_how(plan: RoundPlan) -> str:
     if rec.type == "pushback":
         return (f"Acknowledge their concern{' about ' + d['anchor'] if d.get('anchor') else ''} with "
                 "empathy, explain briefly and offer a concrete option.")
+    if d.get("value") and d.get("variant") in ("hidden", "volunteer"):
+        # seen on the 1.5B model: "I'm travelling with my 5-year-old and want to sit together."
+        # answered by the booking's next question, without a word about the child
+        v = d["value"]
+        told = about_you(v, "they") if is_statement(v) else f"their {P.label(d.get('label', 'details'))} is {v}"
+        return (f"They just told you that {told}: take that up in the acknowledgement, naming it "
+                "in one short sentence, then restart your cut sentence from its beginning.")
     return "Answer what they added or asked, then restart your cut sentence from its beginning."
 
 

@@ -282,3 +282,40 @@ def test_an_impatient_cut_in_that_asks_to_hear_more_is_refused():
     rng = random.Random(1)
     lines = {P.compose(rng, "user", "impatient_core") for _ in range(400)}
     assert len(lines) > 200 and [x for x in lines if asks_for_more(x)] == []
+
+
+def test_an_assistant_turn_the_verifier_would_reject_is_re_asked_not_re_planned(tmp_path):
+    """turn_verdicts: the verifier's checks on the call with only the assistant's next turn
+    added. The recovery after a caller volunteered a hidden fact that goes on without a word
+    about it (seen on the 1.5B model, three plans in a row) is refused with the verdict; the
+    offline assistant's own recovery there passes."""
+    import random
+
+    from bargein.generators.conversation import RuleAgents, _partial, _run_sync, simulate
+    from bargein.generators.llm_agents import turn_verdicts
+    from bargein.generators.scenarios import generate_scenarios
+
+    found = None
+    for scn in generate_scenarios(12, 7, workdir=tmp_path, progress=False).outputs:
+        for seed in range(6):
+            conv = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+            for p in conv.plan:
+                rec = p.recovery
+                if rec is not None and rec.type == "normal" and rec.detail.get("variant") == "hidden":
+                    found = conv, p
+                    break
+            if found:
+                break
+        if found:
+            break
+    assert found is not None
+    conv, plan = found
+    i = plan.message_index
+    so_far = _partial(conv.scenario, list(conv.messages[:i]),
+                      [p for p in conv.plan if p.message_index < i],
+                      {k: g for k, g in conv.gold_recoveries.items() if k < i}, conv.agents)
+    assert turn_verdicts(so_far, plan, conv.messages[i].text) == []
+    ignoring = "Okay. " + (plan.unit.text if plan.unit is not None and plan.unit.text
+                           else "Let's go on with the next step of your request.")
+    errs = turn_verdicts(so_far, plan, ignoring)
+    assert errs and errs[0].startswith("hidden_fact_addressed")
