@@ -500,7 +500,9 @@ def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
     if up.action == "answer":
         missing = [v for v in up.facts.values() if v and not said(utterance, v)]
         if missing:
-            errs.append(f"the reply must give {missing} (in any spoken form)")
+            given = [v for v in up.facts.values() if v and v not in missing]
+            errs.append(f"the reply must give {missing} (in any spoken form)"
+                        + (f", and {given} as well: all of them in one reply" if given else ""))
     return errs
 
 

@@ -283,6 +283,10 @@ def user_messages(up: UserPlan, heard_history: list[dict], heard: str | None = N
         facts = [(f'Tell them, in your own words: "{about_me(v)}."' if is_statement(v)
                   else f"Your {P.label(k)} is {v}: say it.") for k, v in up.facts.items()
                  if v and up.action in ("answer", "volunteer")]
+        if len(facts) > 1:
+            # seen on the 1.5B model, asked "the parcel number ..., or the property address?"
+            # with both to give: one of them per answer, three answers in a row
+            facts.append(f"Say all {len(facts)} of these in this one reply.")
         direction = render(name, what=_reply_what(up), facts=facts, style=up.style, plan=view)
     return name, [{"role": "system", "content": user_system(up)}, *turns,
                   {"role": "user", "content": direction}]
