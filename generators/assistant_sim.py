@@ -70,8 +70,17 @@ def lower_first(text: str) -> str:
     return text[:1].lower() + text[1:] if first in _LOWERABLE else text
 
 
-def _resume(rng: random.Random, content: str) -> tuple[str, str]:
-    """A resume lead and the content fitted to it ('So, as I was saying, your ...')."""
+def goal_topic(scenario: Scenario) -> str:
+    """What the call is about as an agent names it ("the renewal"), or ''."""
+    return next((e["topic"] for e in P.bank("assistant", "goal_topic")
+                 if e.get("goal") == scenario.goal.name), "")
+
+
+def _resume(rng: random.Random, content: str, topic: str = "") -> tuple[str, str]:
+    """A resume lead and the content fitted to it ('So, as I was saying, your ...'); with the
+    call's ``topic`` it may name it ("Okay, the renewal.")."""
+    if topic and rng.random() < 0.3:
+        return P.pick(rng, "assistant", "resume_topic", topic=topic), content[:1].upper() + content[1:]
     leads = P.bank("assistant", "resume_lead") + P.bank("assistant", "resume_lead_full")
     content = content[:1].upper() + content[1:]
     low = lower_first(content)
@@ -248,9 +257,11 @@ class RuleAssistant:
                              old=d["old"], new=d["new"])
         else:  # topic_switch: address it, steer back (the steer-back is the resume lead)
             address = P.pair(d, "topic_switch")["assistant"]
-            return AssistantTurn(acknowledgement=P.join(address, P.pick(rng, "assistant", "back_to_task")),
-                                 content=self.content(plan, rng))
-        lead, content = _resume(rng, self.content(plan, rng))
+            topic = goal_topic(self.scenario)
+            back = P.pick(rng, "assistant", "back_to_topic", topic=topic) if topic and \
+                rng.random() < 0.4 else P.pick(rng, "assistant", "back_to_task")
+            return AssistantTurn(acknowledgement=P.join(address, back), content=self.content(plan, rng))
+        lead, content = _resume(rng, self.content(plan, rng), goal_topic(self.scenario))
         return AssistantTurn(acknowledgement=P.join(address, lead), content=content)
 
 

@@ -160,7 +160,8 @@ _LABEL_WORDS = {"ssn": "Social Security number", "dob": "date of birth", "id": "
 
 
 _LABEL_KEYS = {"account_created_year": "year the account was opened",
-               "lost_device": "reason for the reset"}
+               "lost_device": "reason for the reset",
+               "project_cost": "estimated cost"}
 
 
 def label(key: str) -> str:

@@ -22,9 +22,11 @@ EDGE_WORDS = 3                      # a cut keeps >= 3 content words heard and >
 MIN_CUT_WORDS = 10                  # shorter content is not interrupted
 EXPLANATION_WORDS = 12              # impatience needs something to skip
 UNIT_OVERHEAD = 0.6                 # a unit costs 1 / (1 - this * rate) rounds
-ELIGIBLE_SHARE = 0.80               # share of assistant turns that can be cut (not the farewell,
-                                    # not too short): the per-turn chance is rate / this share, so
-                                    # the realised share of cut turns matches interruption_rate
+ELIGIBLE_SHARE = 0.72               # share of assistant turns that can be cut (not the farewell,
+                                    # not too short, not a third cut in a row on re-said content,
+                                    # a cut the agents can realise): the per-turn chance is rate /
+                                    # this share, so the realised share of cut turns matches
+                                    # interruption_rate (measured: 0.35-0.40 against a mean 0.47)
 OVERLAP_MS = {"filler": (100, 350), "default": (150, 600)}
 CLOSING_TYPES = ("filler", "topic_switch", "normal")
 _SYNONYMS = {"phone": ("mobile", "cell", "phone"), "email": ("email", "e-mail")}
@@ -403,14 +405,20 @@ class ConversationState:
 
     def _fits_goal(self, pair: dict) -> bool:
         """A pair with a ``when`` pattern fits only a goal whose description or talking points
-        match it (an aisle seat needs a flight being chosen, step-free access a visit)."""
+        match it (an aisle seat needs a flight being chosen, step-free access a visit); one with
+        an ``unless`` pattern only a goal that does not."""
         when = pair.get("when") if isinstance(pair, dict) else None
-        if not when:
+        unless = pair.get("unless") if isinstance(pair, dict) else None
+        if not when and not unless:
             return True
         wf = self.scenario.kb.workflow
         text = " ".join([self.scenario.goal.name, self.scenario.goal.description,
                          *(tp for st in wf.stages for tp in st.talking_points)])
-        return re.search(when, text, re.I) is not None
+        # ``unless``: the answer commits to something the call itself then breaks ("I'll
+        # avoid links" in a call that sends a payment link, "everything by text" where the
+        # confirmation is emailed)
+        return (not when or re.search(when, text, re.I) is not None) and \
+            (not unless or re.search(unless, text, re.I) is None)
 
     def take_pair(self, bank: str, rng) -> dict[str, str]:
         """Draw and mark one pair of ``bank``: the plan detail ``{"pair": "<key>#<i>"}``."""

@@ -398,8 +398,6 @@ class RulePlanner:
         pay = st.owed > 0 and (st.chain == 0 or not resumes)
         if rng.random() >= p and not pay:
             return None, {}
-        if pay:
-            st.owed -= 1
         feasible = [t for t in self._feasible(st, unit) if t not in exclude]
         if unit.text[:1].islower():         # the rest of a cut sentence: only a backchannel fits
             feasible = [t for t in feasible if t == "filler"]
@@ -412,6 +410,8 @@ class RulePlanner:
             if not sum(probs[t] for t in feasible):   # goes to the others, as in the paper
                 return None, {}
             itype = _draw(rng, feasible, probs)
+        if pay:
+            st.owed -= 1
         return itype, self._detail(st, unit, itype, rng)
 
     def _feasible(self, st: ConversationState, unit: Unit) -> list[str]:

@@ -99,7 +99,7 @@ def _third(text: str) -> str:
 
 def _first_sentence(text: str) -> str:
     """The first sentence that says something (not "All done." or "Okay.")."""
-    found = re.findall(r"\s*(.+?[.?!])(?=\s|$)", text)
+    found = _sentences(text)            # "... at 2:45 PM with Dr. Danielle Rogers." is one
     for x in found:
         if len(x.split()) >= 4:
             return x.strip()

@@ -151,6 +151,7 @@ class RuleUser:
 
     def __init__(self, values: tuple[str, ...] = ()):
         self.values = tuple(values)
+        self.context: tuple[str, ...] = ()     # what was said before the turn being cut
 
     def reply(self, up: UserPlan, rng: random.Random, last: str = "") -> str:
         """``last``: the assistant turn as heard (a plain reply may pick up one of its objects)."""
@@ -211,6 +212,7 @@ class RuleUser:
                   rng: random.Random, attempts: int = 8) -> Interjected:
         """Cut ``message`` and react to the heard part only; raises :class:`PlanBroken`."""
         errors: list[dict] = []
+        self.context = context
         fraction = up.cut_fraction if up.cut_fraction is not None else 0.5
         for attempt in range(attempts):
             min_word = 0
@@ -280,7 +282,7 @@ class RuleUser:
         if t == "filler":
             return rng.choice(P.bank("user", "filler"))
         if t == "impatient":
-            return P.compose(rng, "user", "impatient_core")
+            return impatient_line(heard_content, self.context, rng)
         if t == "correction":
             return re.sub(r"\b([Tt]he last four digits of) the\b", r"\1 my",
                           P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"]))
@@ -314,6 +316,36 @@ _OPENING = re.compile(r"^(?:(?:oh|sorry|wait|hmm|quick thing|random question|ran
                       r"and|actually|off the top of my head|while i think of it|"
                       r"different subject|totally separate question|can i ask|quick one|"
                       r"while i'm on|but),?\s+)+", re.I)
+
+
+# impatience that claims the caller heard it before, or read it somewhere: only where true
+_REPEAT_CLAIM = re.compile(r"twice|the first time|heard this already|heard all this", re.I)
+_READ_CLAIM = re.compile(r"\bemail\b|website|read all", re.I)
+_RECORDS = re.compile(r"\b(?:I have|I see|I've found|I'm looking at|our records|on file|it shows|"
+                      r"shows|there's a|registered to|your account has)\b", re.I)
+_ACTION_TAIL = re.compile(r"just do it", re.I)
+_PENDING = re.compile(r"\b(?:I can|we can|I could|we could|I'll|I'm going to|I'd like to|shall I|"
+                      r"let me)\b", re.I)
+
+
+def impatient_line(heard_content: str, context: tuple[str, ...], rng: random.Random) -> str:
+    """An impatient cut-in that fits what was heard: "I understood the first time" only about
+    something said before, "I read that in the email" never about a records check, "let's just
+    do it" only while something is still to be done."""
+    words = heard_content.lower().split()
+    grams = {" ".join(words[i:i + 5]) for i in range(len(words) - 4)}
+    said_before = any(g in " ".join(c.lower().split()) for c in context[-6:] for g in grams)
+    cores = [c for c in P.bank("user", "impatient_core")
+             if (said_before or not _REPEAT_CLAIM.search(c))
+             and not (_READ_CLAIM.search(c) and _RECORDS.search(heard_content))]
+    tails = [t for t in P.bank("user", "impatient_core_tail")
+             if not (_ACTION_TAIL.search(t) and not _PENDING.search(heard_content))]
+    opener = rng.choice(P.bank("user", "impatient_open"))
+    core = rng.choice(cores)
+    tail = rng.choice(tails)
+    if opener and not opener.rstrip().endswith((".", "!", "?")) and not core.startswith(("I ", "I'")):
+        core = core[:1].lower() + core[1:]
+    return P.tidy(P.join(opener, core, tail))
 
 
 def reopen(line: str, rng: random.Random) -> str:
