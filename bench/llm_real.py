@@ -77,6 +77,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bargein.errors import GenerationFailed
 from bargein.generators.conversation import RuleAgents, _run_sync, generate_conversations, simulate
 from bargein.generators.scenarios import generate_scenarios
 from bargein.llm import get_llm
@@ -137,7 +138,11 @@ def shortest_scenarios(n: int, seed: int, pool: int, workdir: Path) -> list:
     res = generate_scenarios(pool, seed, workdir=workdir, progress=False)
     sized = []
     for s in res.outputs:
-        conv = _run_sync(simulate(s, random.Random(seed), RuleAgents(s)))
+        try:
+            conv = _run_sync(simulate(s, random.Random(seed), RuleAgents(s)))
+        except GenerationFailed:         # no offline size: last in the order, still a scenario
+            sized.append((10 ** 6, True, s.id, s))
+            continue
         sized.append((len(conv.messages), len(conv.interruptions) == 0, s.id, s))
     sized.sort(key=lambda x: x[:3])
     return [s for *_, s in sized[:n]]

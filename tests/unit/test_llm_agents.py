@@ -239,9 +239,15 @@ def test_a_round_the_verifier_would_reject_is_planned_again(tmp_path):
             self.memo, self.refused, self.plant = {}, [], plant
 
         async def assistant_turn(self, plan, messages, rng, sample):
+            from bargein.verify.text import sentences
+
             turn = await super().assistant_turn(plan, messages, rng, sample)
-            if self.plant and len(messages) >= 2 and not self.refused and len(turn.content.split()) >= 5:
-                return turn.model_copy(update={"content": f"{turn.content} {turn.content}"})
+            long = [turn.content[a:b] for a, b in sentences(turn.content)
+                    if len(turn.content[a:b].split()) >= 5]
+            if self.plant and len(messages) >= 2 and not self.refused and long:
+                # one sentence said twice in a row: "... the card we charge? ... the card we charge?"
+                doubled = turn.content.replace(long[0], f"{long[0]} {long[0]}", 1)
+                return turn.model_copy(update={"content": doubled})
             return turn
 
         async def check_round(self, before, after):
