@@ -101,20 +101,25 @@ def test_a_rubric_the_verifier_would_reject_is_re_asked_with_the_verdict(tmp_pat
     from bargein.generators.scenarios import generate_scenarios
     from bargein.verify.checks import run_checks
 
+    def fragment_of(text: str) -> str:
+        """Two words of ``text`` ending on 'the'/'to'/'of'/'your' ("to the"): mid-phrase."""
+        words = [w.strip(".,?!") for w in text.split()]
+        return next((f"{a} {b}" for a, b in zip(words, words[1:])
+                     if b.lower() in ("the", "to", "of", "your") and a.isalpha()), "")
+
     conv = idx = None
     for scn in generate_scenarios(12, 3, workdir=tmp_path, progress=False).outputs:
         for seed in range(6):
             c = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
             cuts = [m.index + 1 for m in c.messages if m.interruption is not None
-                    and m.interruption.type == "normal" and len(m.heard_text.split()) >= 6]
+                    and m.interruption.type == "normal" and fragment_of(m.heard_text)]
             if cuts:
                 conv, idx = c, cuts[0]
                 break
         if conv is not None:
             break
     assert conv is not None
-    heard = conv.messages[idx - 1].heard_text.split()
-    fragment = " ".join(heard[-3:-1]).strip(".,?!")           # ends mid-phrase ("to the")
+    fragment = fragment_of(conv.messages[idx - 1].heard_text)     # ends mid-phrase ("to the")
     bad = ["answers the caller's question before going on.",
            f"Says the cut sentence again, not only \"{fragment}\"."]
     good = ["Answers the caller's question before going on.",
