@@ -10,7 +10,8 @@ an anti-pattern of :mod:`bargein.generators.antipatterns`, seeded per item
 answer to the same prompt (:mod:`bargein.generators.onpolicy`; ``rejected_source: "model"``,
 ``rejected_model`` its model and settings, ``rejected_failed`` what it failed); an item whose
 answers all pass, or are all malformed, keeps the anti-pattern, ``rejected_fallback`` saying
-why (``model_answers_passed`` / ``model_answers_malformed``). The items come from the *train*
+why (``model_answers_passed`` / ``model_answers_malformed``, or ``model_failed`` when the model
+could not be asked: ``dpo_rejects.failures.jsonl`` has the evidence). The items come from the *train*
 pool of :func:`split_pools` — whole goals that never appear in the test pool (``eval_items``).
 """
 

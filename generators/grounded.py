@@ -147,6 +147,9 @@ def _fits(o: Obj, content: str) -> bool:
             return False
         if _purchase_record(sent, o) or _asked_about(sent):
             return False
+        if re.search(r"\b(?:current|existing|old|previous|usual|regular)\b", o.phrase, re.I):
+            return False              # what they pay already ("replaces your current monthly
+                                      # charge"), not a new cost to object to
         if head in _CHARGE:
             return True
         # a bare amount is a charge only where the sentence says so (not an estimate, a value,

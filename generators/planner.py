@@ -438,6 +438,8 @@ class RulePlanner:
             if t == "impatient" and self._rounds_left(st) <= 3:
                 continue                    # the call is at its length cap: what follows the skip
                                             # is the wrap-up, which would skip the steps left
+            if t == "impatient" and st.round == 0:
+                continue                    # the greeting and first question: nothing heard yet
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
             if t == "impatient" and unit.text and (_CALLER_TASK.search(unit.text)
@@ -668,10 +670,11 @@ _CALLER_TASK = re.compile(r"\bread (?:it|them|the code|that) (?:out|back|to me)\
                           r"press|hold down|go to|check) (?:the|your|it|that|again|in|out|back)\b|"
                           r"\blet me know (?:when|if|once)\b|\btell me (?:when|once|what you see)\b", re.I)
 # the turn reports the request done ("You're booked ...", "I've issued a refund ...")
-_DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|confirmed|upgraded|enrolled)|"
-                   r"I've (?:booked|issued|processed|submitted|filed|cancelled|scheduled|renewed|"
-                   r"set up|applied|placed)|(?:that's|it's|everything is|all) (?:done|sorted|complete))\b",
-                   re.I)
+_DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|confirmed|upgraded|enrolled|"
+                   r"now)|I've (?:booked|issued|processed|submitted|filed|cancelled|scheduled|renewed|"
+                   r"set up|applied|placed)|(?:that's|it's|everything is|all) (?:done|sorted|complete)|"
+                   r"your [\w' -]{1,40}? (?:is|are|has been|have been) (?:confirmed|set for|set up|booked|"
+                   r"submitted|filed|in place|cancelled|scheduled|done))\b", re.I)
 _AMOUNT = re.compile(r"[$\u20ac\u00a3]\s?\d|\b\d[\d,.]*\s(?:dollars?|euros?|pounds?)\b", re.I)
 _CONFIRM_Q = re.compile(r"\b(?:is|was) (?:that|this|all of that|everything) (?:right|correct|accurate)\b|"
                         r"\bdid I get that right\b|\bhave I got that right\b", re.I)
@@ -727,20 +730,34 @@ def resume_text(text: str, rec: Recovery) -> str:
                                           r"[^?]*\b(?:that|this|it|everything|all)\b", q, re.I))):
         # "Did I get that right?" alone after a recovery: say what it asks about again
         prev = max(text.rfind(". ", 0, start - 1), text.rfind("? ", 0, start - 1),
-                   text.rfind("! ", 0, start - 1), text.rfind(": ", 0, start - 1))
-        start = prev + 2 if prev >= 0 else 0
+                   text.rfind("! ", 0, start - 1))    # not a colon: "what I wrote down: 12 Elm
+        start = prev + 2 if prev >= 0 else 0           # St" starts with its lead-in
     if "?" not in text[start:] and "?" in text[:start]:
         # the question was heard but the cut fell after it (in a reason): ask it again
         q = text.rfind("?", 0, start)
         prev = max(text.rfind(". ", 0, q), text.rfind("? ", 0, q), text.rfind("! ", 0, q))
         start = prev + 2 if prev >= 0 else 0
+    if start and re.match(r"(?:It|It's|That|That's|This|They|They'll|They're|Keep it|Keep them)\b",
+                          text[start:]):
+        # "Keep it until ..." needs the sentence that says what "it" is
+        prev = max(text.rfind(". ", 0, start - 1), text.rfind("? ", 0, start - 1),
+                   text.rfind("! ", 0, start - 1))
+        start = prev + 2 if prev >= 0 else 0
     out = text[start:].strip() or text
+    while True:                             # the greeting is not said twice ("Thank you for
+        m = _GREETING_SENT.match(out)       # calling ..." again after a side question)
+        if not m or not out[m.end():].strip():
+            break
+        out = out[m.end():].strip()
     if re.match(r"(?:Alternatively|Instead|Otherwise|Also),\s+\S", out) and start:
         out = out.split(",", 1)[1].strip()  # its contrast was in the sentence before
         out = out[:1].upper() + out[1:]
     return out
 
 
+_GREETING_SENT = re.compile(r"(?:hi|hello|good (?:morning|afternoon|evening)|thanks?(?: you)? for "
+                            r"(?:calling|ringing|reaching out|contacting)|you've reached|welcome)\b"
+                            r"[^.!?]*[.!?](?:\s+|$)", re.I)
 _ABBREV_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|St|No|Ave|Blvd|Apt|Inc|Ltd|Co|Jr|Sr|vs|etc|[A-Z])\.$")
 
 
@@ -783,6 +800,7 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
             edge = [k for k in cands if text[spans[k - 1][1] - 1] in ".!,:;"]   # a noun phrase
         if not edge:                    # no clause edge: no nod in the middle of a clause
             return None
+        cands = edge
     else:
         inner = [k for k in cands if text[spans[k - 1][1] - 1] not in ".!?,:;"]
         cands = inner or cands

@@ -352,6 +352,9 @@ def _volunteered(conv: Conversation, u: Message) -> list[tuple[str, frozenset[st
     return out
 
 
+_EVERYDAY = frozenset("part thing time way lot bit one day week today now".split())
+
+
 @check("hidden_fact_addressed")
 def hidden_fact_addressed(conv: Conversation) -> list[Verdict]:
     """When the caller volunteers one of their hidden facts, the next assistant turn takes it
@@ -370,7 +373,9 @@ def hidden_fact_addressed(conv: Conversation) -> list[Verdict]:
             if len(w & earlier) * 5 >= len(w) * 3:
                 continue         # said before: a repeat of a fact already on the table, not news
             used = (content_words(nxt.spoken_text) & w) - before
-            if not used:
+            # one number ("2025" of another date) or one everyday word ("the next part") in
+            # common is no take-up: a word of the fact's own, or two in common, are
+            if not any(not x.isdigit() and x not in _EVERYDAY for x in used) and len(used) < 2:
                 out.append(_verdict(
                     "hidden_fact_addressed", nxt.index, f"the caller volunteered {key!r} in "
                     f"message {u.index} and this turn ignores it",

@@ -233,3 +233,26 @@ def test_a_hidden_fact_said_again_is_not_news_but_its_first_mention_is():
     ignored[9] = turns[9]
     (v,) = found(build_conversation(scn, ignored), "hidden_fact_addressed")
     assert v.message_index == 10
+
+
+def test_one_everyday_word_or_number_in_common_is_no_take_up():
+    """"Right, the next part." shares only "part" with "an interpreter for the complicated
+    parts": the volunteered fact is still ignored (a miss of the seeded corpus)."""
+    from bargein.records.scenario import UserFact
+
+    scn = _scenario_with(hidden=[UserFact(key="needs_interpreter", kind="need",
+                                          value="a Somali interpreter for the complicated parts")])
+    turns = list(EXAMPLE_TURNS)
+    turns[9] = ("user", "It started Monday around 7 pm, and the lights are amber. I'd like a "
+                        "Somali interpreter for the complicated parts.")
+    ignored = list(turns)
+    ignored[10] = ("assistant", "Right, the next part. I'd like to walk you through a restart "
+                                "first: unplug the power cord, wait thirty seconds, and then plug "
+                                "it back in.", turns[10][2])
+    (v,) = found(build_conversation(scn, ignored), "hidden_fact_addressed")
+    assert v.message_index == 10
+    taken = list(turns)
+    taken[10] = ("assistant", "I'll note that you'd like a Somali interpreter. I'd like to walk "
+                              "you through a restart first: unplug the power cord, wait thirty "
+                              "seconds, and then plug it back in.", turns[10][2])
+    assert found(build_conversation(scn, taken), "hidden_fact_addressed") == []
