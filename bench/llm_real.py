@@ -129,7 +129,7 @@ class Counting:
 
     async def structured(self, messages, schema, **kw):
         last = messages[-1]["content"] if messages else ""
-        if last.startswith(("Your answer breaks the plan", "Your answer cannot be applied")):
+        if "Your answer breaks the plan:" in last or last.startswith("Your answer cannot be applied"):
             self.plan_reasks += 1
         return await self._client.structured(messages, schema, **kw)
 

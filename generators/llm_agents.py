@@ -101,9 +101,13 @@ async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseM
             return obj
         answer = obj.model_dump_json()
         attempts.append({"attempt": n, "answer": json.loads(answer), "errors": errs})
-        msgs = msgs + [{"role": "assistant", "content": answer},
-                       {"role": "user", "content": "Your answer breaks the plan:\n- " + "\n- ".join(errs)
-                        + "\nAnswer again with the whole JSON object, fixed."}]
+        # the direction again with the errors, without the refused answer as a turn: shown its
+        # own answer, the 1.5B model wrote it again word for word (three times in a row, at
+        # temperature 0.8 with new seeds)
+        refused = "\n".join(f"- {e}" for e in dict.fromkeys(e for a in attempts for e in a["errors"]))
+        msgs = [*messages[:-1], {"role": messages[-1]["role"], "content": messages[-1]["content"]
+                                 + "\n\nYour answer breaks the plan:\n" + refused
+                                 + "\nAnswer again with the whole JSON object, different and fixed."}]
     # the end of what the agent was sent (the last turns and the direction), so the failures file
     # shows what the answers were answering
     tail = [{"role": m["role"], "content": m["content"][-600:]} for m in messages[1:][-3:]]
@@ -334,6 +338,11 @@ def check_delivered(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
         if missing:
             errs.append(f"the content must state {missing} from the planned content "
                         f"\"{unit.text}\" (any spoken form)")
+        if "?" in unit.text and "?" not in turn.content:
+            # seen on the 1.5B model, given "Could you read me the confirmation code ...?":
+            # "Sure thing, let me read that back for you." (it answered the question itself)
+            errs.append(f"the content must ask the caller the question of the planned content "
+                        f"\"{unit.text}\"; you are the company's assistant asking it")
         want = content_words(unit.text)
         got = content_words(turn.content)
         if want and len(want & got) < DELIVERED_SHARE * len(want):

@@ -244,6 +244,9 @@ def _interject_what(up: UserPlan, detail: dict[str, str]) -> str:
         return (f"Correct your {P.label(d.get('label', 'details'))}: it is {d.get('new', '')}, "
                 f"not {d.get('old', '')}. Say the corrected value.")
     if t == "topic_switch":
+        if d.get("pair"):        # the request itself is planned (the offline pair's line)
+            return ("Abruptly raise this unrelated request of yours, briefly, in your own words: "
+                    f"\"{P.pair(d, 'topic_switch')['user']}\"")
         return "Abruptly raise an unrelated request of your own (something else you need), briefly."
     if t == "pushback":
         if d.get("variant") == "sensitive":
@@ -256,6 +259,11 @@ def _interject_what(up: UserPlan, detail: dict[str, str]) -> str:
                 else f"Cut in to add this detail: {v}.")
     if anchor:
         return f"Ask a quick question about \"{anchor}\"."
+    if d.get("variant") == "constraint" and d.get("pair"):
+        # seen on the 1.5B model, told only to "add a constraint or preference of your own":
+        # "I'm sorry, but I can't assist with that request at this time." three times
+        return ("Cut in to tell them this, briefly, in your own words: "
+                f"\"{P.pair(d, 'normal_constraint')['user']}\"")
     return "Cut in to add a constraint or preference of your own that matters for this request."
 
 
@@ -267,6 +275,10 @@ def user_messages(up: UserPlan, heard_history: list[dict], heard: str | None = N
     (computed in code) and ``detail`` what the caller reacts to."""
     view = json.dumps(up.model_dump(mode="json"), separators=(",", ":"))
     if up.interrupt:
+        # the planner model's words for the caller's goal are left out of a cut-in: what the
+        # caller says is computed (seen: "Interrupts to request the confirmation code and last
+        # name." as the goal of a caller who was to add a constraint, who then refused)
+        view = json.dumps(up.model_dump(mode="json", exclude={"goal"}), separators=(",", ":"))
         assert heard is not None
         name = "user_simulator.interrupting"
         turns = _turns([*heard_history, {"role": "assistant", "text": heard, "cut": True}], "user")
