@@ -300,6 +300,11 @@ class RulePlanner:
                 unit = unit.model_copy(update={"text": P.join(price, unit.text)})
             return unit, transition
         again = st.fill_values(resume_text(cut.text, rec))   # started afresh, in other words
+        if cut.purpose == "deescalate" and again == cut.text.strip():
+            # "Honestly, fair question ..." is not said twice: the restart keeps the substance
+            first = re.match(r"[^.?!]*[.?!]\s+", again)
+            if first and again[first.end():].strip():
+                again = again[first.end():]
         return cut.model_copy(update={"text": P.vary(again, rng, fresh=True)}), None
 
     def _user_action(self, st: ConversationState, unit: Unit, rng: random.Random):
@@ -443,10 +448,12 @@ class RulePlanner:
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
             if t == "impatient" and unit.text and (_CALLER_TASK.search(unit.text)
-                                                   or _DONE.search(unit.text)):
+                                                   or _DONE.search(unit.text)
+                                                   or _unheard_price(unit.text, 0)):
                 continue                    # a step the caller must do now (read a code out, try
                                             # the app again) cannot be skipped; a report of work
-                                            # done has nothing left to hurry towards
+                                            # done has nothing left to hurry towards; a price the
+                                            # caller will pay is not skipped past
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
                                      else unit.kind == "ask" and st.pending is not None):
                 continue                    # nothing long enough to skip
@@ -485,7 +492,10 @@ class RulePlanner:
         if itype == "pushback":
             variants = ["suspicion", "resistance", "dispute", "disagreement"]
             keys = [k for k in unit.keys if sensitive_key(st, k)
-                    and not _CLAUSE_LABEL.search(P.label(k))] if unit.kind == "ask" else []
+                    and not _CLAUSE_LABEL.search(P.label(k))
+                    and not (unit.text and st.in_text(k, unit.text))] if unit.kind == "ask" else []
+            # (a value the turn reads out from the file is confirmed, not given: no "is it safe
+            # to give you my billing address?")
             # ("my year the account was opened" is no phrase anyone says: only a noun phrase)
             if keys:                        # identity details people hesitate to give by phone
                 key = keys[0]
@@ -739,10 +749,13 @@ def resume_text(text: str, rec: Recovery) -> str:
         start = prev + 2 if prev >= 0 else 0
     if start and re.match(r"(?:It|It's|That|That's|This|They|They'll|They're|Keep it|Keep them)\b",
                           text[start:]):
-        # "Keep it until ..." needs the sentence that says what "it" is
-        prev = max(text.rfind(". ", 0, start - 1), text.rfind("? ", 0, start - 1),
-                   text.rfind("! ", 0, start - 1))
-        start = prev + 2 if prev >= 0 else 0
+        # "Keep it until ..." needs the sentence that says what "it" is ("Dr. Payne" is no end)
+        prev = 0
+        for i in range(start - 2, 0, -1):
+            if text[i] == " " and text[i - 1] in ".!?" and not _ABBREV_END.search(text[:i]):
+                prev = i + 1
+                break
+        start = prev
     out = text[start:].strip() or text
     while True:                             # the greeting is not said twice ("Thank you for
         m = _GREETING_SENT.match(out)       # calling ..." again after a side question)
