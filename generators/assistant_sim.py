@@ -257,11 +257,12 @@ class RuleAssistant:
                              old=d["old"], new=d["new"])
         else:  # topic_switch: address it, steer back (the steer-back is the resume lead)
             address = P.pair(d, "topic_switch")["assistant"]
-            topic = goal_topic(self.scenario)
+            topic = goal_topic(self.scenario) if plan.unit.kind != "close" else ""
             back = P.pick(rng, "assistant", "back_to_topic", topic=topic) if topic and \
                 rng.random() < 0.4 else P.pick(rng, "assistant", "back_to_task")
             return AssistantTurn(acknowledgement=P.join(address, back), content=self.content(plan, rng))
-        lead, content = _resume(rng, self.content(plan, rng), goal_topic(self.scenario))
+        lead, content = _resume(rng, self.content(plan, rng),
+                                goal_topic(self.scenario) if plan.unit.kind != "close" else "")
         return AssistantTurn(acknowledgement=P.join(address, lead), content=content)
 
 

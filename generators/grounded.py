@@ -147,6 +147,11 @@ def _fits(o: Obj, content: str) -> bool:
             return False
         if _purchase_record(sent, o) or _asked_about(sent):
             return False
+        if re.fullmatch(r"(?:the|this|that) charges?", o.phrase.strip(), re.I):
+            return False              # the charge already on the table (the one disputed)
+        if re.search(r"\b(?:current|existing|old|previous|usual|regular)\b", o.phrase, re.I):
+            return False              # what they pay already ("replaces your current monthly
+                                      # charge"), not a new cost to object to
         if head in _CHARGE:
             return True
         # a bare amount is a charge only where the sentence says so (not an estimate, a value,
@@ -162,7 +167,8 @@ def _fits(o: Obj, content: str) -> bool:
         if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive|match|"
                      r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace|"
                      r"authori[sz]|releas|drop(?:s|ped)? off|not (?:fully |yet )?charged|"
-                     r"so (?:that )?you (?:can|could|have time|still)\b|(?:gives?|give) you\b)",
+                     r"so (?:that )?you (?:can|could|have time|still|won't|don't have to)\b|"
+                     r"(?:gives?|give) you\b|won't be stuck|instead, so)",
                      sent, re.I):
             return False             # a benefit the caller is offered is nothing to object to
                                      # (a window "so you can export anything you need")

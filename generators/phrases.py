@@ -161,7 +161,7 @@ _LABEL_WORDS = {"ssn": "Social Security number", "dob": "date of birth", "id": "
 
 _LABEL_KEYS = {"account_created_year": "year the account was opened",
                "lost_device": "reason for the reset",
-               "project_cost": "estimated cost"}
+               "project_cost": "estimated cost", "needed_by": "deadline"}
 
 
 def label(key: str) -> str:
@@ -336,6 +336,11 @@ def clause(value: str) -> str | None:
     sister") as the caller says it ("I have a flood policy"); None for plain values."""
     v = value.strip()
     first = v.split(" ", 1)[0].lower() if v else ""
+    if re.match(r"(?:I|I'm|I've|my|we|we're|our)\b", v):
+        return v.rstrip(".")                    # said as the caller says it already
+    if re.match(r"(?:(?:a|the|my|our|their)\s+)?\w+(?:\s\w+)?\s(?:lost|separated|had|dropped|got|"
+                r"moved|closed|went|is|are|was|were)\b", v):
+        return v.rstrip(".")                    # a whole clause ("parents separated this year")
     if _PREDICATE.match(v):
         return first_person(v)
     if first.endswith("ing") and first.isalpha() and len(first) > 4:

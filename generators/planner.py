@@ -300,6 +300,11 @@ class RulePlanner:
                 unit = unit.model_copy(update={"text": P.join(price, unit.text)})
             return unit, transition
         again = st.fill_values(resume_text(cut.text, rec))   # started afresh, in other words
+        if cut.purpose == "deescalate" and again == cut.text.strip():
+            # "Honestly, fair question ..." is not said twice: the restart keeps the substance
+            first = re.match(r"[^.?!]*[.?!]\s+", again)
+            if first and again[first.end():].strip():
+                again = again[first.end():]
         return cut.model_copy(update={"text": P.vary(again, rng, fresh=True)}), None
 
     def _user_action(self, st: ConversationState, unit: Unit, rng: random.Random):
@@ -438,13 +443,17 @@ class RulePlanner:
             if t == "impatient" and self._rounds_left(st) <= 3:
                 continue                    # the call is at its length cap: what follows the skip
                                             # is the wrap-up, which would skip the steps left
+            if t == "impatient" and st.round == 0:
+                continue                    # the greeting and first question: nothing heard yet
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
             if t == "impatient" and unit.text and (_CALLER_TASK.search(unit.text)
-                                                   or _DONE.search(unit.text)):
+                                                   or _DONE.search(unit.text)
+                                                   or _unheard_price(unit.text, 0)):
                 continue                    # a step the caller must do now (read a code out, try
                                             # the app again) cannot be skipped; a report of work
-                                            # done has nothing left to hurry towards
+                                            # done has nothing left to hurry towards; a price the
+                                            # caller will pay is not skipped past
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
                                      else unit.kind == "ask" and st.pending is not None):
                 continue                    # nothing long enough to skip
@@ -483,7 +492,10 @@ class RulePlanner:
         if itype == "pushback":
             variants = ["suspicion", "resistance", "dispute", "disagreement"]
             keys = [k for k in unit.keys if sensitive_key(st, k)
-                    and not _CLAUSE_LABEL.search(P.label(k))] if unit.kind == "ask" else []
+                    and not _CLAUSE_LABEL.search(P.label(k))
+                    and not (unit.text and st.in_text(k, unit.text))] if unit.kind == "ask" else []
+            # (a value the turn reads out from the file is confirmed, not given: no "is it safe
+            # to give you my billing address?")
             # ("my year the account was opened" is no phrase anyone says: only a noun phrase)
             if keys:                        # identity details people hesitate to give by phone
                 key = keys[0]
@@ -668,10 +680,11 @@ _CALLER_TASK = re.compile(r"\bread (?:it|them|the code|that) (?:out|back|to me)\
                           r"press|hold down|go to|check) (?:the|your|it|that|again|in|out|back)\b|"
                           r"\blet me know (?:when|if|once)\b|\btell me (?:when|once|what you see)\b", re.I)
 # the turn reports the request done ("You're booked ...", "I've issued a refund ...")
-_DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|confirmed|upgraded|enrolled)|"
-                   r"I've (?:booked|issued|processed|submitted|filed|cancelled|scheduled|renewed|"
-                   r"set up|applied|placed)|(?:that's|it's|everything is|all) (?:done|sorted|complete))\b",
-                   re.I)
+_DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|confirmed|upgraded|enrolled|"
+                   r"now)|I've (?:booked|issued|processed|submitted|filed|cancelled|scheduled|renewed|"
+                   r"set up|applied|placed)|(?:that's|it's|everything is|all) (?:done|sorted|complete)|"
+                   r"your [\w' -]{1,40}? (?:is|are|has been|have been) (?:confirmed|set for|set up|booked|"
+                   r"submitted|filed|in place|cancelled|scheduled|done))\b", re.I)
 _AMOUNT = re.compile(r"[$\u20ac\u00a3]\s?\d|\b\d[\d,.]*\s(?:dollars?|euros?|pounds?)\b", re.I)
 _CONFIRM_Q = re.compile(r"\b(?:is|was) (?:that|this|all of that|everything) (?:right|correct|accurate)\b|"
                         r"\bdid I get that right\b|\bhave I got that right\b", re.I)
@@ -727,20 +740,37 @@ def resume_text(text: str, rec: Recovery) -> str:
                                           r"[^?]*\b(?:that|this|it|everything|all)\b", q, re.I))):
         # "Did I get that right?" alone after a recovery: say what it asks about again
         prev = max(text.rfind(". ", 0, start - 1), text.rfind("? ", 0, start - 1),
-                   text.rfind("! ", 0, start - 1), text.rfind(": ", 0, start - 1))
-        start = prev + 2 if prev >= 0 else 0
+                   text.rfind("! ", 0, start - 1))    # not a colon: "what I wrote down: 12 Elm
+        start = prev + 2 if prev >= 0 else 0           # St" starts with its lead-in
     if "?" not in text[start:] and "?" in text[:start]:
         # the question was heard but the cut fell after it (in a reason): ask it again
         q = text.rfind("?", 0, start)
         prev = max(text.rfind(". ", 0, q), text.rfind("? ", 0, q), text.rfind("! ", 0, q))
         start = prev + 2 if prev >= 0 else 0
+    if start and re.match(r"(?:It|It's|That|That's|This|They|They'll|They're|Keep it|Keep them)\b",
+                          text[start:]):
+        # "Keep it until ..." needs the sentence that says what "it" is ("Dr. Payne" is no end)
+        prev = 0
+        for i in range(start - 2, 0, -1):
+            if text[i] == " " and text[i - 1] in ".!?" and not _ABBREV_END.search(text[:i]):
+                prev = i + 1
+                break
+        start = prev
     out = text[start:].strip() or text
+    while True:                             # the greeting is not said twice ("Thank you for
+        m = _GREETING_SENT.match(out)       # calling ..." again after a side question)
+        if not m or not out[m.end():].strip():
+            break
+        out = out[m.end():].strip()
     if re.match(r"(?:Alternatively|Instead|Otherwise|Also),\s+\S", out) and start:
         out = out.split(",", 1)[1].strip()  # its contrast was in the sentence before
         out = out[:1].upper() + out[1:]
     return out
 
 
+_GREETING_SENT = re.compile(r"(?:hi|hello|good (?:morning|afternoon|evening)|thanks?(?: you)? for "
+                            r"(?:calling|ringing|reaching out|contacting)|you've reached|welcome)\b"
+                            r"[^.!?]*[.!?](?:\s+|$)", re.I)
 _ABBREV_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|St|No|Ave|Blvd|Apt|Inc|Ltd|Co|Jr|Sr|vs|etc|[A-Z])\.$")
 
 
@@ -783,6 +813,7 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
             edge = [k for k in cands if text[spans[k - 1][1] - 1] in ".!,:;"]   # a noun phrase
         if not edge:                    # no clause edge: no nod in the middle of a clause
             return None
+        cands = edge
     else:
         inner = [k for k in cands if text[spans[k - 1][1] - 1] not in ".!?,:;"]
         cands = inner or cands

@@ -174,8 +174,53 @@ class AvoidCheck(BaseModel):
     does_it: bool
 
 
+_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+         "fifteen sixteen seventeen eighteen nineteen").split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ORDINALS = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
+             "nine": "ninth", "twelve": "twelfth"}
+
+
+def _int_words(n: int) -> str:
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        return _TENS[n // 10] + (f" {_ONES[n % 10]}" if n % 10 else "")
+    if n < 1000:
+        return f"{_ONES[n // 100]} hundred" + (f" {_int_words(n % 100)}" if n % 100 else "")
+    return f"{_int_words(n // 1000)} thousand" + (f" {_int_words(n % 1000)}" if n % 1000 else "")
+
+
+def _number_words(digits: str, suffix: str = "") -> str:
+    """One written number as it is said: a code (a leading zero, five or more digits) digit by
+    digit, a year-like 1100-1999 / 2010-2099 in pairs, else the cardinal; with "st"/"nd"/"rd"/
+    "th" the ordinal."""
+    if (len(digits) > 1 and digits[0] == "0") or len(digits) >= 5:
+        return " ".join(_ONES[int(d)] for d in digits)
+    n = int(digits)
+    if len(digits) == 4 and (1100 <= n < 2000 or 2010 <= n < 2100):
+        words = f"{_int_words(n // 100)} {_int_words(n % 100)}" if n % 100 else f"{_int_words(n // 100)} hundred"
+    else:
+        words = _int_words(n)
+    if suffix:
+        head, _, last = words.rpartition(" ")
+        last = _ORDINALS.get(last) or (last[:-1] + "ieth" if last.endswith("y") else last + "th")
+        words = f"{head} {last}".strip()
+    return words
+
+
+def spoken_numbers(text: str) -> str:
+    """``text`` with its written numbers as words ("30" -> "thirty", "12th" -> "twelfth",
+    "04771" -> "zero four seven seven one", "9:30" -> "nine thirty"), so a quote or a reply that
+    says a number one way matches the conversation saying it the other. Applied alike to every
+    response, quote and conversation the code checks compare."""
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", (text or "").lower())   # 1,200 -> 1200
+    return re.sub(r"(?<![a-z0-9])(\d{1,7})(st|nd|rd|th)?(?![0-9])",
+                  lambda m: f" {_number_words(m.group(1), m.group(2) or '')} ", text)
+
+
 def _norm(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", (text or "").lower()))
+    return " ".join(re.findall(r"[a-z0-9]+", spoken_numbers(text)))
 
 
 def quoted_in(evidence: str, response: str) -> bool:
@@ -189,7 +234,7 @@ def _content(text: str) -> set[str]:
     from bargein.lexicon import BACKCHANNEL_WORDS, CONTENT_STOP_WORDS, FILLERS
 
     out = set()
-    for w in re.findall(r"[a-z0-9']+", (text or "").lower().replace("\u2019", "'")):
+    for w in re.findall(r"[a-z0-9']+", spoken_numbers(text).replace("\u2019", "'")):
         w = w.strip("'")
         if (len(w) >= 3 or w.isdigit()) and w not in CONTENT_STOP_WORDS and w not in FILLERS \
                 and w not in BACKCHANNEL_WORDS:
@@ -197,21 +242,28 @@ def _content(text: str) -> set[str]:
     return out
 
 
+def user_content(item: EvalItem) -> set[str]:
+    """The content words of what the user said: every user turn and the interjection."""
+    return _content(" ".join([item.interjection] + [m.content for m in item.history if m.role == "user"]))
+
+
 def case_content(item: EvalItem) -> set[str]:
     """The content words that make this conversation specific: what the user said (every user
     turn and the interjection) and what the assistant was saying when it was cut (the planned
     message). The assistant's earlier turns are left out: their politeness ("happy to help",
     "of course") is what a reply that fits any conversation is made of."""
-    return _content(" ".join([item.planned_text, item.interjection]
-                             + [m.content for m in item.history if m.role == "user"]))
+    return user_content(item) | _content(item.planned_text)
 
 
 def grounded_in(evidence: str, item: EvalItem) -> bool:
-    """Whether the quote names anything of this conversation (a content word of the user's
-    turns, the interjection or the interrupted message, :func:`case_content`; stop words and
-    backchannels from :mod:`bargein.lexicon` do not count). A criterion asks for something
-    specific to the case; a quote that would fit any conversation cannot show it is met."""
-    return bool(_content(evidence) & case_content(item))
+    """Whether the quote names something of this conversation: a content word of what the user
+    said (:func:`user_content`), or two of the interrupted message (stop words and backchannels
+    from :mod:`bargein.lexicon` do not count). A criterion asks for something specific to the
+    case; a quote that would fit any conversation cannot show it is met. One word of the
+    assistant's own message is not enough: a content-free reply shares one now and then ("What's
+    next for you?" with "your next bill")."""
+    words = _content(evidence)
+    return bool(words & user_content(item)) or len(words & _content(item.planned_text)) >= 2
 
 
 _ABSENCE = re.compile(r"\b(not|no|never|nor|none|nothing|neither|dropped|skipped|omitted|"
@@ -256,12 +308,16 @@ class LLMJudge:
       (:func:`criterion_kind` "do") is asked for the words of the response that meet it
       (``judge_rq_criterion``); it is met only when the judge says so AND its quote is words of
       the response AND, with ``grounding`` (the default), the quote names something of this
-      conversation (:func:`grounded_in`). A criterion that forbids something ("avoid") is asked
+      conversation (:func:`grounded_in`: a word the user said, or two of the interrupted
+      message). A criterion that forbids something ("avoid") is asked
       for the words that do the forbidden thing (``judge_rq_avoid``); it is broken only when
       the judge says so AND the quote is words of the response AND, with ``grounding``, the
       quote mostly says again what the user heard, the interjection or the criterion names
       (:func:`shows_violation`). Small models answer "does it do X?" yes whatever the reply,
-      so neither a "met" nor a "broken" is taken without its evidence.
+      so neither a "met" nor a "broken" is taken without its evidence. A "met" whose quote
+      is not words of the response, or names nothing of the conversation, is asked once more
+      with that reason. Quotes, responses and conversations are compared with their written
+      numbers spoken (:func:`spoken_numbers`: "30" and "thirty" are the same words).
     - ``rq_mode="criteria"``: every criterion asked the first way (``judge_rq_criterion``).
     - ``rq_mode="all"``: the one-call form (``judge_rq``).
 
@@ -286,7 +342,7 @@ class LLMJudge:
             rq = f"judge_rq_criterion v{load('judge_rq_criterion').version}"
             if rq_mode == "split":
                 rq += f" + judge_rq_avoid v{load('judge_rq_avoid').version}"
-            rq += " quotes grounded" if grounding else " quotes"
+            rq += " quotes grounded@3" if grounding else " quotes@3"   # checks v3 (spoken numbers, re-asked)
         self.id = f"{spec} ({tf}, {rq})"
         self.reasks = reasks
         self.temperature = judge_temperature(spec, temperature)
@@ -365,13 +421,15 @@ class LLMJudge:
                                   {"criterion": c, "error": str(e), "details": e.evidence,
                                    "answers": [x.model_dump() for x in crit]})
             ans = ans if isinstance(ans, schema) else schema.model_validate(ans)
-            if not avoid and ans.met and not quoted_in(ans.evidence, response) and self.reasks:
-                # a "met" must rest on the reply's own words: asked once more with the reason
+            why = self._unsupported(item, response, ans) if not avoid and ans.met else None
+            if why and self.reasks:
+                # a "met" must rest on the reply's own words that name something of this
+                # conversation: asked once more with the reason (the answer is checked again)
                 retry = chat + [
                     {"role": "assistant", "content": json.dumps(ans.model_dump(), ensure_ascii=False)},
-                    {"role": "user", "content": "Your evidence is not words of the reply. Copy the "
-                     "words of the reply between the triple quotes that meet the criterion, exactly "
-                     "as written there; if no words of the reply meet it, answer met false. Answer "
+                    {"role": "user", "content": why + " Copy the words of the reply between the "
+                     "triple quotes that do what the criterion asks in THIS conversation, exactly "
+                     "as written there; if no words of the reply do it, answer met false. Answer "
                      "with the JSON object only."}]
                 try:
                     again = await self._ask(retry, schema, name, sample, max_tokens=200)
@@ -381,6 +439,16 @@ class LLMJudge:
             crit.append(self._avoid_verdict(item, response, c, ans) if avoid
                         else self._do_verdict(item, response, c, ans))
         return RQJudgment(criteria=crit, verdict="pass" if all(c.met for c in crit) else "fail")
+
+    def _unsupported(self, item: EvalItem, response: str, ans: CriterionCheck) -> str | None:
+        """Why a "met" answer's quote does not support it (None when it does): the reason the
+        judge is told when it is asked again."""
+        if not quoted_in(ans.evidence, response):
+            return "Your evidence is not words of the reply."
+        if self.grounding and not grounded_in(ans.evidence, item):
+            return ("The words you quoted would fit any conversation: they name nothing of this "
+                    "one.")
+        return None
 
     def _do_verdict(self, item: EvalItem, response: str, c: str, ans: CriterionCheck) -> CriterionVerdict:
         if ans.met and not quoted_in(ans.evidence, response):

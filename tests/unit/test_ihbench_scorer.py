@@ -255,13 +255,64 @@ def test_rq_per_criterion_evidence_must_be_words_of_the_response():
     assert all(c in a[2][-1]["content"] for a, c in zip(m.asked, it.rubric.rq_criteria))
     assert quoted_in("POLICY 4471  0933, noted!", resp) and not quoted_in("policy 4471 0934", resp)
     # a real quote that names nothing of this conversation shows no case-specific recovery
+    # (asked once more with that reason; a content-free reply has no other words to quote)
     generic = "Sure, happy to help. What's next for you?"
-    anyw = [{"evidence": "happy to help", "met": True}] * n
-    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(anyw)).assess(it, generic, sample=0))
+    anyw = [{"evidence": "happy to help", "met": True}] * (2 * n)
+    m = ScriptedModel(anyw)
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=m).assess(it, generic, sample=0))
     assert r.verdict == "fail" and all("nothing of this conversation" in c.reason for c in r.criteria)
-    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(anyw), grounding=False).assess(
+    assert len(m.asked) == 2 * n and "would fit any conversation" in m.asked[1][2][-1]["content"]
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=ScriptedModel(anyw[:n]), grounding=False).assess(
         it, generic, sample=0))
     assert r.verdict == "pass"
+
+
+def test_a_met_quote_that_names_nothing_of_the_case_is_asked_again():
+    """Plumbing only (scripted answers). A good reply whose judge first quotes its generic
+    closing question is asked once more; a grounded second quote meets the criterion, a second
+    generic one does not, and a met with a grounded quote is never re-asked."""
+    it = item("correction", rq=("The new policy number is used.", "The reply goes on."))
+    resp = "No problem, I've updated it to policy 4471 0933. Shall we go on?"
+    closing = {"evidence": "Shall we go on?", "met": True}
+    fine = {"evidence": "policy 4471 0933", "met": True}
+    m = ScriptedModel([closing, {"evidence": "updated it to policy 4471 0933", "met": True}, fine])
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=m).assess(it, resp, sample=0))
+    assert r.verdict == "pass" and len(m.asked) == 3
+    assert "would fit any conversation" in m.asked[1][2][-1]["content"]
+    m = ScriptedModel([closing, closing, fine])
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=m).assess(it, resp, sample=0))
+    assert r.verdict == "fail" and "nothing of this conversation" in r.criteria[0].reason
+    assert r.criteria[1].met
+    m = ScriptedModel([fine, fine])
+    assert asyncio.run(LLMJudge("s:m", workdir=None, llm=m).assess(it, resp, sample=0)).verdict == "pass"
+    assert len(m.asked) == 2
+    m = ScriptedModel([closing, fine])             # reasks=0: no second ask, the check stands
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=m, reasks=0).assess(it, resp, sample=0))
+    assert r.verdict == "fail" and len(m.asked) == 2
+
+
+def test_written_and_spoken_numbers_are_the_same_words_to_the_checks():
+    """Hand-worked spoken forms; applied alike to quotes, replies and the conversation, so a
+    reply that writes "30" quotes a conversation that said "thirty" (and the reverse)."""
+    from bargein.scorers.ihbench_judges import grounded_in, spoken_numbers
+
+    def said(t):
+        import re
+
+        return " ".join(re.findall(r"[a-z]+", spoken_numbers(t)))
+
+    assert said("wait 30 seconds") == "wait thirty seconds"
+    assert said("the 12th of May, 1st floor") == "the twelfth of may first floor"
+    assert said("reading 04771 on account 83153") == ("reading zero four seven seven one on account "
+                                                      "eight three one five three")
+    assert said("born in 1988, pay 1,200 by 9:45") == ("born in nineteen eighty eight pay twelve "
+                                                       "hundred by nine forty five")
+    assert said("2007 and 250") == "two thousand seven and two hundred fifty"
+    assert quoted_in("wait thirty seconds", "Please wait 30 seconds.")
+    assert quoted_in("account 83153", "That's account eight three one five three.")
+    assert not quoted_in("account 83154", "That's account eight three one five three.")
+    it = item("normal", interjection="By the way, it happened on the twenty first.")
+    assert grounded_in("on the 21st", it) and not grounded_in("on the 14th", it)
 
 
 def test_criterion_kind_reads_the_criterion_grammar():
@@ -333,6 +384,10 @@ def test_grounding_reads_the_users_turns_and_the_interrupted_message_not_politen
     assert not grounded_in("Happy to help with whatever you need today.", polite)
     assert grounded_in("I'll note that it happened on Friday.", polite)          # the interjection
     assert grounded_in("and then the police report.", polite)                     # the planned message
+    # one word of the assistant's own message is not enough: a content-free reply shares one
+    nxt = it.model_copy(update={"planned_text": "Your next step is the police report."})
+    assert not grounded_in("Sure. What's next for you?", nxt)
+    assert grounded_in("Next, the police report.", nxt) and grounded_in("next Friday", nxt)
 
 
 def test_no_judge_configured_stops_with_the_fix(monkeypatch):
