@@ -51,13 +51,19 @@ _NEGATION = re.compile(r"\b(?:not|never|no|without|avoid\w*|instead of|rather th
                        r"\w+n't)\b", re.I)
 
 
-def against_type(kind: str | None, criterion: str) -> str:
-    """The cue of a criterion that asks for what ``kind``'s recovery must not do ('' if none)."""
-    low = criterion.lower()
+def against_type(kind: str | None, criterion: str, said: str = "") -> str:
+    """The cue of a criterion that asks for what ``kind``'s recovery must not do ('' if none).
+    A cue inside words of the call itself (``said``: "the signal to restart your new phone", a
+    step the caller is walked through) is the call's content, not a way of recovering."""
+    low, heard = criterion.lower(), " ".join(said.lower().split())
     for cue in _AGAINST_TYPE.get(kind or "", ()):
         at = low.find(cue)
-        if at >= 0 and not _NEGATION.search(low[:at]):
-            return cue
+        if at < 0 or _NEGATION.search(low[:at]):
+            continue
+        phrase = " ".join(re.findall(r"[\w'-]+", low[at:])[:3])
+        if heard and len(phrase.split()) == 3 and phrase in heard:
+            continue
+        return cue
     return ""
 
 
@@ -123,10 +129,10 @@ def check_rubric(out: RubricOut, kind: str | None = None, said: str = "") -> lis
     if copied:
         errs.append(f"{copied[0]!r} copies the example from another call; write the checks for "
                     "this call's words and values")
-    wrong = [c for c in [out.tf_criterion, *out.rq_criteria] if against_type(kind, c)]
+    wrong = [c for c in [out.tf_criterion, *out.rq_criteria] if against_type(kind, c, said)]
     if wrong:
         errs.append(f"after a {kind} interruption the response must not "
-                    f"{against_type(kind, wrong[0])!r}: {wrong[0]!r} asks for it; write the "
+                    f"{against_type(kind, wrong[0], said)!r}: {wrong[0]!r} asks for it; write the "
                     f"criteria a good {kind} recovery meets")
     rq = [c.strip() for c in out.rq_criteria if c.strip()]
     if len(out.tf_criterion.split()) < MIN_CRITERION_WORDS:

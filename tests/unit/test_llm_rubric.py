@@ -142,3 +142,16 @@ def test_a_rubric_the_verifier_would_reject_is_re_asked_with_the_verdict(tmp_pat
     new = [v for v in run_checks(conv.with_(rubrics=(rubric,))) if v.message_index == idx
            and v.check in ("grammar_gold", "rq_whole_phrase")]
     assert new == []
+
+
+def test_a_cue_inside_the_calls_own_words_is_content_not_a_recovery():
+    """'restart' is the filler recovery's forbidden fresh start, but 'restart your new phone' is
+    a step the call walks the caller through (seen in the LLM end-to-end run: every rubric of a
+    number-transfer call was re-asked three times and failed). Outside the call's words the
+    same criterion is still refused."""
+    said = ("When the transfer completes, your old phone will lose service. That's expected and "
+            "it's the signal to restart your new phone so the number shows up.")
+    c = "Goes on to say that losing service is the signal to restart your new phone."
+    assert against_type("filler", c, said) == ""
+    assert against_type("filler", c) == "restart"
+    assert against_type("filler", "Restarts the explanation from the top.", said) == "restart"
