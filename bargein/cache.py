@@ -67,9 +67,13 @@ class _WriteBehind:
         self._pending: dict[Path, bytes] = {}
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
+        self._closing = False
         self.failed = 0
 
     def submit(self, path: Path, data: bytes) -> None:
+        if self._closing:                          # the process is exiting: no thread may start
+            self._write_now(path, data)            # now, so write here and now
+            return
         with self._cv:
             if self._pid != os.getpid():           # a forked child: the parent's thread is not here
                 self._queue.clear()
@@ -103,16 +107,27 @@ class _WriteBehind:
                 batch = list(self._queue)
                 self._queue.clear()
             for path, data in batch:
-                try:
-                    _write_atomic(path, data)
-                except OSError as e:
-                    self.failed += 1
-                    log.error("could not write cache entry %s: %s (it will be computed again)", path, e)
+                self._write_now(path, data)
             with self._cv:
                 for path, data in batch:
                     if self._pending.get(path) is data:
                         del self._pending[path]
                 self._cv.notify_all()
+
+    def _write_now(self, path: Path, data: bytes) -> None:
+        try:
+            _write_atomic(path, data)
+        except OSError as e:
+            self.failed += 1
+            log.error("could not write cache entry %s: %s (it will be computed again)", path, e)
+
+    def close(self, timeout: float = 60.0) -> None:
+        """At exit: wait for the queue, then write every later entry inline. Exit hooks that
+        run after this one (``weakref.finalize`` hooks registered before this module was
+        imported, e.g. the LLM ledger's) would otherwise queue work for a daemon thread the
+        interpreter is about to stop: the entry lost, or a half-written ``.tmp`` left behind."""
+        self._closing = True
+        self.flush(timeout)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued entry is on disk (True) or ``timeout`` passed (False)."""
@@ -123,7 +138,7 @@ class _WriteBehind:
 
 
 _WRITER = _WriteBehind()
-atexit.register(_WRITER.flush, 60.0)
+atexit.register(_WRITER.close, 60.0)
 
 
 def write_behind(path: Path, data: bytes) -> None:

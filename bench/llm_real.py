@@ -77,6 +77,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bargein.errors import GenerationFailed
 from bargein.generators.conversation import RuleAgents, _run_sync, generate_conversations, simulate
 from bargein.generators.scenarios import generate_scenarios
 from bargein.llm import get_llm
@@ -94,8 +95,9 @@ class Recorder:
     """The client's provider, recording each request (messages and settings), its wall time
     and usage, so the same calls can be re-sent later."""
 
-    def __init__(self, inner: Any):
+    def __init__(self, inner: Any, trace: bool = False):
         self._inner = inner
+        self.trace = trace
         self.calls: list[dict[str, Any]] = []
 
     def __getattr__(self, name: str) -> Any:
@@ -107,6 +109,10 @@ class Recorder:
         self.calls.append({"messages": messages, "kw": kw, "seconds": time.perf_counter() - t,
                            "input_tokens": comp.usage.input_tokens,
                            "output_tokens": comp.usage.output_tokens})
+        if self.trace:          # one line per call, to follow a long run as it goes
+            print(f"  call {len(self.calls)}: {self.calls[-1]['seconds']:.0f} s, "
+                  f"{comp.usage.input_tokens}+{comp.usage.output_tokens} tokens: "
+                  f"{comp.text[:160]!r}", file=sys.stderr, flush=True)
         return comp
 
 
@@ -123,7 +129,7 @@ class Counting:
 
     async def structured(self, messages, schema, **kw):
         last = messages[-1]["content"] if messages else ""
-        if last.startswith(("Your answer breaks the plan", "Your answer cannot be applied")):
+        if "Your answer breaks the plan:" in last or last.startswith("Your answer cannot be applied"):
             self.plan_reasks += 1
         return await self._client.structured(messages, schema, **kw)
 
@@ -132,7 +138,11 @@ def shortest_scenarios(n: int, seed: int, pool: int, workdir: Path) -> list:
     res = generate_scenarios(pool, seed, workdir=workdir, progress=False)
     sized = []
     for s in res.outputs:
-        conv = _run_sync(simulate(s, random.Random(seed), RuleAgents(s)))
+        try:
+            conv = _run_sync(simulate(s, random.Random(seed), RuleAgents(s)))
+        except GenerationFailed:         # no offline size: last in the order, still a scenario
+            sized.append((10 ** 6, True, s.id, s))
+            continue
         sized.append((len(conv.messages), len(conv.interruptions) == 0, s.id, s))
     sized.sort(key=lambda x: x[:3])
     return [s for *_, s in sized[:n]]
@@ -270,6 +280,7 @@ def main() -> int:
                     help="the LLM verifier on a clean call and three corrupted copies")
     ap.add_argument("--goals", choices=("yes", "no", "only"), default="yes",
                     help=f"the goal writer, 2 goals in each of {', '.join(GOAL_DOMAINS)}")
+    ap.add_argument("--trace", action="store_true", help="a line per model call on stderr")
     a = ap.parse_args()
     if not Path(a.model).is_file():
         print(f"bench/llm_real.py: no GGUF model at {a.model}. Fix: --model PATH.gguf", file=sys.stderr)
@@ -281,7 +292,7 @@ def main() -> int:
     spec = f"llamacpp:{a.model}"
     client = get_llm(spec, workdir=work, cache=False, context_tokens=a.ctx, max_tokens=a.max_tokens,
                      frequency_penalty=0.3, agents={})
-    rec = Recorder(client.provider)
+    rec = Recorder(client.provider, trace=a.trace)
     client.provider = rec
     client.provider._inner.n_threads = a.threads
     counting = Counting(client)

@@ -133,6 +133,14 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: Any) -> Conve
                     # the caller hears the turn it answers (every agent, the LLM one too)
                     heard = _heard_view(messages) + [{"role": "assistant", "text": text}]
                     reply = await agents.user_reply(plan, heard, rng, replan)
+                check_round = getattr(agents, "check_round", None)
+                if check_round is not None:       # the LLM agents: the verifier's checks, per round
+                    new_msgs, new_plan = _round_records(len(messages), plan, text, inter, reply)
+                    new_gold = {plan.recovery.message_index: text} if plan.recovery is not None else {}
+                    await check_round(
+                        _partial(scenario, messages, plans, gold, agents.name),
+                        _partial(scenario, [*messages, *new_msgs], [*plans, new_plan],
+                                 {**gold, **new_gold}, agents.name))
                 break
             except GenerationFailed as e:      # plan broken, or no schema-valid answer
                 if plan.type is not None:
@@ -147,22 +155,12 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: Any) -> Conve
         i = len(messages)
         if plan.recovery is not None:
             gold[plan.recovery.message_index] = text
+        new_msgs, new_plan = _round_records(i, plan, text, inter, reply)
+        messages += new_msgs
+        plans.append(new_plan)
         if inter is None:
-            messages.append(Message(index=i, role="assistant", text=text, stage=plan.stage))
-            plans.append(RoundPlan.model_validate({**plan.model_dump(), "message_index": i}))
-            if reply is not None:
-                messages.append(Message(index=i + 1, role="user", text=reply, stage=plan.stage))
             planner.apply(st, plan, turn.content, None, rng)
         else:
-            itr = Interruption(type=plan.type, cut_word_index=inter.cut_word_index,
-                               cut_char_offset=len(inter.heard), heard_text=inter.heard,
-                               overlap_ms=inter.overlap_ms, interjection=inter.interjection)
-            messages.append(Message(index=i, role="assistant", text=text, heard_text=inter.heard,
-                                    stage=plan.stage, interruption=itr))
-            messages.append(Message(index=i + 1, role="user", text=inter.interjection, stage=plan.stage))
-            plans.append(RoundPlan.model_validate({**plan.model_dump(), "message_index": i,
-                                                   "cut_word_index": inter.cut_word_index,
-                                                   "detail": inter.detail}))
             rec = Recovery(type=plan.type, message_index=i + 1, planned_text=text, heard_text=inter.heard,
                            remainder=P.remainder_after(text, inter.cut_word_index),
                            interjection=inter.interjection, content_start=turn.content_start,
@@ -173,6 +171,33 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: Any) -> Conve
     return Conversation(id=conversation_id(scenario, agents.name), scenario=scenario,
                         messages=tuple(messages), gold_recoveries=gold, plan=tuple(plans),
                         agents=agents.name, outcome=st.outcome)
+
+
+def _round_records(i: int, plan: RoundPlan, text: str, inter: Interjected | None,
+                   reply: str | None) -> tuple[list[Message], RoundPlan]:
+    """The messages of a round (from index ``i``) and its plan as recorded."""
+    if inter is None:
+        msgs = [Message(index=i, role="assistant", text=text, stage=plan.stage)]
+        if reply is not None:
+            msgs.append(Message(index=i + 1, role="user", text=reply, stage=plan.stage))
+        return msgs, RoundPlan.model_validate({**plan.model_dump(), "message_index": i})
+    itr = Interruption(type=plan.type, cut_word_index=inter.cut_word_index,
+                       cut_char_offset=len(inter.heard), heard_text=inter.heard,
+                       overlap_ms=inter.overlap_ms, interjection=inter.interjection)
+    msgs = [Message(index=i, role="assistant", text=text, heard_text=inter.heard, stage=plan.stage,
+                    interruption=itr),
+            Message(index=i + 1, role="user", text=inter.interjection, stage=plan.stage)]
+    return msgs, RoundPlan.model_validate({**plan.model_dump(), "message_index": i,
+                                           "cut_word_index": inter.cut_word_index,
+                                           "detail": inter.detail})
+
+
+def _partial(scenario: Scenario, messages: list[Message], plans: list[RoundPlan],
+             gold: dict[int, str], agents: str) -> Conversation:
+    """The conversation so far (no outcome yet), for checks between rounds."""
+    return Conversation(id=conversation_id(scenario, agents), scenario=scenario,
+                        messages=tuple(messages), gold_recoveries=dict(gold), plan=tuple(plans),
+                        agents=agents)
 
 
 # ---- runner stages --------------------------------------------------------------------------

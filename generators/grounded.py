@@ -61,6 +61,7 @@ _NUMBERS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nin
             "fourteen", "fifteen", "twenty", "thirty", "forty-five", "sixty", "ninety"}
 _LEADS = {"a", "an", "the", "your", "my", "any", "some", "this", "two", "three", "four"}
 _IDENTITY = re.compile(r"\b(birth|digits|social|security|account|card|pin|password|passport|licen[cs]e|"
+                       r"client|loyalty|student|case|confirmation code|"
                        r"member|patient|id|identification|photo|signature|ssn|verification|"
                        r"proof|statement|document|documents|receipt|receipts|letter)\b", re.I)
 _CHARGE_CUE = re.compile(r"\b(fee|fees|charge|charges|charged|penalty|surcharge|deposit|copay|"
@@ -167,7 +168,8 @@ def _fits(o: Obj, content: str) -> bool:
         if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive|match|"
                      r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace|"
                      r"authori[sz]|releas|drop(?:s|ped)? off|not (?:fully |yet )?charged|"
-                     r"so (?:that )?you (?:can|could|have time|still)\b|(?:gives?|give) you\b)",
+                     r"so (?:that )?you (?:can|could|have time|still|won't|don't have to)\b|"
+                     r"(?:gives?|give) you\b|won't be stuck|instead, so)",
                      sent, re.I):
             return False             # a benefit the caller is offered is nothing to object to
                                      # (a window "so you can export anything you need")

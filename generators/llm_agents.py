@@ -28,8 +28,10 @@ from bargein.generators.llm_messages import (
 from bargein.generators.facts import find_placeholders
 from bargein.generators.llm_values import said
 from bargein.generators.planner import ConversationState, RoundPlan
+from bargein.generators import grounded as G
 from bargein.generators.user_sim import (
-    Interjected, PlanBroken, RuleUser, UserPlan, anchors, check_interjection, check_reply, user_plan,
+    Interjected, PlanBroken, RuleUser, UserPlan, anchors, check_interjection, check_reply,
+    impatient_cuts, user_plan,
 )
 from bargein.verify.text import content_words, normalise, sentences
 from bargein.records import Conversation, Scenario
@@ -89,16 +91,23 @@ async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseM
     msgs = list(messages)
     for n in range(ASK_ATTEMPTS):
         # a re-ask is a new draw: its errors in the prompt, a new seed, and sampled hotter
+        # (a re-planned round's first ask too: at the default temperature a new seed gave the
+        # 1.5B model's assistant the same turn word for word in all three plans of a round)
         obj = await llm.structured(msgs, schema, agent=agent, sample=sample * ASK_ATTEMPTS + n,
-                                   **({} if n == 0 else {"temperature": reask_temperature(None)}))
+                                   **({} if n == 0 and sample == 0
+                                      else {"temperature": reask_temperature(None)}))
         errs = check(obj)
         if not errs:
             return obj
         answer = obj.model_dump_json()
         attempts.append({"attempt": n, "answer": json.loads(answer), "errors": errs})
-        msgs = msgs + [{"role": "assistant", "content": answer},
-                       {"role": "user", "content": "Your answer breaks the plan:\n- " + "\n- ".join(errs)
-                        + "\nAnswer again with the whole JSON object, fixed."}]
+        # the direction again with the errors, without the refused answer as a turn: shown its
+        # own answer, the 1.5B model wrote it again word for word (three times in a row, at
+        # temperature 0.8 with new seeds)
+        refused = "\n".join(f"- {e}" for e in dict.fromkeys(e for a in attempts for e in a["errors"]))
+        msgs = [*messages[:-1], {"role": messages[-1]["role"], "content": messages[-1]["content"]
+                                 + "\n\nYour answer breaks the plan:\n" + refused
+                                 + "\nAnswer again with the whole JSON object, different and fixed."}]
     # the end of what the agent was sent (the last turns and the direction), so the failures file
     # shows what the answers were answering
     tail = [{"role": m["role"], "content": m["content"][-600:]} for m in messages[1:][-3:]]
@@ -119,8 +128,15 @@ class LLMAgents:
     def __init__(self, scenario: Scenario, llm: Any, spec: str):
         self.scenario, self.llm, self.name = scenario, llm, spec
         self.cutter = RuleUser()
+        self._checked: dict[str, Any] = {}        # the verdicts of the call so far
+        self._so_far: Conversation | None = None    # the call as of the last round kept
 
     async def refine_plan(self, plan: RoundPlan, st: ConversationState, messages, rng, sample) -> RoundPlan:
+        why = unrealisable(plan, said_values_of(self.scenario))
+        if why:      # known before any model call: the round is planned again without this type
+            raise PlanBroken(f"the planned {plan.type} cut cannot happen in this turn: {why}",
+                             evidence={"plan": plan.model_dump(mode="json"), "reason": why})
+
         def check(out: PlannerOut) -> list[str]:
             text = out.assistant_goal + " " + out.user_goal
             errs = [f"placeholders: {find_placeholders(text)[:3]}"] if find_placeholders(text) else []
@@ -134,12 +150,39 @@ class LLMAgents:
                                        "user_goal": out.user_goal,
                                        "rationale": out.rationale or plan.rationale})
 
+    async def check_round(self, before: Conversation, after: Conversation) -> None:
+        """The verifier's deterministic checks between rounds: a verdict the new round brings
+        (an unfixable one, on one of its messages) that the call did not have before it breaks
+        the round, which is then planned again, instead of the whole call being discarded at
+        the end (seen on the 1.5B model: calls of 25 messages and 68 model calls discarded for
+        one line). Checks that can only be judged on a whole call (the goal reached, the steps
+        after a skip carried out) wait for the verifier."""
+        errs = round_verdicts(before, after, self._checked)
+        if errs:
+            raise PlanBroken(f"the round breaks the verifier's checks: {errs[0]}",
+                             evidence={"verdicts": errs})
+        self._so_far = after
+
     async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
         agent, msgs = assistant_messages(plan, self.scenario, messages)
-        turn = await ask_valid(self.llm, msgs, AssistantTurn, agent=agent,
-                               check=lambda t: check_assistant(plan, t), sample=sample)
-        return tidy_turn(turn, opening=not messages,
-                         said_before=[m.text for m in messages if m.role == "assistant"])
+        said_before = [m.text for m in messages if m.role == "assistant"]
+        so_far = self._so_far
+        if so_far is None or len(so_far.messages) != len(messages):
+            from bargein.generators.conversation import _partial
+
+            so_far = _partial(self.scenario, list(messages), [], {}, self.name)
+
+        def check(t: AssistantTurn) -> list[str]:
+            # the plan first; then the verifier's checks on the turn as it will be said (a
+            # re-ask of this one turn, not a new plan for the round, when it would be refused)
+            errs = check_assistant(plan, t)
+            if errs:
+                return errs
+            said = tidy_turn(t, opening=not messages, said_before=said_before)
+            return turn_verdicts(so_far, plan, said.text)
+
+        turn = await ask_valid(self.llm, msgs, AssistantTurn, agent=agent, check=check, sample=sample)
+        return tidy_turn(turn, opening=not messages, said_before=said_before)
 
     async def user_reply(self, plan, heard, rng, sample) -> str:
         up = user_plan(plan)
@@ -178,6 +221,82 @@ class LLMAgents:
         return Interjected(heard=cut.heard, cut_word_index=cut.cut_word_index,
                            interjection=out.interjection.strip(), overlap_ms=cut.overlap_ms,
                            detail=detail)
+
+
+# judged on a whole call only: "not carried out (yet)" on a call that has not ended
+WHOLE_CALL_CHECKS = frozenset({"task_abandoned_on_skip", "resolved_goal_reached", "rubric_counts"})
+
+
+def round_verdicts(before: Conversation, after: Conversation,
+                   memo: dict[str, Any] | None = None) -> list[str]:
+    """The unfixable verdicts of the verifier's deterministic checks that ``after`` (the call
+    with one more round) has on the new round's messages and ``before`` does not have, each as
+    "check: issue (evidence)". On round-by-round prefixes of the offline generator's accepted
+    calls only ``task_abandoned_on_skip`` fired (1 of 341 rounds), a whole-call check left out
+    here. ``memo``: the keys of ``before``'s verdicts, kept from the previous round."""
+    from bargein.verify.checks import run_checks
+
+    def keys(verdicts) -> set:
+        return {(v.check, v.message_index, v.issue) for v in verdicts}
+
+    memo = {} if memo is None else memo
+    first = len(before.messages)
+    had = memo["keys"] if memo.get("messages") == before.messages else keys(run_checks(before))
+    found = run_checks(after)
+    out = [f"{v.check}: {v.issue}" + (f" ({v.evidence[:200]})" if v.evidence else "")
+           for v in found if not v.fixable and v.check not in WHOLE_CALL_CHECKS
+           and v.message_index is not None and v.message_index >= first
+           and (v.check, v.message_index, v.issue) not in had]
+    if not out:                 # the round stays: its verdicts are the next round's "before"
+        memo.update(messages=after.messages, keys=keys(found))
+    return out
+
+
+def turn_verdicts(so_far: Conversation, plan: RoundPlan, text: str) -> list[str]:
+    """:func:`round_verdicts` of the call with only the assistant's next turn added (before the
+    caller answers or cuts in), as re-ask errors for that turn. Seen on the 1.5B model: the
+    recovery after "I'm travelling with my 5-year-old and want to sit together." went on with
+    the booking without a word about it (hidden_fact_addressed), the same turn in all three
+    plans of the round, and the call failed."""
+    from bargein.records import Message
+
+    i = len(so_far.messages)
+    msg = Message(index=i, role="assistant", text=text, stage=plan.stage)
+    gold = {plan.recovery.message_index: text} if plan.recovery is not None else {}
+    after = so_far.with_(messages=(*so_far.messages, msg), id=so_far.id,
+                         gold_recoveries={**so_far.gold_recoveries, **gold},
+                         plan=(*so_far.plan, RoundPlan.model_validate({**plan.model_dump(),
+                                                                      "message_index": i})))
+    return [f"{e}; say this turn so that it is not so" for e in round_verdicts(so_far, after)]
+
+
+def said_values_of(scenario: Scenario) -> tuple[str, ...]:
+    from bargein.generators.conversation import said_values
+
+    return said_values(scenario)
+
+
+def unrealisable(plan: RoundPlan, values: tuple[str, ...] = ()) -> str:
+    """Why the planned cut-in cannot be made in the planned content ('' when it may be): the
+    cutter needs a fee, requirement or policy to push back on (or, for a clarifying question,
+    a fee, policy or value), and explanation left to skip for an impatient caller. The model
+    smooths the planned talking point and adds no facts, so what the point lacks the spoken turn
+    lacks too. Seen on the 1.5B model: pushback, then impatient planned on an opener that only
+    asks for an order number; each drew a planner and an assistant call (minutes on 2 cores)
+    before the cutter found nothing to react to."""
+    unit = plan.unit
+    if not plan.interrupt or unit is None:
+        return ""
+    variant = plan.detail.get("variant", "")
+    text = unit.text
+    if plan.type == "pushback" and variant not in ("sensitive", "persist") \
+            and not G.objects_in(text, G.PUSHBACK_KINDS):
+        return f"no {'/'.join(G.PUSHBACK_KINDS)} in the planned content {text!r} to push back on"
+    if plan.type == "normal" and variant == "clarify" and not G.objects_in(text, G.CLARIFY_KINDS):
+        return f"no {'/'.join(G.CLARIFY_KINDS)} in the planned content {text!r} to ask about"
+    if plan.type == "impatient" and not impatient_cuts(text, 0, values):
+        return f"no explanation in the planned content {text!r} to skip"
+    return ""
 
 
 def _said(text: str, phrase: str) -> bool:
@@ -219,6 +338,11 @@ def check_delivered(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
         if missing:
             errs.append(f"the content must state {missing} from the planned content "
                         f"\"{unit.text}\" (any spoken form)")
+        if "?" in unit.text and "?" not in turn.content:
+            # seen on the 1.5B model, given "Could you read me the confirmation code ...?":
+            # "Sure thing, let me read that back for you." (it answered the question itself)
+            errs.append(f"the content must ask the caller the question of the planned content "
+                        f"\"{unit.text}\"; you are the company's assistant asking it")
         want = content_words(unit.text)
         got = content_words(turn.content)
         if want and len(want & got) < DELIVERED_SHARE * len(want):
@@ -385,13 +509,39 @@ def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
     if up.action == "answer":
         missing = [v for v in up.facts.values() if v and not said(utterance, v)]
         if missing:
-            errs.append(f"the reply must give {missing} (in any spoken form)")
+            given = [v for v in up.facts.values() if v and v not in missing]
+            errs.append(f"the reply must give {missing} (in any spoken form)"
+                        + (f", and {given} as well: all of them in one reply" if given else ""))
     return errs
+
+
+# a request for more of what an impatient caller wants skipped. Seen on the 1.5B model, told to
+# ask the assistant to skip reading the itinerary back: "I'm sorry, could you please just read
+# the itinerary back for me? I need to understand the details."
+_ASKS_MORE = re.compile(
+    r"(?:\b(?:can|could|would|will) you (?:please )?(?:just )?|\bplease (?:just )?|^(?:just )?)"
+    r"(?:read|explain|repeat|say (?:that|it) again|go (?:over|through)|walk me through|"
+    r"run (?:me )?through|tell me (?:more|again|about|the details)|give me (?:the|more) details)\b",
+    re.I)
+
+
+def asks_for_more(text: str) -> str:
+    """The words of ``text`` asking to hear more, read back or repeated ('' when none)."""
+    for s, e in sentences(text):
+        sent = re.sub(r"^(?:(?:i'm |i am )?sorry|okay|ok|well|um|uh|so|actually)[,.]?\s+", "",
+                      text[s:e].strip().replace("\u2019", "'"), flags=re.I)
+        m = _ASKS_MORE.search(sent)
+        if m:
+            return sent[m.start():].strip()
+    return ""
 
 
 def check_user_interjection(up: UserPlan, message: str, content_start: int, heard: str,
                             interjection: str, context: tuple[str, ...]) -> list[str]:
-    errs = _echo(interjection) + assistant_voice(interjection) + [
+    more = asks_for_more(interjection) if up.type == "impatient" else ""
+    errs = ([f"{more!r} asks to hear more; an impatient caller wants the assistant to skip "
+             "this and move on: say that, in your own words"] if more else [])
+    errs += _echo(interjection) + assistant_voice(interjection) + [
         e for e in check_interjection(up, message, content_start, heard, interjection, context)
         if not e.startswith(_VALUE_ERRORS)]
     if up.type == "correction" and not said(interjection, up.detail.get("new", "")):

@@ -166,6 +166,13 @@ def _recovery_how(plan: RoundPlan) -> str:
     if rec.type == "pushback":
         return (f"Acknowledge their concern{' about ' + d['anchor'] if d.get('anchor') else ''} with "
                 "empathy, explain briefly and offer a concrete option.")
+    if d.get("value") and d.get("variant") in ("hidden", "volunteer"):
+        # seen on the 1.5B model: "I'm travelling with my 5-year-old and want to sit together."
+        # answered by the booking's next question, without a word about the child
+        v = d["value"]
+        told = about_you(v, "they") if is_statement(v) else f"their {P.label(d.get('label', 'details'))} is {v}"
+        return (f"They just told you that {told}: take that up in the acknowledgement, naming it "
+                "in one short sentence, then restart your cut sentence from its beginning.")
     return "Answer what they added or asked, then restart your cut sentence from its beginning."
 
 
@@ -231,11 +238,15 @@ def _interject_what(up: UserPlan, detail: dict[str, str]) -> str:
     if t == "filler":
         return 'Say only a short backchannel such as "mm-hm", "yeah" or "right".'
     if t == "impatient":
-        return "You are in a hurry: ask them to skip the explanation and get on with it."
+        return ("You are in a hurry: ask them to skip the explanation and get on with it. Do not "
+                "ask them to read, repeat or explain anything.")
     if t == "correction":
         return (f"Correct your {P.label(d.get('label', 'details'))}: it is {d.get('new', '')}, "
                 f"not {d.get('old', '')}. Say the corrected value.")
     if t == "topic_switch":
+        if d.get("pair"):        # the request itself is planned (the offline pair's line)
+            return ("Abruptly raise this unrelated request of yours, briefly, in your own words: "
+                    f"\"{P.pair(d, 'topic_switch')['user']}\"")
         return "Abruptly raise an unrelated request of your own (something else you need), briefly."
     if t == "pushback":
         if d.get("variant") == "sensitive":
@@ -248,6 +259,11 @@ def _interject_what(up: UserPlan, detail: dict[str, str]) -> str:
                 else f"Cut in to add this detail: {v}.")
     if anchor:
         return f"Ask a quick question about \"{anchor}\"."
+    if d.get("variant") == "constraint" and d.get("pair"):
+        # seen on the 1.5B model, told only to "add a constraint or preference of your own":
+        # "I'm sorry, but I can't assist with that request at this time." three times
+        return ("Cut in to tell them this, briefly, in your own words: "
+                f"\"{P.pair(d, 'normal_constraint')['user']}\"")
     return "Cut in to add a constraint or preference of your own that matters for this request."
 
 
@@ -259,6 +275,10 @@ def user_messages(up: UserPlan, heard_history: list[dict], heard: str | None = N
     (computed in code) and ``detail`` what the caller reacts to."""
     view = json.dumps(up.model_dump(mode="json"), separators=(",", ":"))
     if up.interrupt:
+        # the planner model's words for the caller's goal are left out of a cut-in: what the
+        # caller says is computed (seen: "Interrupts to request the confirmation code and last
+        # name." as the goal of a caller who was to add a constraint, who then refused)
+        view = json.dumps(up.model_dump(mode="json", exclude={"goal"}), separators=(",", ":"))
         assert heard is not None
         name = "user_simulator.interrupting"
         turns = _turns([*heard_history, {"role": "assistant", "text": heard, "cut": True}], "user")
@@ -275,6 +295,10 @@ def user_messages(up: UserPlan, heard_history: list[dict], heard: str | None = N
         facts = [(f'Tell them, in your own words: "{about_me(v)}."' if is_statement(v)
                   else f"Your {P.label(k)} is {v}: say it.") for k, v in up.facts.items()
                  if v and up.action in ("answer", "volunteer")]
+        if len(facts) > 1:
+            # seen on the 1.5B model, asked "the parcel number ..., or the property address?"
+            # with both to give: one of them per answer, three answers in a row
+            facts.append(f"Say all {len(facts)} of these in this one reply.")
         direction = render(name, what=_reply_what(up), facts=facts, style=up.style, plan=view)
     return name, [{"role": "system", "content": user_system(up)}, *turns,
                   {"role": "user", "content": direction}]

@@ -51,13 +51,19 @@ _NEGATION = re.compile(r"\b(?:not|never|no|without|avoid\w*|instead of|rather th
                        r"\w+n't)\b", re.I)
 
 
-def against_type(kind: str | None, criterion: str) -> str:
-    """The cue of a criterion that asks for what ``kind``'s recovery must not do ('' if none)."""
-    low = criterion.lower()
+def against_type(kind: str | None, criterion: str, said: str = "") -> str:
+    """The cue of a criterion that asks for what ``kind``'s recovery must not do ('' if none).
+    A cue inside words of the call itself (``said``: "the signal to restart your new phone", a
+    step the caller is walked through) is the call's content, not a way of recovering."""
+    low, heard = criterion.lower(), " ".join(said.lower().split())
     for cue in _AGAINST_TYPE.get(kind or "", ()):
         at = low.find(cue)
-        if at >= 0 and not _NEGATION.search(low[:at]):
-            return cue
+        if at < 0 or _NEGATION.search(low[:at]):
+            continue
+        phrase = " ".join(re.findall(r"[\w'-]+", low[at:])[:3])
+        if heard and len(phrase.split()) == 3 and phrase in heard:
+            continue
+        return cue
     return ""
 
 
@@ -123,10 +129,10 @@ def check_rubric(out: RubricOut, kind: str | None = None, said: str = "") -> lis
     if copied:
         errs.append(f"{copied[0]!r} copies the example from another call; write the checks for "
                     "this call's words and values")
-    wrong = [c for c in [out.tf_criterion, *out.rq_criteria] if against_type(kind, c)]
+    wrong = [c for c in [out.tf_criterion, *out.rq_criteria] if against_type(kind, c, said)]
     if wrong:
         errs.append(f"after a {kind} interruption the response must not "
-                    f"{against_type(kind, wrong[0])!r}: {wrong[0]!r} asks for it; write the "
+                    f"{against_type(kind, wrong[0], said)!r}: {wrong[0]!r} asks for it; write the "
                     f"criteria a good {kind} recovery meets")
     rq = [c.strip() for c in out.rq_criteria if c.strip()]
     if len(out.tf_criterion.split()) < MIN_CRITERION_WORDS:
@@ -144,13 +150,38 @@ def check_rubric(out: RubricOut, kind: str | None = None, said: str = "") -> lis
     return errs
 
 
+def _key(v) -> tuple:
+    return (v.check, v.message_index, v.issue, v.evidence)
+
+
+def gate_errors(conv: Conversation, rubric: Rubric, without: set[tuple] | None = None) -> list[str]:
+    """The verifier's deterministic checks on ``rubric``: the unfixable verdicts the
+    conversation gets with it that it does not get without it (``without``: those keys, when
+    computed already), as re-ask errors. Seen on the 1.5B model: a whole simulated call
+    (25 messages, 68 model calls) discarded for a criterion quoting 'limited to fifteen titles'
+    (not a whole phrase of the call) and one starting in lower case; a re-ask fixes such a
+    criterion for one more call."""
+    from bargein.verify.checks import run_checks
+
+    if without is None:
+        without = {_key(v) for v in run_checks(conv.with_(rubrics=()))}
+    errs = []
+    for v in run_checks(conv.with_(rubrics=(rubric,))):
+        if not v.fixable and _key(v) not in without:
+            errs.append(f"{v.issue}" + (f" (in {v.evidence})" if v.evidence else ""))
+    return list(dict.fromkeys(errs))
+
+
 def _example(kind: str) -> dict[str, str]:
     heard, said, answer = EXAMPLES.get(kind, EXAMPLES["normal"])
     return {"example_heard": json.dumps(heard), "example_interjection": json.dumps(said),
             "example": json.dumps(answer, ensure_ascii=False)}
 
 
-async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random) -> Rubric:
+async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random,
+                     without: set[tuple] | None = None) -> Rubric:
+    """One rubric, checked by :func:`check_rubric` and by the verifier's own checks
+    (:func:`gate_errors`; ``without``: the verdict keys of the conversation without rubrics)."""
     cut = conv.messages[idx - 1]
     nxt = recovery_plans(conv).get(idx)
     system = render("rubric_generator", system_prompt=conv.scenario.system_prompt)
@@ -163,17 +194,26 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random)
                     details=json.dumps(interruption_context(conv, idx)),
                     **_example(cut.interruption.type))
     said = " ".join(m.text for m in conv.messages[: idx + 1])
+
+    def as_rubric(o: RubricOut) -> Rubric:
+        return Rubric(message_index=idx, type=cut.interruption.type, tf_criterion=o.tf_criterion.strip(),
+                      rq_criteria=tuple(c.strip() for c in o.rq_criteria if c.strip()))
+
+    def check(o: RubricOut) -> list[str]:
+        errs = check_rubric(o, cut.interruption.type, said)
+        return errs or gate_errors(conv, as_rubric(o), without)
+
     out = await ask_valid(llm, [{"role": "system", "content": system},
                                 {"role": "user", "content": prompt}], RubricOut,
-                          agent="rubric_generator",
-                          check=lambda o: check_rubric(o, cut.interruption.type, said))
-    return Rubric(message_index=idx, type=cut.interruption.type,
-                  tf_criterion=out.tf_criterion.strip(),
-                  rq_criteria=tuple(c.strip() for c in out.rq_criteria if c.strip()))
+                          agent="rubric_generator", check=check)
+    return as_rubric(out)
 
 
 async def rubrics_llm(conv: Conversation, ctx: StageContext) -> Conversation:
+    from bargein.verify.checks import run_checks
+
     llm = llm_for(ctx, ctx.config["llm"])
-    rubrics = await asyncio.gather(*(llm_rubric(conv, i, llm, random.Random(ctx.item_seed + i))
+    without = {_key(v) for v in run_checks(conv.with_(rubrics=()))}
+    rubrics = await asyncio.gather(*(llm_rubric(conv, i, llm, random.Random(ctx.item_seed + i), without)
                                      for i in _indices(conv)))
     return conv.with_(rubrics=tuple(rubrics))

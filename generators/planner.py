@@ -300,6 +300,11 @@ class RulePlanner:
                 unit = unit.model_copy(update={"text": P.join(price, unit.text)})
             return unit, transition
         again = st.fill_values(resume_text(cut.text, rec))   # started afresh, in other words
+        if cut.purpose == "deescalate" and again == cut.text.strip():
+            # "Honestly, fair question ..." is not said twice: the restart keeps the substance
+            first = re.match(r"[^.?!]*[.?!]\s+", again)
+            if first and again[first.end():].strip():
+                again = again[first.end():]
         return cut.model_copy(update={"text": P.vary(again, rng, fresh=True)}), None
 
     def _user_action(self, st: ConversationState, unit: Unit, rng: random.Random):
@@ -744,10 +749,13 @@ def resume_text(text: str, rec: Recovery) -> str:
         start = prev + 2 if prev >= 0 else 0
     if start and re.match(r"(?:It|It's|That|That's|This|They|They'll|They're|Keep it|Keep them)\b",
                           text[start:]):
-        # "Keep it until ..." needs the sentence that says what "it" is
-        prev = max(text.rfind(". ", 0, start - 1), text.rfind("? ", 0, start - 1),
-                   text.rfind("! ", 0, start - 1))
-        start = prev + 2 if prev >= 0 else 0
+        # "Keep it until ..." needs the sentence that says what "it" is ("Dr. Payne" is no end)
+        prev = 0
+        for i in range(start - 2, 0, -1):
+            if text[i] == " " and text[i - 1] in ".!?" and not _ABBREV_END.search(text[:i]):
+                prev = i + 1
+                break
+        start = prev
     out = text[start:].strip() or text
     while True:                             # the greeting is not said twice ("Thank you for
         m = _GREETING_SENT.match(out)       # calling ..." again after a side question)

@@ -165,11 +165,14 @@ class RuleUser:
                 said = P.clause(value)
                 if said:
                     parts.append(P.sentence(("And " if n else "") + said + "."))
+                elif n and (key == "age" or key.endswith("_age")) and re.search(r"\byears?$", value):
+                    parts.append(f"And they're {value} old.")      # not "the age is eight years"
                 elif n:
-                    last_word = P.label(key).split()[-1] if P.label(key).split() else ""
+                    label = re.sub(r" (?:description|details)$", "", P.label(key))  # "the damage is"
+                    last_word = label.split()[-1] if label.split() else ""
                     be = "are" if last_word.endswith("s") and not last_word.endswith(("ss", "us")) \
                         else "is"                       # "the copies are", "the email is"
-                    parts.append(f"And my {P.label(key)} {be} {value}.")
+                    parts.append(f"And my {label} {be} {value}.")
                 else:
                     part = P.pick_filled(rng, "user", bank, value=value, label=P.label(key))
                     if "@" in value and part[:1].isupper() and part.lower().startswith(value.lower()):

@@ -119,6 +119,14 @@ def test_model_failures_become_rejected_and_the_rest_fall_back(run, tmp_path):
     assert per_item[script.c.id] == 3 and per_item[script.d.id] == 3
     ds = datasets.load_dataset("json", data_files=str(tmp_path / "dpo.jsonl"), split="train")
     assert len(ds) == len(items)
+    # what the card reports: the sources, the fallbacks and the model with its settings
+    from bargein.verify.report import rejected_sources
+
+    q = rejected_sources(_rows(tmp_path / "dpo.jsonl"))
+    assert q["dpo_rejected_sources"] == {"anti_pattern": len(items) - 2, "model": 2}
+    assert q["dpo_rejected_fallbacks"] == {"model_answers_malformed": 1,
+                                           "model_answers_passed": len(items) - 3}
+    assert q["dpo_rejected_model"].startswith(SPEC + "; 3 samples; temperature 0.7")
 
     # deterministic given the cache: a rerun against a server that would answer differently
     # writes the same bytes; only the failed item is asked again

@@ -206,3 +206,35 @@ def test_llm_answers_written_behind_are_seen_by_every_cache_over_the_folder(tmp_
     monkeypatch.setattr(llm_cache, "_LISTINGS", {})                  # as a new process
     assert llm_cache.ResponseCache(tmp_path / "llm_cache").get(keys[0]).text == '{"a": 1}'
     assert llm_cache.ResponseCache(tmp_path / "llm_cache").get(keys[2]) is None
+
+
+def test_write_behind_entries_queued_by_late_exit_hooks_reach_disk(tmp_path):
+    """A ``weakref.finalize`` hook registered before bargein.cache was imported runs after the
+    cache's exit flush (exit hooks run last-in first-out) -- the LLM ledger saves itself from
+    such a finalizer. Entries it queues must still be written whole: before the fix the writer
+    thread was started during interpreter shutdown and the 200 entries below were lost (0 on
+    disk) or left as half-written ``.tmp`` files (seen as a flaky leftover in the bad-input
+    corpus under load)."""
+    import subprocess
+    import textwrap
+
+    out = tmp_path / "out"
+    script = textwrap.dedent(f"""
+        import weakref
+        class Owner: pass
+        owner = Owner()
+        weakref.finalize(Owner(), lambda: None)     # weakref's exit hook is registered first
+        from pathlib import Path
+        import bargein.cache as cache
+        def save():
+            for i in range(200):
+                cache.write_behind(Path({str(out)!r}) / f"e{{i}}.bin", bytes([i]) * 100_000)
+        weakref.finalize(owner, save)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    files = sorted(out.glob("e*.bin"))
+    assert len(files) == 200
+    assert all(f.read_bytes() == bytes([int(f.stem[1:])]) * 100_000 for f in files)
+    assert not list(out.glob(".*.tmp"))

@@ -179,3 +179,149 @@ def test_the_prefix_cache_counts_every_byte_a_state_holds():
     for i in range(5):
         cache[(i, i + 1)] = State()
     assert len(cache.cache_state) == 2 and cache.cache_size <= 2000
+
+
+def test_a_cut_with_nothing_to_react_to_is_refused_before_any_model_call(tmp_path):
+    """unrealisable() predicts from the planned talking point whether the cutter can place the
+    planned pushback / impatient / clarifying cut. The instrument is the rule-based cutter run on
+    the offline assistant's actual turns: the prediction never refuses a cut the cutter made,
+    and it catches most of the rounds where the cutter found nothing (each such round cost a
+    planner and an assistant call on the 1.5B model before)."""
+    import random
+    from collections import Counter
+
+    from bargein.errors import GenerationFailed
+    from bargein.generators.conversation import RuleAgents, _run_sync, said_values, simulate
+    from bargein.generators.llm_agents import unrealisable
+    from bargein.generators.scenarios import generate_scenarios
+
+    tab: Counter = Counter()
+
+    class Watch(RuleAgents):
+        async def refine_plan(self, plan, st, messages, rng, sample):
+            self.why = unrealisable(plan, said_values(self.scenario))
+            return plan
+
+        async def user_interject(self, plan, message, cs, ctx, heard, rng, sample):
+            try:
+                got = await super().user_interject(plan, message, cs, ctx, heard, rng, sample)
+            except GenerationFailed:
+                tab["failed", bool(self.why)] += 1
+                raise
+            tab["made", bool(self.why)] += 1
+            return got
+
+    for scn in generate_scenarios(8, 7, workdir=tmp_path, progress=False).outputs:
+        for seed in range(2):
+            agents = Watch(scn)
+            agents.scenario = scn
+            _run_sync(simulate(scn, random.Random(seed), agents))
+    assert tab["made", True] == 0                     # no cut the cutter made was refused
+    assert tab["failed", True] >= 0.5 * (tab["failed", True] + tab["failed", False]) > 0
+
+
+def test_a_round_the_verifier_would_reject_is_planned_again(tmp_path):
+    """check_round runs the verifier's deterministic checks between rounds: a turn that says a
+    clause twice (doubled_phrase, unfixable: the whole call would be discarded at the end) breaks
+    its round, the round is planned again, and the call that comes out passes that check. The
+    offline agents' accepted calls pass the same per-round check on every round (no false
+    alarm on a call the verifier accepts)."""
+    import random
+
+    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+    from bargein.generators.llm_agents import round_verdicts
+    from bargein.generators.scenarios import generate_scenarios
+    from bargein.verify.checks import run_checks
+
+    class Checked(RuleAgents):
+        def __init__(self, scn, plant: bool):
+            super().__init__(scn)
+            self.memo, self.refused, self.plant = {}, [], plant
+
+        async def assistant_turn(self, plan, messages, rng, sample):
+            from bargein.verify.text import sentences
+
+            turn = await super().assistant_turn(plan, messages, rng, sample)
+            long = [turn.content[a:b] for a, b in sentences(turn.content)
+                    if len(turn.content[a:b].split()) >= 5]
+            if self.plant and len(messages) >= 2 and not self.refused and long:
+                # one sentence said twice in a row: "... the card we charge? ... the card we charge?"
+                doubled = turn.content.replace(long[0], f"{long[0]} {long[0]}", 1)
+                return turn.model_copy(update={"content": doubled})
+            return turn
+
+        async def check_round(self, before, after):
+            errs = round_verdicts(before, after, self.memo)
+            if errs:
+                self.refused.append(errs)
+                from bargein.generators.user_sim import PlanBroken
+                raise PlanBroken(errs[0])
+
+    scns = generate_scenarios(4, 7, workdir=tmp_path, progress=False).outputs
+    clean = 0
+    for scn in scns:
+        agents = Checked(scn, plant=False)
+        conv = _run_sync(simulate(scn, random.Random(0), agents))
+        if not [v for v in run_checks(conv) if not v.fixable and v.check != "rubric_counts"]:
+            clean += 1
+            assert agents.refused == []
+    assert clean >= 2
+    agents = Checked(scns[0], plant=True)
+    conv = _run_sync(simulate(scns[0], random.Random(0), agents))
+    assert agents.refused and "doubled_phrase" in agents.refused[0][0]
+    assert not [v for v in run_checks(conv) if v.check == "doubled_phrase"]
+
+
+def test_an_impatient_cut_in_that_asks_to_hear_more_is_refused():
+    """Seen on the 1.5B model, told to ask the assistant to skip reading the itinerary back:
+    "I'm sorry, could you please just read the itinerary back for me?". The instrument for the
+    other side is the offline bank of hand-written impatient lines (287 distinct compositions):
+    none of them is taken for a request to hear more."""
+    import random
+
+    from bargein.generators import phrases as P
+    from bargein.generators.llm_agents import asks_for_more
+
+    seen = ["I'm sorry, could you please just read the itinerary back for me? I need to understand "
+            "the details.", "Please read the itinerary back for me.", "Can you explain the fee again?"]
+    assert all(asks_for_more(s) for s in seen)
+    rng = random.Random(1)
+    lines = {P.compose(rng, "user", "impatient_core") for _ in range(400)}
+    assert len(lines) > 200 and [x for x in lines if asks_for_more(x)] == []
+
+
+def test_an_assistant_turn_the_verifier_would_reject_is_re_asked_not_re_planned(tmp_path):
+    """turn_verdicts: the verifier's checks on the call with only the assistant's next turn
+    added. The recovery after a caller volunteered a hidden fact that goes on without a word
+    about it (seen on the 1.5B model, three plans in a row) is refused with the verdict; the
+    offline assistant's own recovery there passes."""
+    import random
+
+    from bargein.generators.conversation import RuleAgents, _partial, _run_sync, simulate
+    from bargein.generators.llm_agents import turn_verdicts
+    from bargein.generators.scenarios import generate_scenarios
+
+    found = None
+    for scn in generate_scenarios(12, 7, workdir=tmp_path, progress=False).outputs:
+        for seed in range(6):
+            conv = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+            for p in conv.plan:
+                rec = p.recovery
+                if rec is not None and rec.type == "normal" and rec.detail.get("variant") == "hidden":
+                    found = conv, p
+                    break
+            if found:
+                break
+        if found:
+            break
+    assert found is not None
+    conv, plan = found
+    i = plan.message_index
+    so_far = _partial(conv.scenario, list(conv.messages[:i]),
+                      [p for p in conv.plan if p.message_index < i],
+                      {k: g for k, g in conv.gold_recoveries.items() if k < i}, conv.agents)
+    assert turn_verdicts(so_far, plan, conv.messages[i].text) == []
+    ignoring = "Okay. " + (plan.unit.text if plan.unit is not None and plan.unit.text
+                           else "Let's go on with the next step of your request.")
+    errs = turn_verdicts(so_far, plan, ignoring)
+    assert errs and errs[0].startswith("hidden_fact_addressed")
