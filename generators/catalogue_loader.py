@@ -55,6 +55,8 @@ class HiddenSpec:
     value: str
     facts: dict[str, FactSpec] = field(default_factory=dict)
     ack: tuple[str, ...] = ()           # how an agent takes it up, in its own words (no echo)
+    when: str = ""                      # a pattern the goal (name, description, talking points)
+                                        # must match: a wedding to reach needs a flight still to pick
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,8 @@ def _parse_hidden(raw: Any, where: str) -> list[HiddenSpec]:
         w = f"{where}[{i}]"
         out.append(HiddenSpec(key=_need(h, "key", w), value=_need(h, "value", w),
                               facts=_parse_facts(h.get("facts"), f"{w}.facts"),
-                              ack=_strs(h, "ack", w) if "ack" in h else ()))
+                              ack=_strs(h, "ack", w) if "ack" in h else (),
+                              when=str(h.get("when") or "")))
     return out
 
 

@@ -118,6 +118,12 @@ def _purchase_record(sent: str, o: Obj) -> bool:
     return bool(_MERCHANT.search(tail)) or bool(_RECORD.search(sent))
 
 
+# a counterfactual or a case that may never arise: the fee or rule in it does not bind this caller
+_HYPOTHETICAL = re.compile(r"\b(?:if you(?:'d| had| were| ever| happen)|had you|would have|would've|"
+                           r"otherwise|in case|should you|if it ever|if that ever|"
+                           r"if (?:you )?(?:later|ever))\b", re.I)
+
+
 def _asked_about(sent: str) -> bool:
     """A charge that is only the subject of a question put to the caller ("have you noticed any
     other charges?"), not one they are asked to pay."""
@@ -135,6 +141,8 @@ def _fits(o: Obj, content: str) -> bool:
         return False                  # a piece of a word or of a compound ("twenty-| four hour")
     if _met_with_benefit(content, o):
         return False                  # "you're within our 24-hour window" (so a full refund)
+    if o.kind in ("fee", "policy") and _HYPOTHETICAL.search(sent):
+        return False                  # "If you'd missed the cutoff, ... a small fee": not this caller's
     head = o.phrase.split()[-1].lower().strip(".,?")
     first = o.phrase.split()[0].lower()
     if not (first in _LEADS or first in _NUMBERS or o.phrase[:1] in "$€£0123456789"

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from bargein.errors import ConfigError, GenerationFailed
 from bargein.generators.catalogue_loader import SLOT, Catalogue, GoalEntry
+from bargein.generators import phrases as P
 from bargein.generators.facts import FactMaker, FactSpec, find_placeholders
 from bargein.records import INTERRUPTION_TYPES, Correction, UserFact, UserIntent
 from bargein.seeding import stable_int
@@ -100,8 +101,11 @@ def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list
     by_key = {f.key: f for f in facts}
     values = fact_values(facts, slots)
     hidden = []
-    n_hidden = min(len(entry.hidden), 1 + (rng.random() < 0.5))
-    for h in rng.sample(list(entry.hidden), n_hidden):
+    goal_text = " ".join([entry.goal.name, entry.goal.description,
+                          *(tp for st in entry.workflow.stages for tp in st.talking_points)])
+    fitting = [h for h in entry.hidden if not h.when or re.search(h.when, goal_text, re.I)]
+    n_hidden = min(len(fitting), 1 + (rng.random() < 0.5))
+    for h in rng.sample(fitting, n_hidden):
         own = {k: maker.make(k, spec).value for k, spec in h.facts.items()}
         value = fill_slots(h.value, {**values, **own}, f"hidden fact {h.key!r}")
         hidden.append(UserFact(key=h.key, value=value, kind="text"))
@@ -127,17 +131,52 @@ def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list
              for sent in re.split(r"(?<=[.?!])\s+", tp) if sent.rstrip().endswith("?")
              for k in by_key if k.replace("_", " ") in sent.lower() or f"{{{k}}}" in sent}
     asked |= {k for st in entry.workflow.stages for k in st.required_info}
+    # a circumstance ("a parent had major medical expenses") is told, not corrected like a value:
+    # the correction frames ("it's actually {new}", "the {label} is {new} now") read wrong with it
     candidates = [k for k in entry.correctable if k in by_key and k not in priced and k not in held
-                  and not (k in read_out and (entry.facts[k].kind == "code" or k not in asked))]
+                  and not (k in read_out and (entry.facts[k].kind == "code" or k not in asked))
+                  and P.clause(by_key[k].value) is None]
     n_corr = min(int(prof.get("corrections", 0)), len(candidates))
     if n_corr:
         n_corr = rng.randint(1, n_corr)
     for key in sorted(rng.sample(candidates, n_corr), key=keys.index):
         corrections.append(_correction(by_key[key], entry.facts[key], maker))
+    # a constraint the caller keeps to ("can only do appointments after 2:30 PM") never
+    # contradicts a time they give or correct to in the same call ("the new time is 10:15 AM")
+    times = [v for f in facts if f.kind == "time" for v in (f.value,)]
+    times += [v for c in corrections for v in (c.first_value, c.corrected_value)]
+    hidden = [h for h in hidden if not _contradicts_times(h.value, times)]
     intent = UserIntent(profile=prof["profile"], interruption_probs=probs, interruption_rate=rate,
                         hidden_facts=tuple(hidden), provides=provides,
                         corrections=tuple(corrections))
     return intent
+
+
+_CLOCK = r"(\d{1,2})(?::(\d{2}))?\s*([AP])\.?M\.?"
+_BOUND = re.compile(r"\b(after|before|from|until|by)\s+" + _CLOCK, re.I)
+_HALF_DAY = re.compile(r"\b(mornings?|afternoons?|evenings?)\s+(?:only|are out|don't work)|"
+                       r"\bonly (?:in the )?(mornings?|afternoons?|evenings?)\b", re.I)
+
+
+def _minutes(h: str, m: str | None, ap: str) -> int:
+    return (int(h) % 12 + (12 if ap.upper() == "P" else 0)) * 60 + int(m or 0)
+
+
+def _contradicts_times(value: str, times: list[str]) -> bool:
+    """Whether a hidden fact's time bound ("after 2:30 PM", "only mornings") excludes one of the
+    call's own times."""
+    said = [_minutes(*m.groups()) for t in times for m in re.finditer(_CLOCK, t, re.I)]
+    for b in _BOUND.finditer(value):
+        bound = _minutes(b.group(2), b.group(3), b.group(4))
+        late = b.group(1).lower() in ("after", "from")
+        if any((t < bound) if late else (t > bound) for t in said):
+            return True
+    for m in _HALF_DAY.finditer(value):
+        morning = (m.group(1) or m.group(2)).lower().startswith("morning")
+        excluded = morning if m.group(1) else not morning      # "mornings are out" / "only mornings"
+        if any((t < 12 * 60) == excluded for t in said):
+            return True
+    return False
 
 
 def _correction(fact: UserFact, spec: FactSpec, maker: FactMaker) -> Correction:

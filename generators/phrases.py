@@ -127,7 +127,7 @@ def tidy(text: str) -> str:
     text = re.sub(r"\b([Mm]y|[Yy]our) (last four digits) of the\b",
                   lambda m: f"{'T' if m.group(1)[0].isupper() else 't'}he {m.group(2)} of "
                             f"{m.group(1).lower()}", text)
-    text = re.sub(r"\b(last four digits of (?:my|your)(?: [A-Za-z]+){1,4}) is\b", r"\1 are", text)
+    text = re.sub(r"\b(last four digits of (?:my|your|the|their)(?: [A-Za-z]+){1,4}) is\b", r"\1 are", text)
     text = re.sub(r"\b([Ww])hat's (the last four digits)\b", r"\1hat are \2", text)
     text = re.sub(r"\b([Tt]he (?:last four )?digits(?: still)?) (is|doesn't|was|has)\b",
                   lambda m: f"{m.group(1)} " + {"is": "are", "doesn't": "don't", "was": "were",

@@ -261,7 +261,9 @@ def _either_option(question: str, rng: random.Random) -> str:
     lead, opt1 = (m.group(1).lower(), m.group(2)) if m else ("", first)
     opt2 = re.sub(r"^(are you|would you like|do you want)\s+", "", second.strip(), flags=re.I)
     # "Should I cancel the whole booking, or only some?": the workflow goes on with the first
-    opt = opt1 if rng.random() < 0.6 or lead in ("should i", "shall i") else opt2
+    # "Are you the patient, or are you calling on their behalf?": the caller is who the scenario's
+    # facts describe (they said "my date of birth"), never someone else half-way through the call
+    opt = opt1 if rng.random() < 0.6 or lead in ("should i", "shall i", "are you") else opt2
     opt = re.sub(r"^(?:me|us) to\s+", "", opt)
     if lead == "are you":
         return f"I'm {opt}."

@@ -678,14 +678,21 @@ def unheard_question(text: str, heard_chars: int) -> str:
 _CALLER_TASK = re.compile(r"\bread (?:it|them|the code|that) (?:out|back|to me)\b|\bwhen it (?:arrives|comes "
                           r"through)\b|\b(?:try|open|restart|unplug|plug|reboot|sign in|log in|tap|"
                           r"press|hold down|go to|check) (?:the|your|it|that|again|in|out|back)\b|"
-                          r"\blet me know (?:when|if|once)\b|\btell me (?:when|once|what you see)\b", re.I)
+                          r"\blet me know (?:when|if|once)\b|\btell me (?:when|once|what you see)\b|"
+                          # an approval, a signature or a reply the caller owes before anything
+                          # happens ("Once you approve it there, ...", "sign the form we emailed")
+                          r"\b(?:once|when|after|as soon as) you(?:'ve)? (?:approve|sign|confirm|reply|"
+                          r"accept|click|upload|return|send)\b|\b(?:please|you'll need to|you need to|"
+                          r"you'll have to) (?:approve|sign|confirm|reply|accept|click|upload|return|"
+                          r"send|complete|fill)\b|\bapproval request\b|\bfor you to (?:approve|sign)\b", re.I)
 # the turn reports the request done ("You're booked ...", "I've issued a refund ...")
 _DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|confirmed|upgraded|enrolled|"
                    r"now)|I've (?:booked|issued|processed|submitted|filed|cancelled|scheduled|renewed|"
                    r"set up|applied|placed)|(?:that's|it's|everything is|all) (?:done|sorted|complete)|"
                    r"your [\w' -]{1,40}? (?:is|are|has been|have been) (?:confirmed|set for|set up|booked|"
                    r"submitted|filed|in place|cancelled|scheduled|done))\b", re.I)
-_AMOUNT = re.compile(r"[$\u20ac\u00a3]\s?\d|\b\d[\d,.]*\s(?:dollars?|euros?|pounds?)\b", re.I)
+_AMOUNT = re.compile(r"[$\u20ac\u00a3]\s?\d|\b\d[\d,.]*\s(?:dollars?|euros?|pounds?|miles|points|"
+                     r"credits)\b", re.I)
 _CONFIRM_Q = re.compile(r"\b(?:is|was) (?:that|this|all of that|everything) (?:right|correct|accurate)\b|"
                         r"\bdid I get that right\b|\bhave I got that right\b", re.I)
 
@@ -747,8 +754,8 @@ def resume_text(text: str, rec: Recovery) -> str:
         q = text.rfind("?", 0, start)
         prev = max(text.rfind(". ", 0, q), text.rfind("? ", 0, q), text.rfind("! ", 0, q))
         start = prev + 2 if prev >= 0 else 0
-    if start and re.match(r"(?:It|It's|That|That's|This|They|They'll|They're|Keep it|Keep them)\b",
-                          text[start:]):
+    if start and (re.match(r"(?:It|It's|That|That's|This|They|They'll|They're|Keep it|Keep them)\b",
+                           text[start:]) or _ANAPHOR_LEAD.match(text[start:])):
         # "Keep it until ..." needs the sentence that says what "it" is ("Dr. Payne" is no end)
         prev = 0
         for i in range(start - 2, 0, -1):
@@ -768,6 +775,10 @@ def resume_text(text: str, rec: Recovery) -> str:
     return out
 
 
+# a sentence whose first clause points back ("When those match, ...", "Once that's done, ...",
+# "If they don't arrive, ..."): its antecedent is in the sentence before, so a resumption starts there
+_ANAPHOR_LEAD = re.compile(r"(?:[A-Za-z']+,?\s+){0,3}?(?:those|these|they|them|it|it's|its|that's|"
+                           r"this|both|either|each)\b(?![- ](?:way|time|point|means|one of))", re.I)
 _GREETING_SENT = re.compile(r"(?:hi|hello|good (?:morning|afternoon|evening)|thanks?(?: you)? for "
                             r"(?:calling|ringing|reaching out|contacting)|you've reached|welcome)\b"
                             r"[^.!?]*[.!?](?:\s+|$)", re.I)
