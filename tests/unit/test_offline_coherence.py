@@ -1,0 +1,62 @@
+"""Coherence rules of the offline agents, each on hand-written sentences (not drawn from the
+banks): hypothetical fees, resumptions that need their antecedent, steps and prices an impatient
+caller may not skip, time constraints against the call's own times, who the caller is."""
+
+from __future__ import annotations
+
+import random
+
+from bargein.generators import phrases as P
+from bargein.generators.grounded import objects_in
+from bargein.generators.intents import _contradicts_times
+from bargein.generators.plan_state import answer_question
+from bargein.generators.planner import _CALLER_TASK, _unheard_price, resume_text
+from bargein.records.plan import Recovery
+
+
+def test_a_hypothetical_fee_is_no_pushback_object():
+    hypo = ("If you'd missed the cutoff, we could still do an off-cycle correction, but that "
+            "carries a small fee, so this timing works well.")
+    assert not [o for o in objects_in(hypo, ("fee",))]
+    real = "Changing the date carries a $75 change fee, and the new fare applies."
+    assert [o.phrase for o in objects_in(real, ("fee",))]
+
+
+def test_a_resumption_starts_at_the_antecedent_of_a_pointing_sentence():
+    text = ("Next, the student's full name and date of birth, please. When those match, we can "
+            "look at the account together.")
+    heard = "Next, the student's full name and date of birth, please. When those match, we can"
+    rec = Recovery(type="topic_switch", message_index=1, planned_text=text, heard_text=heard,
+                   remainder="", interjection="x", content_start=0)
+    assert resume_text(text, rec).startswith("Next, the student's full name")
+    plain = "Your order is packed. The courier comes at noon tomorrow."
+    rec2 = rec.model_copy(update={"planned_text": plain, "heard_text": "Your order is packed. The courier"})
+    assert resume_text(plain, rec2) == "The courier comes at noon tomorrow."
+
+
+def test_an_approval_the_caller_owes_and_a_price_in_miles_are_not_skippable():
+    assert _CALLER_TASK.search("I've sent an approval request to a@b.com. Once you approve it there, "
+                               "payroll processes it.")
+    assert not _CALLER_TASK.search("The employee will see the change on their next pay stub.")
+    assert _unheard_price("There is upgrade space. The upgrade costs 20,000 miles one way.", 0) == \
+        "The upgrade costs 20,000 miles one way."
+
+
+def test_time_constraints_against_the_calls_times():
+    assert _contradicts_times("can only do appointments after 2:30 PM", ["10:15 AM"])
+    assert _contradicts_times("can only do appointments after 2:30 PM", ["3:00 PM", "2:15 PM"])
+    assert not _contradicts_times("can only do appointments after 2:30 PM", ["3:00 PM"])
+    assert _contradicts_times("mornings are out with my shifts", ["9:40 AM"])
+    assert not _contradicts_times("is travelling with their 6-year-old", ["9:40 AM"])
+
+
+def test_the_caller_is_the_person_the_record_describes():
+    q = "Thank you. I have the record for Ann Lee. Are you the patient, or are you calling on their behalf?"
+    for seed in range(20):
+        kind, reply = answer_question(q, random.Random(seed))
+        assert reply == "I'm the patient."
+
+
+def test_plural_label_agreement():
+    assert P.tidy("the last four digits of the card is 3048") == "The last four digits of the card are 3048"
+    assert P.clause("a parent had major medical expenses") is not None   # never a correction value
