@@ -198,9 +198,14 @@ class LLMAgents:
         up = user_plan(plan)
         # the cut, in code: where a caller of this type cuts in (raises PlanBroken if nowhere)
         cut = self.cutter.interject(up, message, content_start, context, rng)
-        agent, msgs = user_messages(up, heard, cut.heard, cut.detail)
+        # an impatient caller's example is one of the hand-written lines of the offline bank,
+        # drawn for this cut: the 1.5B model wrote the one fixed example ("Sorry, can we skip
+        # that part? I just need it done.") at most impatient cuts of a run, then, refused, a
+        # question about the explanation instead. A bank line copied is a varied impatient line.
+        drawn = P.compose(rng, "user", "impatient_core") if up.type == "impatient" else None
+        agent, msgs = user_messages(up, heard, cut.heard, cut.detail, example=drawn)
         schema = FillerInterjection if up.type == "filler" else UserInterjection
-        example = _INTERJECTION_EXAMPLES.get(up.type or "normal", "")
+        example = "" if drawn else _INTERJECTION_EXAMPLES.get(up.type or "normal", "")
 
         def check(o) -> list[str]:
             errs = check_user_interjection(up, message, content_start, cut.heard, o.interjection,

@@ -5,6 +5,8 @@ twice in a row (the acknowledgement, then the content starting with it)."""
 
 from __future__ import annotations
 
+import json
+
 import asyncio
 import random
 
@@ -161,3 +163,22 @@ def test_an_address_said_without_its_underscore_is_another_address():
     v = "samantha_green@aol.com"
     assert not said("Sure, it's Samantha Green at AOL.com.", v)
     assert said("Samantha underscore Green at AOL dot com.", v) and said(f"It's {v}.", v)
+
+
+def test_an_impatient_cut_in_is_shown_a_bank_line_as_its_example():
+    """The one fixed impatient example was written by the 1.5B model at most impatient cuts of a
+    run; the direction now carries a line drawn from the offline bank for that cut."""
+    import random
+
+    from bargein.generators import phrases as P
+    from bargein.generators.llm_messages import user_messages
+    from bargein.generators.user_sim import UserPlan
+
+    up = UserPlan(action="interrupt", interrupt=True, type="impatient")
+    heard = [{"role": "assistant", "text": "Returns are accepted within thirty days and the item"}]
+    drawn = {P.compose(random.Random(s), "user", "impatient_core") for s in range(6)}
+    assert len(drawn) > 3
+    line = sorted(drawn)[0]
+    _, msgs = user_messages(up, heard, "Returns are accepted within thirty days and the item", {},
+                            example=line)
+    assert json.dumps({"interjection": line}) in msgs[-1]["content"]
