@@ -496,7 +496,10 @@ _ASSISTANT_VOICE = re.compile(
     r"|i can help with that|(?:i'd|i would|i'll|i will|i'm|i am) (?:be )?(?:happy|glad) to (?:help|assist)"
     r"|let me know (?:what|how) (?:you need|i can)|is there anything (?:else )?i can"
     r"|(?:can't|cannot|can not|unable to) (?:assist|help) (?:you )?with (?:that|this)"
-    r"|as an ai\b|i'm an ai|language model)", re.I)
+    r"|as an ai\b|i'm an ai|language model"
+    # the customer spoken of in the third person, by the customer (seen: "I'll need to check with
+    # the customer's account to ensure the status is correct.")
+    r"|(?:the|this) (?:customer|caller)(?:'s)?\b(?! service))", re.I)
 
 
 def assistant_voice(text: str) -> list[str]:

@@ -77,12 +77,15 @@ def test_a_caller_line_in_the_assistants_voice_is_refused():
 
     seen = ["Sure, I can help you with that. What's your workspace address?",
             "Sure, I'll be happy to help. Let me know what you need.",
-            "I'm sorry, but I can't assist with that. I'm not sure what you're asking."]
+            "I'm sorry, but I can't assist with that. I'm not sure what you're asking.",
+            "I'm sorry, I can't confirm that the order is still in transit. I'll need to check "
+            "with the customer's account to ensure the status is correct."]
     for line in seen:
         assert assistant_voice(line), line
         assert any("you are the customer" in e for e in check_user_reply(UserPlan(action="ack"), line))
     for line in ("Can you help me with a late parcel?", "Thanks, that helps a lot.",
-                 "I need help with my booking, it's X J Y V G U.", "No, that's all I needed."):
+                 "I need help with my booking, it's X J Y V G U.", "No, that's all I needed.",
+                 "I called customer service twice already.", "Is this the customer service line?"):
         assert assistant_voice(line) == [], line
 
 
