@@ -185,3 +185,38 @@ def test_an_impatient_cut_in_is_shown_a_bank_line_as_its_example():
     _, msgs = user_messages(up, heard, "Returns are accepted within thirty days and the item", {},
                             example=line)
     assert json.dumps({"interjection": line}) in msgs[-1]["content"]
+
+
+def test_a_correction_recovery_says_the_corrected_value_back(tmp_path):
+    """Seen on the 1.5B model: nine answers in three plans, none both delivering the planned
+    content and saying the corrected email back. The value said back is computed: when the
+    model's words leave it out, the acknowledgement is an offline bank line with the value."""
+    import random
+
+    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+    from bargein.generators.llm_agents import LLMAgents
+    from bargein.generators.llm_values import said
+    from bargein.generators.scenarios import generate_scenarios
+
+    found = None
+    for scn in generate_scenarios(12, 7, workdir=tmp_path, progress=False).outputs:
+        for seed in range(6):
+            conv = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+            plan = next((p for p in conv.plan if p.recovery is not None
+                         and p.recovery.type == "correction" and p.unit is not None and p.unit.text), None)
+            if plan is not None:
+                found = scn, conv, plan
+                break
+        if found:
+            break
+    assert found is not None
+    scn, conv, plan = found
+
+    class Model:
+        async def structured(self, messages, schema, **kw):
+            return schema(acknowledgement="Thanks for clarifying that.", content=plan.unit.text)
+
+    messages = list(conv.messages[:plan.message_index])
+    turn = asyncio.run(LLMAgents(scn, Model(), "test").assistant_turn(plan, messages, random.Random(0), 0))
+    new = plan.recovery.detail["new"]
+    assert said(turn.text, new) and plan.unit.text in turn.content
