@@ -178,6 +178,20 @@ class LLMAgents:
 
             def settle(t: AssistantTurn) -> AssistantTurn:
                 return t if said(t.text, d["new"]) else t.model_copy(update={"acknowledgement": fixed})
+        elif rec is not None and rec.type == "normal" and rec.detail.get("value") \
+                and rec.detail.get("variant") in ("hidden", "volunteer"):
+            # likewise the take-up of a circumstance the caller volunteered: the catalogue's own
+            # response to it (or the offline bank's) when the model's turn names nothing of it
+            # (seen on the 1.5B model: nine answers in three plans about the fee, none about
+            # "I need to check any decision with my business partner Michelle Silva.")
+            d, value = rec.detail, rec.detail["value"]
+            own = assistant_sim.hidden_acks(self.scenario, d.get("key", ""))
+            taken = rng.choice(list(own)) if own else P.pick(
+                rng, "assistant", "recover_hidden_fact", fact=P.second_person(value))
+            fact = content_words(value) - content_words(rec.heard_text)
+
+            def settle(t: AssistantTurn) -> AssistantTurn:
+                return t if content_words(t.text) & fact else t.model_copy(update={"acknowledgement": taken})
         so_far = self._so_far
         if so_far is None or len(so_far.messages) != len(messages):
             from bargein.generators.conversation import _partial

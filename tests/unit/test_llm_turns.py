@@ -220,3 +220,44 @@ def test_a_correction_recovery_says_the_corrected_value_back(tmp_path):
     turn = asyncio.run(LLMAgents(scn, Model(), "test").assistant_turn(plan, messages, random.Random(0), 0))
     new = plan.recovery.detail["new"]
     assert said(turn.text, new) and plan.unit.text in turn.content
+
+
+def test_a_volunteered_circumstance_is_taken_up(tmp_path):
+    """Seen on the 1.5B model: nine answers in three plans went on about the fee after "I need to
+    check any decision with my business partner Michelle Silva." When the model's turn names
+    nothing of the circumstance, the take-up is the catalogue's (or the offline bank's)."""
+    import random
+
+    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+    from bargein.generators.llm_agents import LLMAgents
+    from bargein.generators.scenarios import generate_scenarios
+    found = None
+    for scn in generate_scenarios(12, 7, workdir=tmp_path, progress=False).outputs:
+        for seed in range(6):
+            conv = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+            plan = next((p for p in conv.plan if p.recovery is not None and p.recovery.type == "normal"
+                         and p.recovery.detail.get("variant") == "hidden" and p.unit is not None
+                         and p.unit.text), None)
+            if plan is not None:
+                found = scn, conv, plan
+                break
+        if found:
+            break
+    assert found is not None
+    scn, conv, plan = found
+
+    class Model:
+        async def structured(self, messages, schema, **kw):
+            return schema(acknowledgement="", content=plan.unit.text)
+
+    turn = asyncio.run(LLMAgents(scn, Model(), "test").assistant_turn(
+        plan, list(conv.messages[:plan.message_index]), random.Random(0), 0))
+    assert turn.acknowledgement and plan.unit.text in turn.content
+    # the verifier's check (the instrument) finds the circumstance taken up
+    from bargein.generators.conversation import _partial
+    from bargein.generators.llm_agents import turn_verdicts
+
+    i = plan.message_index
+    so_far = _partial(scn, list(conv.messages[:i]), [p for p in conv.plan if p.message_index < i],
+                      {k: g for k, g in conv.gold_recoveries.items() if k < i}, "test")
+    assert not [e for e in turn_verdicts(so_far, plan, turn.text) if e.startswith("hidden_fact")]
