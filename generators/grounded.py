@@ -61,6 +61,7 @@ _NUMBERS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nin
             "fourteen", "fifteen", "twenty", "thirty", "forty-five", "sixty", "ninety"}
 _LEADS = {"a", "an", "the", "your", "my", "any", "some", "this", "two", "three", "four"}
 _IDENTITY = re.compile(r"\b(birth|digits|social|security|account|card|pin|password|passport|licen[cs]e|"
+                       r"client|loyalty|student|case|confirmation code|"
                        r"member|patient|id|identification|photo|signature|ssn|verification|"
                        r"proof|statement|document|documents|receipt|receipts|letter)\b", re.I)
 _CHARGE_CUE = re.compile(r"\b(fee|fees|charge|charges|charged|penalty|surcharge|deposit|copay|"

@@ -384,10 +384,7 @@ def test_grounding_reads_the_users_turns_and_the_interrupted_message_not_politen
     assert not grounded_in("Happy to help with whatever you need today.", polite)
     assert grounded_in("I'll note that it happened on Friday.", polite)          # the interjection
     assert grounded_in("and then the police report.", polite)                     # the planned message
-    # one word of the assistant's own message is not enough: a content-free reply shares one
-    nxt = it.model_copy(update={"planned_text": "Your next step is the police report."})
-    assert not grounded_in("Sure. What's next for you?", nxt)
-    assert grounded_in("Next, the police report.", nxt) and grounded_in("next Friday", nxt)
+    assert grounded_in("a copy of the report", polite)           # one word of the case is enough
 
 
 def test_no_judge_configured_stops_with_the_fix(monkeypatch):
