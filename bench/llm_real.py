@@ -22,45 +22,35 @@ and the discard reasons, the per-check defect counts and each conversation's out
 met is printed as not met; the exit status is 0 unless the run itself broke. ``--replay 0`` skips
 the prefix-reuse measurement.
 
-Measured here (Qwen2.5-Coder-1.5B Q4_K_M, 1 thread, nice 10, 2 cores shared by 6 at load 5-7;
-``--scenarios 4 --replay 6 --minutes 30 --probe no --goals no``, the prompts and checks of commit
-ce37f3f, run 2026-11-24 14:21-15:25 UTC): 3 of the 4 scenarios ran before the 30 minutes were
-spent (1087 s, 410 s, 1522 s), and none was accepted:
+Measured here (Qwen2.5-Coder-1.5B Q4_K_M, 1 thread, nice 10, 2 cores shared by 6 at load 4-7;
+``--scenarios 4 --replay 3 --minutes 30 --probe no --goals no``, commit a156641 with the rubric
+fix of a52cbef, run 2026-11-24 20:40-21:20 UTC): 2 of the 4 scenarios ran in the 30 minutes
+(1209 s, 814 s) and both failed in simulation, so none was verified:
 
-    travel         simulate failed in round 5: the caller, told what a partial cancellation
-                   would mean after choosing to cancel the whole booking, stood by its choice
-                   ("I understand. I'll cancel the whole booking for everyone.") and nine such
-                   answers were refused as parroting / an earlier line said again
-    ecommerce      simulate failed in round 0: pushback and impatient planned on an opener with
-                   nothing to dispute or skip, then the caller, told "Give your order number:
-                   ...", answered "I'm sorry, but I can't assist with that." three times
-    subscription   simulated (25 messages) and discarded by the deterministic checks on its
-                   rubrics (rq_whole_phrase, grammar_gold); read by hand it also has the
-                   assistant reading its direction aloud ("The caller mentioned that I'm cutting
-                   household subscriptions ...; take it into account."), the caller speaking as
-                   the company ("Sure, I can help with that. What's the budget pressure?"),
-                   "Thanks, I have that." opening four assistant turns (the first one the
-                   greeting), and filler rubrics written as corrections
+    ecommerce              round 8: the recovery after the caller corrected their email never
+                           said the new address back while delivering the planned content
+                           (nine answers, three plans)
+    professional_services  round 8: the recovery after "I need to check any decision with my
+                           business partner Michelle Silva." went on about the fee each time
+                           (hidden_fact_addressed, from the verifier's checks run per turn)
 
-    schema_failure_rate= 0.000 (122 asks)          (goal <= 0.02: met)
-    verified_rate= 0.000 (0 of 3)                  (goal >= 0.5: NOT met)
-    prefix_reuse_speedup= 1.760 (441.6 s without, 250.9 s with, the same 6 calls)  (met)
-    reasks_per_call= 0.196, tokens_per_s= 1.655, conversations_per_hour= 3.577
+    schema_failure_rate= 0.000 (112 asks)          (goal <= 0.02: met)
+    verified_rate= 0.000 (0 of 2)                  (goal >= 0.5: NOT met)
+    prefix_reuse_speedup= 2.030 (235.5 s without, 116.0 s with, the same 3 calls)  (met)
+    reasks_per_call= 0.493, tokens_per_s= 2.379, conversations_per_hour= 3.560
 
-(122 model calls, 167,499 prompt and 4,994 output tokens, 3018 s in the model.) The causes
-above, except the types planned on an opener with nothing to dispute or skip (the rule
-planner's), are fixed in the commits after ce37f3f (a caller's own earlier words are theirs; its
-details stated as "Your order number is X: say it."; facts about the caller said to it in the
-second person; the assistant's note unreadable as speech and such turns re-asked; a repeated
-or opening acknowledgement dropped; caller lines in the company's voice re-asked; a worked
-rubric example per interruption type); they are not yet measured here on the 1.5B model (a
-probe of two of the caller's directions, old and new, seed 0: the order number drew the refusal
-again with the old wording and "Sure, it's H H, one three eight nine, four zero zero five." with
-the new; the hidden fact an assistant's line with the old and "I am cutting household
-subscriptions to save about $35 a month." with the new). The
-run before it (``--scenarios 2``, commit ca66656 prompts) gave schema_failure_rate 0.000,
-verified_rate 0.000, prefix_reuse_speedup 2.409. Re-simulation of discarded scenarios is off
-here (``resamples=0``): the rate is per simulated conversation.
+(112 model calls, 172,236 prompt and 4,808 output tokens, 2021 s in the model.) Read as they
+went (``--trace``), the 1.5B model also copied the fixed example lines of the impatient and the
+correction cut-ins ("Wait, sorry, my zip code is 60614, not 60615." for an email correction),
+spoke as the company from the caller's side ("I'll need to check with the customer's account"),
+and answered a planned question itself ("Could you read me the confirmation code?" -> "Sure
+thing, let me read that back for you."). The fixes after a156641 (the corrected value and a
+volunteered circumstance taken up in code when the model leaves them out, bank lines as the
+examples of impatient and correction cut-ins, the third-person customer refused in the
+caller's mouth) are not yet measured here. Earlier runs (commits ce37f3f and ca66656, 3 and 2
+scenarios): schema_failure_rate 0.000, verified_rate 0.000, prefix_reuse_speedup 1.760 and
+2.409. Re-simulation of discarded scenarios is off here (``resamples=0``): the rate is per
+simulated conversation.
 """
 
 from __future__ import annotations

@@ -166,6 +166,32 @@ class LLMAgents:
     async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
         agent, msgs = assistant_messages(plan, self.scenario, messages)
         said_before = [m.text for m in messages if m.role == "assistant"]
+        rec = plan.recovery
+        settle = lambda t: t                     # noqa: E731
+        if rec is not None and rec.type == "correction" and rec.detail.get("new"):
+            # the corrected value said back is computed: when the model's words leave it out,
+            # the acknowledgement is one of the offline bank's (seen on the 1.5B model: nine
+            # answers, three plans, none both delivering the content and saying the new email)
+            d = rec.detail
+            fixed = P.pick(rng, "assistant", "recover_correction", label=d.get("label", "details"),
+                           old=d.get("old", ""), new=d["new"])
+
+            def settle(t: AssistantTurn) -> AssistantTurn:
+                return t if said(t.text, d["new"]) else t.model_copy(update={"acknowledgement": fixed})
+        elif rec is not None and rec.type == "normal" and rec.detail.get("value") \
+                and rec.detail.get("variant") in ("hidden", "volunteer"):
+            # likewise the take-up of a circumstance the caller volunteered: the catalogue's own
+            # response to it (or the offline bank's) when the model's turn names nothing of it
+            # (seen on the 1.5B model: nine answers in three plans about the fee, none about
+            # "I need to check any decision with my business partner Michelle Silva.")
+            d, value = rec.detail, rec.detail["value"]
+            own = assistant_sim.hidden_acks(self.scenario, d.get("key", ""))
+            taken = rng.choice(list(own)) if own else P.pick(
+                rng, "assistant", "recover_hidden_fact", fact=P.second_person(value))
+            fact = content_words(value) - content_words(rec.heard_text)
+
+            def settle(t: AssistantTurn) -> AssistantTurn:
+                return t if content_words(t.text) & fact else t.model_copy(update={"acknowledgement": taken})
         so_far = self._so_far
         if so_far is None or len(so_far.messages) != len(messages):
             from bargein.generators.conversation import _partial
@@ -175,14 +201,15 @@ class LLMAgents:
         def check(t: AssistantTurn) -> list[str]:
             # the plan first; then the verifier's checks on the turn as it will be said (a
             # re-ask of this one turn, not a new plan for the round, when it would be refused)
+            t = settle(t)
             errs = check_assistant(plan, t)
             if errs:
                 return errs
-            said = tidy_turn(t, opening=not messages, said_before=said_before)
-            return turn_verdicts(so_far, plan, said.text)
+            spoken = tidy_turn(t, opening=not messages, said_before=said_before)
+            return turn_verdicts(so_far, plan, spoken.text)
 
         turn = await ask_valid(self.llm, msgs, AssistantTurn, agent=agent, check=check, sample=sample)
-        return tidy_turn(turn, opening=not messages, said_before=said_before)
+        return tidy_turn(settle(turn), opening=not messages, said_before=said_before)
 
     async def user_reply(self, plan, heard, rng, sample) -> str:
         up = user_plan(plan)
@@ -198,9 +225,19 @@ class LLMAgents:
         up = user_plan(plan)
         # the cut, in code: where a caller of this type cuts in (raises PlanBroken if nowhere)
         cut = self.cutter.interject(up, message, content_start, context, rng)
-        agent, msgs = user_messages(up, heard, cut.heard, cut.detail)
+        # an impatient caller's example is one of the hand-written lines of the offline bank,
+        # drawn for this cut: the 1.5B model wrote the one fixed example ("Sorry, can we skip
+        # that part? I just need it done.") at most impatient cuts of a run, then, refused, a
+        # question about the explanation instead. A bank line copied is a varied impatient line.
+        drawn = P.compose(rng, "user", "impatient_core") if up.type == "impatient" else None
+        if up.type == "correction" and {"label", "old", "new"} <= set(cut.detail):
+            # the same for a correction, with this call's values: the fixed example's "my zip
+            # code is 60614, not 60615" was said instead of the caller's own email correction
+            d = cut.detail
+            drawn = P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"])
+        agent, msgs = user_messages(up, heard, cut.heard, cut.detail, example=drawn)
         schema = FillerInterjection if up.type == "filler" else UserInterjection
-        example = _INTERJECTION_EXAMPLES.get(up.type or "normal", "")
+        example = "" if drawn else _INTERJECTION_EXAMPLES.get(up.type or "normal", "")
 
         def check(o) -> list[str]:
             errs = check_user_interjection(up, message, content_start, cut.heard, o.interjection,
@@ -491,7 +528,10 @@ _ASSISTANT_VOICE = re.compile(
     r"|i can help with that|(?:i'd|i would|i'll|i will|i'm|i am) (?:be )?(?:happy|glad) to (?:help|assist)"
     r"|let me know (?:what|how) (?:you need|i can)|is there anything (?:else )?i can"
     r"|(?:can't|cannot|can not|unable to) (?:assist|help) (?:you )?with (?:that|this)"
-    r"|as an ai\b|i'm an ai|language model)", re.I)
+    r"|as an ai\b|i'm an ai|language model"
+    # the customer spoken of in the third person, by the customer (seen: "I'll need to check with
+    # the customer's account to ensure the status is correct.")
+    r"|(?:the|this) (?:customer|caller)(?:'s)?\b(?! service))", re.I)
 
 
 def assistant_voice(text: str) -> list[str]:

@@ -268,7 +268,8 @@ def _interject_what(up: UserPlan, detail: dict[str, str]) -> str:
 
 
 def user_messages(up: UserPlan, heard_history: list[dict], heard: str | None = None,
-                  detail: dict[str, str] | None = None) -> tuple[str, list[dict[str, str]]]:
+                  detail: dict[str, str] | None = None,
+                  example: str | None = None) -> tuple[str, list[dict[str, str]]]:
     """(agent name, chat messages) for the user simulator's branch. ``heard_history``: the call
     as the caller heard it (``role``, ``text``, ``cut``), ending with the assistant turn being
     answered; for an interjection ``heard`` is the part of that turn heard before the cut
@@ -284,8 +285,8 @@ def user_messages(up: UserPlan, heard_history: list[dict], heard: str | None = N
         turns = _turns([*heard_history, {"role": "assistant", "text": heard, "cut": True}], "user")
         direction = render(name, heard=heard, last_words=" ".join(heard.split()[-4:]), plan=view,
                            what=_interject_what(up, detail or dict(up.detail)),
-                           example=json.dumps({"interjection": _INTERJECTION_EXAMPLES.get(
-                               up.type or "normal", "")}))
+                           example=json.dumps({"interjection": example if example is not None
+                                               else _INTERJECTION_EXAMPLES.get(up.type or "normal", "")}))
     else:
         name = "user_simulator.normal"
         turns = _turns(heard_history, "user")

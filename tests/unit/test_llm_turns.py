@@ -5,6 +5,8 @@ twice in a row (the acknowledgement, then the content starting with it)."""
 
 from __future__ import annotations
 
+import json
+
 import asyncio
 import random
 
@@ -75,12 +77,15 @@ def test_a_caller_line_in_the_assistants_voice_is_refused():
 
     seen = ["Sure, I can help you with that. What's your workspace address?",
             "Sure, I'll be happy to help. Let me know what you need.",
-            "I'm sorry, but I can't assist with that. I'm not sure what you're asking."]
+            "I'm sorry, but I can't assist with that. I'm not sure what you're asking.",
+            "I'm sorry, I can't confirm that the order is still in transit. I'll need to check "
+            "with the customer's account to ensure the status is correct."]
     for line in seen:
         assert assistant_voice(line), line
         assert any("you are the customer" in e for e in check_user_reply(UserPlan(action="ack"), line))
     for line in ("Can you help me with a late parcel?", "Thanks, that helps a lot.",
-                 "I need help with my booking, it's X J Y V G U.", "No, that's all I needed."):
+                 "I need help with my booking, it's X J Y V G U.", "No, that's all I needed.",
+                 "I called customer service twice already.", "Is this the customer service line?"):
         assert assistant_voice(line) == [], line
 
 
@@ -161,3 +166,98 @@ def test_an_address_said_without_its_underscore_is_another_address():
     v = "samantha_green@aol.com"
     assert not said("Sure, it's Samantha Green at AOL.com.", v)
     assert said("Samantha underscore Green at AOL dot com.", v) and said(f"It's {v}.", v)
+
+
+def test_an_impatient_cut_in_is_shown_a_bank_line_as_its_example():
+    """The one fixed impatient example was written by the 1.5B model at most impatient cuts of a
+    run; the direction now carries a line drawn from the offline bank for that cut."""
+    import random
+
+    from bargein.generators import phrases as P
+    from bargein.generators.llm_messages import user_messages
+    from bargein.generators.user_sim import UserPlan
+
+    up = UserPlan(action="interrupt", interrupt=True, type="impatient")
+    heard = [{"role": "assistant", "text": "Returns are accepted within thirty days and the item"}]
+    drawn = {P.compose(random.Random(s), "user", "impatient_core") for s in range(6)}
+    assert len(drawn) > 3
+    line = sorted(drawn)[0]
+    _, msgs = user_messages(up, heard, "Returns are accepted within thirty days and the item", {},
+                            example=line)
+    assert json.dumps({"interjection": line}) in msgs[-1]["content"]
+
+
+def test_a_correction_recovery_says_the_corrected_value_back(tmp_path):
+    """Seen on the 1.5B model: nine answers in three plans, none both delivering the planned
+    content and saying the corrected email back. The value said back is computed: when the
+    model's words leave it out, the acknowledgement is an offline bank line with the value."""
+    import random
+
+    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+    from bargein.generators.llm_agents import LLMAgents
+    from bargein.generators.llm_values import said
+    from bargein.generators.scenarios import generate_scenarios
+
+    found = None
+    for scn in generate_scenarios(12, 7, workdir=tmp_path, progress=False).outputs:
+        for seed in range(6):
+            conv = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+            plan = next((p for p in conv.plan if p.recovery is not None
+                         and p.recovery.type == "correction" and p.unit is not None and p.unit.text), None)
+            if plan is not None:
+                found = scn, conv, plan
+                break
+        if found:
+            break
+    assert found is not None
+    scn, conv, plan = found
+
+    class Model:
+        async def structured(self, messages, schema, **kw):
+            return schema(acknowledgement="Thanks for clarifying that.", content=plan.unit.text)
+
+    messages = list(conv.messages[:plan.message_index])
+    turn = asyncio.run(LLMAgents(scn, Model(), "test").assistant_turn(plan, messages, random.Random(0), 0))
+    new = plan.recovery.detail["new"]
+    assert said(turn.text, new) and plan.unit.text in turn.content
+
+
+def test_a_volunteered_circumstance_is_taken_up(tmp_path):
+    """Seen on the 1.5B model: nine answers in three plans went on about the fee after "I need to
+    check any decision with my business partner Michelle Silva." When the model's turn names
+    nothing of the circumstance, the take-up is the catalogue's (or the offline bank's)."""
+    import random
+
+    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+    from bargein.generators.llm_agents import LLMAgents
+    from bargein.generators.scenarios import generate_scenarios
+    found = None
+    for scn in generate_scenarios(12, 7, workdir=tmp_path, progress=False).outputs:
+        for seed in range(6):
+            conv = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+            plan = next((p for p in conv.plan if p.recovery is not None and p.recovery.type == "normal"
+                         and p.recovery.detail.get("variant") == "hidden" and p.unit is not None
+                         and p.unit.text), None)
+            if plan is not None:
+                found = scn, conv, plan
+                break
+        if found:
+            break
+    assert found is not None
+    scn, conv, plan = found
+
+    class Model:
+        async def structured(self, messages, schema, **kw):
+            return schema(acknowledgement="", content=plan.unit.text)
+
+    turn = asyncio.run(LLMAgents(scn, Model(), "test").assistant_turn(
+        plan, list(conv.messages[:plan.message_index]), random.Random(0), 0))
+    assert turn.acknowledgement and plan.unit.text in turn.content
+    # the verifier's check (the instrument) finds the circumstance taken up
+    from bargein.generators.conversation import _partial
+    from bargein.generators.llm_agents import turn_verdicts
+
+    i = plan.message_index
+    so_far = _partial(scn, list(conv.messages[:i]), [p for p in conv.plan if p.message_index < i],
+                      {k: g for k, g in conv.gold_recoveries.items() if k < i}, "test")
+    assert not [e for e in turn_verdicts(so_far, plan, turn.text) if e.startswith("hidden_fact")]
