@@ -177,7 +177,8 @@ def _fits(o: Obj, content: str) -> bool:
                      r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace|"
                      r"authori[sz]|releas|drop(?:s|ped)? off|not (?:fully |yet )?charged|"
                      r"so (?:that )?you (?:can|could|have time|still|won't|don't have to)\b|"
-                     r"(?:gives?|give) you\b|won't be stuck|instead, so)",
+                     r"(?:gives?|give) you\b|won't be stuck|instead, so|"
+                     r"new [\w ]{0,20}deadline|more time|extension (?:gives|means))",
                      sent, re.I):
             return False             # a benefit the caller is offered is nothing to object to
                                      # (a window "so you can export anything you need")

@@ -365,9 +365,15 @@ class ConversationState:
         from bargein.verify.objects import system_keys
 
         held = system_keys(self.scenario)
+        # an identity detail checked in a verification stage is not "corrected" once that stage
+        # is over: the check passed with it, so the first value cannot have been wrong
+        checks = [st for st in self.scenario.kb.workflow.stages
+                  if re.match(r"(?:verify|authenticat|identify|confirm_identity)", st.name)]
+        past = {k for st in checks if st.name != self.stage for k in st.required_info}
         return [c.key for c in self.scenario.intent.corrections
                 if self.stated.get(c.key) == c.first_value and c.key not in self.corrected
-                and c.key in self.uttered and c.key not in held and c.key not in self.system_first]
+                and c.key in self.uttered and c.key not in held and c.key not in self.system_first
+                and c.key not in past]
 
     def in_text(self, key: str, text: str) -> bool:
         """Whether ``text`` says ``key``'s value (any form, a planned first value too)."""

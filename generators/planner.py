@@ -677,14 +677,18 @@ def unheard_question(text: str, heard_chars: int) -> str:
 # the turn asks the caller to do something now: skipping it would skip the step's own work
 _CALLER_TASK = re.compile(r"\bread (?:it|them|the code|that) (?:out|back|to me)\b|\bwhen it (?:arrives|comes "
                           r"through)\b|\b(?:try|open|restart|unplug|plug|reboot|sign in|log in|tap|"
-                          r"press|hold down|go to|check) (?:the|your|it|that|again|in|out|back)\b|"
+                          r"press|hold down|go to|check|lock|turn off|turn on|switch off) (?:the|your|it|that|again|in|out|back)\b|"
                           r"\blet me know (?:when|if|once)\b|\btell me (?:when|once|what you see)\b|"
                           # an approval, a signature or a reply the caller owes before anything
                           # happens ("Once you approve it there, ...", "sign the form we emailed")
                           r"\b(?:once|when|after|as soon as) you(?:'ve)? (?:approve|sign|confirm|reply|"
                           r"accept|click|upload|return|send)\b|\b(?:please|you'll need to|you need to|"
                           r"you'll have to) (?:approve|sign|confirm|reply|accept|click|upload|return|"
-                          r"send|complete|fill)\b|\bapproval request\b|\bfor you to (?:approve|sign)\b", re.I)
+                          r"send|complete|fill)\b|\bapproval request\b|\bfor you to (?:approve|sign)\b|"
+                          r"\byou can sign\b|\bsigned (?:authori[sz]ation|form|consent|release)\b|"
+                          r"\byour signature\b|"
+                          # a check only the caller can make ("can you confirm you're signed in?")
+                          r"\bcan you (?:confirm|check|see) (?:you|that you|whether)\b", re.I)
 # the turn reports the request done ("You're booked ...", "I've issued a refund ...")
 _DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|confirmed|upgraded|enrolled|"
                    r"now)|I've (?:booked|issued|processed|submitted|filed|cancelled|scheduled|renewed|"

@@ -60,3 +60,16 @@ def test_the_caller_is_the_person_the_record_describes():
 def test_plural_label_agreement():
     assert P.tidy("the last four digits of the card is 3048") == "The last four digits of the card are 3048"
     assert P.clause("a parent had major medical expenses") is not None   # never a correction value
+
+
+def test_a_signature_or_a_check_only_the_caller_can_make_is_not_skippable():
+    assert _CALLER_TASK.search("We need your signed authorisation; it's a one-page form you can "
+                               "sign on your phone.")
+    assert _CALLER_TASK.search("Can you confirm you're signed in and see the new device listed?")
+    assert _CALLER_TASK.search("The block doesn't affect your photos, so also lock it remotely.")
+    assert not _CALLER_TASK.search("An appraiser usually responds within three weeks.")
+
+
+def test_a_new_later_deadline_is_no_pushback_object():
+    assert not objects_in("Once filed, your new filing deadline is six months later.", ("policy",))
+    assert objects_in("Returns must be sent back within fourteen days of delivery.", ("policy",))
