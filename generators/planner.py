@@ -445,6 +445,9 @@ class RulePlanner:
                                             # is the wrap-up, which would skip the steps left
             if t == "impatient" and st.round == 0:
                 continue                    # the greeting and first question: nothing heard yet
+            if t == "filler" and st.round == 0:
+                continue                    # "Right, right." to a greeting: nothing said yet to
+                                            # acknowledge
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
             if t == "impatient" and unit.text and (_CALLER_TASK.search(unit.text)
