@@ -124,6 +124,10 @@ _HYPOTHETICAL = re.compile(r"\b(?:if you(?:'d| had| were| ever| happen)|had you|
                            r"if (?:you )?(?:later|ever))\b", re.I)
 
 
+_BRING = re.compile(r"\b(?:bring|have with you|show (?:us|at|them)|carry|hand in|upload|send us|"
+                    r"mail us|post us|at check-in|on the day)\b", re.I)
+
+
 def _asked_about(sent: str) -> bool:
     """A charge that is only the subject of a question put to the caller ("have you noticed any
     other charges?"), not one they are asked to pay."""
@@ -171,7 +175,8 @@ def _fits(o: Obj, content: str) -> bool:
         first = o.phrase.split()[0].lower()
         return (bool(_REQUEST_CUE.search(sent)) and first in _LEADS
                 and bool(_IDENTITY.search(o.phrase))
-                and not re.search(r"\berror\b|\bthat code\b", sent, re.I))
+                and not re.search(r"\berror\b|\bthat code\b", sent, re.I)
+                and not _BRING.search(sent))   # "bring a photo ID" to a visit: no check on this call
     if o.kind == "policy":           # the rule is stated around it, not just named by it
         if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive|match|"
                      r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace|"
@@ -211,16 +216,18 @@ photo photos proof form forms return returns certificate certificates report inv
 records signature authorisation authorization copy copies""".split())
 
 
-def object_kind(obj: Obj) -> str:
-    """The kind a pushback is about: a required document (a statement, a signed form) is its own
-    kind, answered with why the request needs it and a way to send it later, not as an
-    identity check."""
+def object_kind(obj: Obj, content: str = "") -> str:
+    """The kind a pushback is about: a required document (a statement, a signed form, a photo
+    ID to bring along) is its own kind, answered with why the request needs it and a way to
+    send it later, not as an identity check on the call."""
     head = obj.phrase.split()[-1].lower().strip(".,?;:") if obj.phrase.split() else ""
+    if obj.kind == "requirement" and content and _BRING.search(_sentence_of(content, obj)):
+        return "document"             # "Please bring ... a photo ID": a thing to bring, not a check
     return "document" if obj.kind == "requirement" and head in _DOCUMENT_HEADS else obj.kind
 
 
-def pushback(rng: random.Random, obj: Obj) -> str:
-    return _compose(rng, "user", f"pushback_{object_kind(obj)}", obj=as_user(obj.phrase),
+def pushback(rng: random.Random, obj: Obj, content: str = "") -> str:
+    return _compose(rng, "user", f"pushback_{object_kind(obj, content)}", obj=as_user(obj.phrase),
                     head=_head(obj))
 
 

@@ -161,7 +161,8 @@ _LABEL_WORDS = {"ssn": "Social Security number", "dob": "date of birth", "id": "
 
 _LABEL_KEYS = {"account_created_year": "year the account was opened",
                "lost_device": "reason for the reset",
-               "project_cost": "estimated cost", "needed_by": "deadline"}
+               "project_cost": "estimated cost", "needed_by": "deadline",
+               "lost_date": "date it went missing"}
 
 
 def label(key: str) -> str:
@@ -358,6 +359,7 @@ seventy eighty ninety hundred thousand million double triple""".split())
 _UNIT_WORDS = frozenset("""am pm a.m. p.m. percent dollars dollar cents days day weeks week months
 month years year hours hour minutes minute gigabytes gb mb lines line credits miles points nights
 seats seat business working calendar per""".split())
+_ACRONYM_NOUNS = frozenset({"ID", "IDs", "PIN", "SIM", "PDF", "APR", "SSN", "VIN", "IRA", "ZIP"})
 _NAME_LINKS = frozenset({"and", "of", "&", "de", "the"})
 _SPELL_LINKS = frozenset({"at", "dot", "dash", "underscore", "hyphen"})
 
@@ -410,6 +412,11 @@ def protected_cuts(text: str, values: tuple[str, ...] = ()) -> set[int]:
         if j > i:
             protect(i, j)
         i = j + 1
+
+    for i in range(1, n):                          # "a photo | ID", "your student | ID": an acronym
+        core = words[i].strip("\"'()[],;:.?!")       # head noun stays with its modifier
+        if core in _ACRONYM_NOUNS and not words[i - 1].endswith((".", ",", "?", "!", ":", ";")):
+            protect(i - 1, i)
 
     def numeric(w: str) -> bool:
         core = norm(w)

@@ -74,6 +74,10 @@ class RulePlanner:
         keep = set(sorted(rng.sample(optional, k)))
         if optional and not any(_essential(u) and u.kind != "close" for u in units) and not keep:
             keep = {optional[0]}            # the stage's own work is done, however short the call
+        for i in sorted(keep, reverse=True):   # "If that doesn't suit, ..." needs the offer before it
+            while i > 0 and _LEANS_BACK.match(units[i].text or "") and i - 1 not in keep:
+                keep.add(i - 1)
+                i -= 1
         st.units = deque(u for i, u in enumerate(units) if _essential(u) or i in keep)
         st.unknown_in_stage = False
 
@@ -568,6 +572,11 @@ class RulePlanner:
             st.last_user = {"kind": "accept"}
         elif plan.user_action in ("ack", "choose"):
             st.last_user = {"kind": "plain"}
+            reply = plan.user_facts.get("reply", "") or plan.user_facts.get("option", "")
+            if plan.user_action == "choose" and reply and not re.search(
+                    r"\b(?:no|not|don't|rather|instead|neither)\b", reply, re.I):
+                while st.units and _IF_DECLINED.match(st.units[0].text or ""):
+                    st.units.popleft()      # the offer was taken: "If that doesn't suit, ..." is moot
 
 
 _ATTR = re.compile(r"\b(?:as )?you(?:'ve| have)? (?:said|mentioned|told (?:me|us)|described|believe|"
@@ -782,6 +791,12 @@ def resume_text(text: str, rec: Recovery) -> str:
     return out
 
 
+_IF_DECLINED = re.compile(r"(?:If (?:that|this|it|none of those) (?:doesn't|does not|won't|isn't|don't) "
+                          r"(?:suit|work|fit)|If not\b)", re.I)
+# a talking point that only makes sense after the one before it ("If that doesn't suit, ...")
+_LEANS_BACK = re.compile(r"(?:If (?:that|not|this|so|none|neither)|Otherwise|Or|Alternatively|Instead|"
+                         r"Also|That|This|Those|These|It|They|Then|Had you|"
+                         r"If you(?:'d| had) (?!like|prefer|rather)\w+ed)\b")
 # a sentence whose first clause points back ("When those match, ...", "Once that's done, ...",
 # "If they don't arrive, ..."): its antecedent is in the sentence before, so a resumption starts there
 _ANAPHOR_LEAD = re.compile(r"(?:[A-Za-z']+,?\s+){0,3}?(?:those|these|they|them|it|it's|its|that's|"

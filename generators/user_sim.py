@@ -264,8 +264,9 @@ class RuleUser:
             heard = P.prefix_words(message, k)
             detail = dict(_slots(up))
             if obj is not None:
-                detail["anchor"], detail["object_kind"] = G.as_user(obj.phrase), G.object_kind(obj)
-                text = G.pushback(rng, obj) if up.type == "pushback" else G.clarify(rng, obj)
+                own = message[content_start:]
+                detail["anchor"], detail["object_kind"] = G.as_user(obj.phrase), G.object_kind(obj, own)
+                text = G.pushback(rng, obj, own) if up.type == "pushback" else G.clarify(rng, obj)
             else:
                 text = self._say(up, variant, heard[content_start:], detail, rng)
             errs = check_interjection(up, message, content_start, heard, text, context)

@@ -73,3 +73,29 @@ def test_a_signature_or_a_check_only_the_caller_can_make_is_not_skippable():
 def test_a_new_later_deadline_is_no_pushback_object():
     assert not objects_in("Once filed, your new filing deadline is six months later.", ("policy",))
     assert objects_in("Returns must be sent back within fourteen days of delivery.", ("policy",))
+
+
+def test_a_photo_id_to_bring_is_no_identity_check_and_is_cut_whole():
+    text = "Please bring your insurance card, a photo ID and a list of the medications you take."
+    assert not objects_in(text, ("requirement",))
+    words = text.split()
+    assert words.index("ID") in P.protected_cuts(text)       # never "a photo | ID"
+
+
+def test_a_talking_point_that_leans_back_and_a_moot_fallback():
+    from bargein.generators.planner import _IF_DECLINED, _LEANS_BACK
+    assert _LEANS_BACK.match("If that doesn't suit, I can put you on the cancellation list.")
+    assert _LEANS_BACK.match("If you'd missed the cutoff, we could still do an off-cycle correction.")
+    assert not _LEANS_BACK.match("If you'd like a temporary phone, any store can help.")
+    assert not _LEANS_BACK.match("Your order is packed and ready.")
+    assert _IF_DECLINED.match("If that doesn't suit, I can also put you on the cancellation list.")
+
+
+def test_requirement_alternatives_stay_on_this_call():
+    """Accepting a callback or a branch visit would end the call; the agent then carrying on
+    as if verified reads wrong. Every requirement alternative is done on this call."""
+    import re
+    for key in P.bank_keys("assistant"):
+        if key.startswith("alternatives_requirement"):
+            for alt in P.bank("assistant", key):
+                assert not re.search(r"call you back|callback|branch|in person|local office", alt), alt
