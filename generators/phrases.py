@@ -162,7 +162,7 @@ _LABEL_WORDS = {"ssn": "Social Security number", "dob": "date of birth", "id": "
 _LABEL_KEYS = {"account_created_year": "year the account was opened",
                "lost_device": "reason for the reset",
                "project_cost": "estimated cost", "needed_by": "deadline",
-               "lost_date": "date it went missing"}
+               "lost_date": "date it went missing", "last_used": "last place you used the card"}
 
 
 def label(key: str) -> str:

@@ -26,7 +26,8 @@ from bargein.verify.text import contains_phrase, content_words
 from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the planner's vocabulary)
     CLOSING_TYPES, READBACK_KINDS, EDGE_WORDS, ELIGIBLE_SHARE, EXPLANATION_WORDS, MAX_MESSAGES,
     MIN_CUT_WORDS, MIN_MESSAGES, OVERLAP_MS, UNIT_OVERHEAD, ConversationState, Recovery, RoundPlan,
-    Unit, UnitKind, UserAction, answer_question, asked_keys, choose_option, spoken, stage_units,
+    Unit, UnitKind, UserAction, answer_question, asked_keys, choose_option, question_kind, spoken,
+    stage_units,
     user_style,
 )
 from bargein.records import INTERRUPTION_TYPES, Scenario
@@ -735,8 +736,15 @@ def _trimmed(st: ConversationState, keep) -> deque:
 
 
 def _essential(u: Unit) -> bool:
-    """Questions for required info and the closing are never trimmed for length."""
-    return u.kind == "close" or (u.kind == "ask" and bool(u.keys))
+    """Questions for required info, the closing and what the caller will pay ("Business is 24
+    dollars per seat per month") are never trimmed for length."""
+    if u.kind == "close" or (u.kind == "ask" and bool(u.keys)) or bool(
+            u.text and (_unheard_price(u.text, 0) or _DONE.search(u.text))):
+        return True                 # a price, or the report of the work done ("I've issued ...")
+    # a choice that decides the path ("close it, or switch to monthly?", "shall I apply it?"):
+    # skipping it would act without the caller's say
+    qs = re.findall(r"[^.?!]*\?", u.text or "")
+    return u.kind == "ask" and bool(qs) and question_kind(qs[-1].strip()) in ("either", "offer", "keep")
 
 
 def _draw(rng: random.Random, types: list[str], probs: dict[str, float]) -> str:
@@ -795,7 +803,8 @@ _IF_DECLINED = re.compile(r"(?:If (?:that|this|it|none of those) (?:doesn't|does
                           r"(?:suit|work|fit)|If not\b)", re.I)
 # a talking point that only makes sense after the one before it ("If that doesn't suit, ...")
 _LEANS_BACK = re.compile(r"(?:If (?:that|not|this|so|none|neither)|Otherwise|Or|Alternatively|Instead|"
-                         r"Also|That|This|Those|These|It|They|Then|Had you|"
+                         r"Also|That|This|Those|These|It|They|Then|Had you|After that|Before that|"
+                         r"With that|By then|From then on|Once that's done|"
                          r"If you(?:'d| had) (?!like|prefer|rather)\w+ed)\b")
 # a sentence whose first clause points back ("When those match, ...", "Once that's done, ...",
 # "If they don't arrive, ..."): its antecedent is in the sentence before, so a resumption starts there

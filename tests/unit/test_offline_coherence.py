@@ -99,3 +99,17 @@ def test_requirement_alternatives_stay_on_this_call():
         if key.startswith("alternatives_requirement"):
             for alt in P.bank("assistant", key):
                 assert not re.search(r"call you back|callback|branch|in person|local office", alt), alt
+
+
+def test_prices_choices_and_reports_of_work_are_never_trimmed():
+    from bargein.generators.planner import _essential
+    from bargein.records.plan import Unit
+
+    def unit(kind, text):
+        return Unit(kind=kind, stage="s", text=text, keys=(), purpose="")
+
+    assert _essential(unit("inform", "Business is 24 dollars per seat per month, plus tax."))
+    assert _essential(unit("ask", "Do you want to close the membership completely, or switch to monthly billing?"))
+    assert _essential(unit("inform", "I've issued a refund of the renewal to your card."))
+    assert not _essential(unit("inform", "Most customers find the new menus within a day."))
+    assert P.label("last_used") == "last place you used the card"
