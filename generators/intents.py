@@ -107,6 +107,9 @@ def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list
     n_hidden = min(len(fitting), 1 + (rng.random() < 0.5))
     for h in rng.sample(fitting, n_hidden):
         own = {k: maker.make(k, spec).value for k, spec in h.facts.items()}
+        if any(v == f.value for v in own.values() for f in facts):
+            continue                # "travelling on <the plan change date>": a value of the call's
+                                    # own, said by the caller before the system gives it
         value = fill_slots(h.value, {**values, **own}, f"hidden fact {h.key!r}")
         hidden.append(UserFact(key=h.key, value=value, kind="text"))
 

@@ -128,6 +128,9 @@ def tidy(text: str) -> str:
                   lambda m: f"{'T' if m.group(1)[0].isupper() else 't'}he {m.group(2)} of "
                             f"{m.group(1).lower()}", text)
     text = re.sub(r"\b(last four digits of (?:my|your|the|their)(?: [A-Za-z]+){1,4}) is\b", r"\1 are", text)
+    text = re.sub(r"\b(last four digits of (?:my|your|the|their) [A-Za-z]+(?: still)?) (bothers|is still|seems)\b",
+                  lambda m: f"{m.group(1)} " + {"bothers": "bother", "is still": "are still",
+                                                "seems": "seem"}[m.group(2)], text)
     text = re.sub(r"\b([Ww])hat's (the last four digits)\b", r"\1hat are \2", text)
     text = re.sub(r"\b([Tt]he (?:last four )?digits(?: still)?) (is|doesn't|was|has)\b",
                   lambda m: f"{m.group(1)} " + {"is": "are", "doesn't": "don't", "was": "were",
@@ -135,11 +138,11 @@ def tidy(text: str) -> str:
     # a plural subject and a singular verb ("why the last four digits matters")
     text = re.sub(r"\b((?:the |my |your |these |those )?(?:[a-z]+ )?(?:digits|details|documents|records|"
                   r"photos|receipts|charges|fees|dates|numbers|payments|statements))"
-                  r" (matters|seems|looks|is needed|is required|is)\b",
+                  r" (?:still )?(matters|seems|looks|is needed|is required|is|bothers)\b",
                   lambda m: m.group(0) if re.search(r"\bof\s*$", m.string[:m.start()])
                   or " of " in f" {m.group(1)}" else f"{m.group(1)} " + {
                       "matters": "matter", "seems": "seem", "looks": "look", "is needed": "are needed",
-                      "is required": "are required", "is": "are"}[m.group(2)], text)
+                      "is required": "are required", "is": "are", "bothers": "bother"}[m.group(2)], text)
     for s, e, new, _ in reversed(grammar_issues(text)):
         text = text[:s] + new + text[e:]
     return text

@@ -699,7 +699,8 @@ _CALLER_TASK = re.compile(r"\bread (?:it|them|the code|that) (?:out|back|to me)\
                           r"you'll have to) (?:approve|sign|confirm|reply|accept|click|upload|return|"
                           r"send|complete|fill)\b|\bapproval request\b|\bfor you to (?:approve|sign)\b|"
                           r"\byou can sign\b|\bsigned (?:authori[sz]ation|form|consent|release)\b|"
-                          r"\byour signature\b|"
+                          r"\byour signature\b|\b(?:please )?(?:don't|do not) (?:cancel|close|switch off|"
+                          r"reset|delete|throw)\b|"
                           # a check only the caller can make ("can you confirm you're signed in?")
                           r"\bcan you (?:confirm|check|see) (?:you|that you|whether)\b", re.I)
 # the turn reports the request done ("You're booked ...", "I've issued a refund ...")

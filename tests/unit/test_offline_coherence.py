@@ -113,3 +113,9 @@ def test_prices_choices_and_reports_of_work_are_never_trimmed():
     assert _essential(unit("inform", "I've issued a refund of the renewal to your card."))
     assert not _essential(unit("inform", "Most customers find the new menus within a day."))
     assert P.label("last_used") == "last place you used the card"
+
+
+def test_a_dont_instruction_and_plural_digits_agreement():
+    assert _CALLER_TASK.search("Please don't cancel your old service yet, or we could lose the number.")
+    assert P.tidy("But the last four digits of my card still bothers me.") == \
+        "But the last four digits of my card still bother me."
