@@ -119,7 +119,9 @@ def _purchase_record(sent: str, o: Obj) -> bool:
 
 
 # a counterfactual or a case that may never arise: the fee or rule in it does not bind this caller
-_HYPOTHETICAL = re.compile(r"\b(?:if you(?:'d| had| were| ever| happen)|had you|would have|would've|"
+# ("If you've changed insurers recently, ... the new policy has to show up": a condition the
+# caller has not said holds)
+_HYPOTHETICAL = re.compile(r"\b(?:if you(?:'d| had| were| ever| happen|'ve| have)|had you|would have|would've|"
                            r"otherwise|in case|should you|if it ever|if that ever|"
                            r"if (?:you )?(?:later|ever))\b", re.I)
 

@@ -20,6 +20,13 @@ def test_a_hypothetical_fee_is_no_pushback_object():
     assert not [o for o in objects_in(hypo, ("fee",))]
     real = "Changing the date carries a $75 change fee, and the new fare applies."
     assert [o.phrase for o in objects_in(real, ("fee",))]
+    # a condition the caller has not said holds (read at 3cfc0a8, seed 31415: "Sorry, the new
+    # policy is a problem for me" against an insurance change nobody had mentioned)
+    cond = ("If you've changed insurers recently, let me know, because the new policy has to "
+            "show up in our system before the renewal can go through.")
+    assert not objects_in(cond, ("fee", "policy"))
+    assert [o.phrase for o in objects_in("The new policy has to show up in our system before "
+                                         "the renewal can go through.", ("fee", "policy"))]
 
 
 def test_a_resumption_starts_at_the_antecedent_of_a_pointing_sentence():
