@@ -213,7 +213,21 @@ class LLMAgents:
 
     async def user_reply(self, plan, heard, rng, sample) -> str:
         up = user_plan(plan)
-        agent, msgs = user_messages(up, heard)
+        # a plain reply's example is drawn from the offline caller's bank for this reply (a
+        # line not said before in the call): told only to "react briefly", the 1.5B model said
+        # its previous line again, then, refused, read the assistant's words back ("I've
+        # already cancelled the booking and requested a refund of $635.32 ..."), and the call
+        # failed on an acknowledgement
+        drawn = None
+        if up.action in PLAIN_REPLIES:
+            own = {normalise(m["text"]) for m in heard if m["role"] == "user"}
+            last = heard[-1]["text"] if heard and heard[-1]["role"] == "assistant" else ""
+            for _ in range(6):
+                line = self.cutter.reply(up, rng, last)
+                if normalise(line) not in own:
+                    drawn = line
+                    break
+        agent, msgs = user_messages(up, heard, example=drawn)
 
         def check(r: UserReply) -> list[str]:
             return check_user_reply(up, r.utterance) + repeats(r.utterance, heard)
@@ -258,6 +272,10 @@ class LLMAgents:
         return Interjected(heard=cut.heard, cut_word_index=cut.cut_word_index,
                            interjection=out.interjection.strip(), overlap_ms=cut.overlap_ms,
                            detail=detail)
+
+
+#: caller replies whose words the offline bank has a line for (an example drawn per reply)
+PLAIN_REPLIES = ("ack", "accept", "close", "confirm")
 
 
 # judged on a whole call only: "not carried out (yet)" on a call that has not ended
