@@ -85,8 +85,11 @@ class FillerInterjection(BaseModel):
 
 
 async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseModel], *,
-                    agent: str, check: Callable[[Any], list[str]], sample: int = 0) -> Any:
-    """Ask for ``schema``; re-ask with the plan errors; raise :class:`PlanBroken` with evidence."""
+                    agent: str, check: Callable[[Any], list[str]], sample: int = 0,
+                    reask: list[dict[str, str]] | None = None) -> Any:
+    """Ask for ``schema``; re-ask with the plan errors; raise :class:`PlanBroken` with evidence.
+    ``reask``: the request a re-ask repeats with the errors (default ``messages``), e.g. one
+    without the worked example the refused answers copied."""
     attempts: list[dict[str, Any]] = []
     msgs = list(messages)
     for n in range(ASK_ATTEMPTS):
@@ -105,7 +108,8 @@ async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseM
         # own answer, the 1.5B model wrote it again word for word (three times in a row, at
         # temperature 0.8 with new seeds)
         refused = "\n".join(f"- {e}" for e in dict.fromkeys(e for a in attempts for e in a["errors"]))
-        msgs = [*messages[:-1], {"role": messages[-1]["role"], "content": messages[-1]["content"]
+        base = reask or messages
+        msgs = [*base[:-1], {"role": base[-1]["role"], "content": base[-1]["content"]
                                  + "\n\nYour answer breaks the plan:\n" + refused
                                  + "\nAnswer again with the whole JSON object, different and fixed."}]
     # the end of what the agent was sent (the last turns and the direction), so the failures file
