@@ -259,3 +259,29 @@ def test_an_accepted_identity_alternative_is_carried_out_before_the_call_moves_o
                     assert answer and not answer.endswith("?"), (scn.id, answer)
     assert seen >= 5, seen
     assert carried == seen, (carried, seen)
+
+
+def test_a_pushback_on_a_charge_the_call_credits_is_not_defended(tmp_path):
+    """A caller disputing a bill line ("I'm not paying $43.97 for this") on a call whose plan
+    credits that very amount is not told "the $43.97 is set by our pricing rules, so I can't
+    just remove it myself" (hand-read of seed 271828: the gold contradicted the credit applied
+    two turns later)."""
+    res = generate_scenarios(60, 5, workdir=tmp_path, progress=False)
+    defended = re.compile(r"pricing rules|can't just remove|isn't something I can waive|"
+                          r"is what this costs|standard amount|set out in your terms", re.I)
+    money = re.compile(r"\$\d[\d,]*(?:\.\d\d)?")
+    seen = 0
+    for k, scn in enumerate(res.outputs):
+        credits = [tp for st in scn.kb.workflow.stages for tp in st.talking_points
+                   if re.search(r"\b(?:credit|refund)", tp, re.I)]
+        for seed in range(3):
+            msgs = run(scn, seed * 1000 + k).messages
+            for i, m in enumerate(msgs[:-2]):
+                if m.interruption is None or m.interruption.type != "pushback":
+                    continue
+                amounts = money.findall(msgs[i + 1].text)
+                if not any(a in tp for a in amounts for tp in credits):
+                    continue
+                seen += 1
+                assert not defended.search(msgs[i + 2].text), msgs[i + 2].text
+    assert seen >= 1
