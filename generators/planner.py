@@ -31,6 +31,7 @@ from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the pla
     user_style,
 )
 from bargein.records import INTERRUPTION_TYPES, Scenario
+from bargein.spoken import DIGIT_WORDS
 
 
 # ---- the rule-based planner -----------------------------------------------------------------
@@ -335,6 +336,10 @@ class RulePlanner:
     def _user_action(self, st: ConversationState, unit: Unit, rng: random.Random):
         if unit.kind == "close":
             return "close", {}
+        if unit.purpose == "alt_step":      # the accepted alternative carried out: code read out
+            step = alternative_step(unit.text, side="assistant")
+            return "choose", {"reply": _fill_step(step["user"], rng) if step else
+                              P.compose(rng, "user", "qa_offer")}
         if unit.kind == "outcome":
             return "ack", {}
         if (st.pending is not None and st.pending.type == "pushback") or unit.purpose == "deescalate":
@@ -424,6 +429,10 @@ class RulePlanner:
         if not unit.text and unit.kind == "ask" and st.pending is not None:
             return None, {}                 # a bare question after a recovery: too short
         p = min(0.95, intent.interruption_rate / ELIGIBLE_SHARE)
+        if unit.purpose == "alt_step":      # a code being read out: nobody cuts in on that; the
+            if rng.random() < p:            # cut is owed to a later turn (the rate holds)
+                st.owed += 1
+            return None, {}
         resumes = st.pending is not None and st.pending.type in ("normal", "topic_switch",
                                                                   "correction", "filler")
         if st.chain >= 3 or (st.chain >= 2 and resumes):   # two cuts in a row already: a third,
@@ -605,6 +614,12 @@ class RulePlanner:
             st.last_user = {"kind": "unknown"}
         elif plan.user_action == "accept":
             st.last_user = {"kind": "accept"}
+            step = alternative_step(content) if plan.unit and plan.unit.purpose == "deescalate" \
+                else None
+            if step is not None:            # "a one-time code instead" -- "fine": the code is
+                st.units.appendleft(Unit(   # asked for and read out before anyone is verified
+                    kind="ask", stage=plan.unit.stage or st.stage, text=step["assistant"],
+                    purpose="alt_step"))
         elif plan.user_action in ("ack", "choose"):
             st.last_user = {"kind": "plain"}
             reply = plan.user_facts.get("reply", "") or plan.user_facts.get("option", "")
@@ -612,6 +627,40 @@ class RulePlanner:
                     r"\b(?:no|not|don't|rather|instead|neither)\b", reply, re.I):
                 while st.units and _IF_DECLINED.match(st.units[0].text or ""):
                     st.units.popleft()      # the offer was taken: "If that doesn't suit, ..." is moot
+
+
+def alternative_step(text: str, side: str = "alternative") -> dict[str, str] | None:
+    """The step that carries out the identity alternative ``text`` offers (``side``
+    "alternative": an offer's wording; "assistant": the step's own question), from the pairs
+    bank ``alternative_steps``; None when ``text`` offers none of them."""
+    low = text.lower()
+    for step in P.bank("pairs", "alternative_steps"):
+        probe = step[side].lower()
+        if side == "alternative":
+            probe = re.sub(r",? instead$", "", probe)
+        if probe and probe in low:
+            return step
+    return None
+
+
+def _fill_step(template: str, rng: random.Random) -> str:
+    """The caller's answer to an alternative's step, its values drawn from ``rng``."""
+    months = ("January February March April May June July August September October November "
+              "December").split()
+    values = {
+        "code6": ", ".join(" ".join(DIGIT_WORDS[rng.randrange(10)] for _ in range(3))
+                           for _ in range(2)),
+        "digits4": " ".join(DIGIT_WORDS[rng.randrange(10)] for _ in range(4)),
+        "digits5": " ".join(DIGIT_WORDS[rng.randrange(10)] for _ in range(5)),
+        "digits13": " ".join(DIGIT_WORDS[rng.randrange(10)] for _ in range(13)),
+        "amount": f"{rng.randrange(25, 180)} dollars",
+        "month": rng.choice(months),
+        "pet": rng.choice(("Biscuit", "Max", "Luna", "Pepper", "Rocky", "Daisy", "Oscar",
+                           "Willow", "Buster", "Mittens")),
+        "street": rng.choice(("Maple Avenue", "Hollis Street", "Cedar Lane", "Orchard Road",
+                              "Beacon Street", "Linden Drive", "Fairview Road")),
+    }
+    return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], template)
 
 
 _ATTR = re.compile(r"\b(?:as )?you(?:'ve| have)? (?:said|mentioned|told (?:me|us)|described|believe|"
