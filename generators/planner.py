@@ -422,7 +422,7 @@ class RulePlanner:
         if unit.text and P.n_words(unit.text) < MIN_CUT_WORDS:
             return None, {}
         if unit.kind != "close" and st.stage is not None and \
-                (MAX_MESSAGES - st.n_messages - 1) // 2 <= self._needed(st) + 2:
+                (MAX_MESSAGES - st.n_messages - 1) // 2 <= self._needed(st) + 1:
             return None, {}                 # the rounds left are the goal's: a cut-in now (and its
                                             # recovery, a held-out pushback's second round) would
                                             # end the call at the cap with the request unfinished
