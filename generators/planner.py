@@ -556,6 +556,12 @@ class RulePlanner:
             st.pending = interruption
             st.pending_unit = plan.unit.model_copy(update={"text": content}) if plan.unit else None
             return
+        reply = plan.user_facts.get("reply", "") if plan.user_action == "choose" else ""
+        if "?" in content and plan.user_action in ("confirm", "choose", "ack") and not re.search(
+                r"\b(?:no|not|don't|rather|instead|neither)\b", reply, re.I):
+            # "Is that right?" -- "yes, that's mine": a value the caller accepted as read out is
+            # never "sorry, my mistake, it's ..." a turn later
+            st.confirmed.update(k for k in st.facts if st.in_text(k, content))
         if plan.user_action in ("answer", "confirm", "volunteer"):
             for k, v in plan.user_facts.items():
                 st.stated[k] = v
