@@ -274,7 +274,8 @@ class RulePlanner:
                 st.stated.setdefault(k, "")              # settled by the alternative offered
             return Unit(kind="inform", stage=cut.stage, purpose="deescalate"), None
         if rec.type == "impatient":
-            st.units = _trimmed(st, lambda u: u.kind in ("ask", "close"))
+            st.units = _trimmed(st, lambda u: u.kind in ("ask", "close") or bool(
+                u.text and _CALLER_TASK.search(u.text)))    # a payment link is not skipped
             if cut.kind == "ask" and cut.keys and set(cut.keys) <= st.read_back:   # read back:
                 for k in cut.keys:                                    # impatience says "yes"
                     st.stated.setdefault(k, st.value_for(k) or "")
@@ -757,7 +758,10 @@ _CALLER_TASK = re.compile(r"\bread (?:it|them|the code|that) (?:out|back|to me)\
                           r"\byour signature\b|\b(?:please )?(?:don't|do not) (?:cancel|close|switch off|"
                           r"reset|delete|throw)\b|"
                           # a check only the caller can make ("can you confirm you're signed in?")
-                          r"\bcan you (?:confirm|check|see) (?:you|that you|whether)\b", re.I)
+                          r"\bcan you (?:confirm|check|see) (?:you|that you|whether)\b|"
+                          # a payment the caller makes through a link: no change goes through
+                          # without it ("For the fare difference, I'll text you a secure link")
+                          r"\b(?:secure|payment) link\b", re.I)
 # the turn reports the request done ("You're booked ...", "I've issued a refund ...")
 _DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|confirmed|upgraded|enrolled|"
                    r"now)|I've (?:booked|issued|processed|submitted|filed|cancelled|scheduled|renewed|"
