@@ -324,6 +324,8 @@ class ConversationState:
     recapped: bool = False
     stated: dict[str, str] = field(default_factory=dict)     # key -> words the user used
     read_back: set[str] = field(default_factory=set)         # keys the assistant said aloud
+    confirmed: set[str] = field(default_factory=set)         # keys the caller said "yes, that's
+                                                             # right" to at a read-back
     uttered: set[str] = field(default_factory=set)           # keys the user said in words
     corrected: set[str] = field(default_factory=set)
     system_first: set[str] = field(default_factory=set)      # keys the assistant said first
@@ -376,7 +378,7 @@ class ConversationState:
         return [c.key for c in self.scenario.intent.corrections
                 if self.stated.get(c.key) == c.first_value and c.key not in self.corrected
                 and c.key in self.uttered and c.key not in held and c.key not in self.system_first
-                and c.key not in past]
+                and c.key not in past and c.key not in self.confirmed]
 
     def in_text(self, key: str, text: str) -> bool:
         """Whether ``text`` says ``key``'s value (any form, a planned first value too)."""

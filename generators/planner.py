@@ -294,7 +294,8 @@ class RulePlanner:
                 st.stated.setdefault(k, "")              # settled by the alternative offered
             return Unit(kind="inform", stage=cut.stage, purpose="deescalate"), None
         if rec.type == "impatient":
-            st.units = _trimmed(st, lambda u: u.kind in ("ask", "close"))
+            st.units = _trimmed(st, lambda u: u.kind in ("ask", "close") or bool(
+                u.text and _CALLER_TASK.search(u.text)))    # a payment link is not skipped
             if cut.kind == "ask" and cut.keys and set(cut.keys) <= st.read_back:   # read back:
                 for k in cut.keys:                                    # impatience says "yes"
                     st.stated.setdefault(k, st.value_for(k) or "")
@@ -590,6 +591,12 @@ class RulePlanner:
             st.pending = interruption
             st.pending_unit = plan.unit.model_copy(update={"text": content}) if plan.unit else None
             return
+        reply = plan.user_facts.get("reply", "") if plan.user_action == "choose" else ""
+        if "?" in content and plan.user_action in ("confirm", "choose", "ack") and not re.search(
+                r"\b(?:no|not|don't|rather|instead|neither)\b", reply, re.I):
+            # "Is that right?" -- "yes, that's mine": a value the caller accepted as read out is
+            # never "sorry, my mistake, it's ..." a turn later
+            st.confirmed.update(k for k in st.facts if st.in_text(k, content))
         if plan.user_action in ("answer", "confirm", "volunteer"):
             for k, v in plan.user_facts.items():
                 st.stated[k] = v
@@ -785,7 +792,10 @@ _CALLER_TASK = re.compile(r"\bread (?:it|them|the code|that) (?:out|back|to me)\
                           r"\byour signature\b|\b(?:please )?(?:don't|do not) (?:cancel|close|switch off|"
                           r"reset|delete|throw)\b|"
                           # a check only the caller can make ("can you confirm you're signed in?")
-                          r"\bcan you (?:confirm|check|see) (?:you|that you|whether)\b", re.I)
+                          r"\bcan you (?:confirm|check|see) (?:you|that you|whether)\b|"
+                          # a payment the caller makes through a link: no change goes through
+                          # without it ("For the fare difference, I'll text you a secure link")
+                          r"\b(?:secure|payment) link\b", re.I)
 # the turn reports the request done ("You're booked ...", "I've issued a refund ...")
 _DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|confirmed|upgraded|enrolled|"
                    r"now)|I've (?:booked|issued|processed|submitted|filed|cancelled|scheduled|renewed|"

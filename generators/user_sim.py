@@ -44,6 +44,9 @@ hear heard start started starts going okay fine just want wants detail details i
 thing things step steps part moment questions question minute""".split())
 
 
+_GREETING = re.compile(r"(?:thank you|thanks) for (?:calling|ringing)[^.?!]*[.?!]\s+|"
+                       r"good (?:morning|afternoon|evening)[^.?!]*[.?!]\s+", re.I)
+
 class UserPlan(BaseModel):
     """The user's part of a round plan: everything the user simulator may see."""
 
@@ -255,6 +258,10 @@ class RuleUser:
                 target = first + fraction * (P.n_words(message) - first)
                 k = sorted(ks, key=lambda k: (abs(k - target), k))[0 if rng.random() < 0.7 else min(1, len(ks) - 1)]
             else:
+                greeting = _GREETING.match(message[content_start:])
+                if greeting:                    # nobody cuts in on "Thank you for calling |":
+                    min_word = max(min_word, P.n_words(          # the caller hears the greeting
+                        message[:content_start + greeting.end()]) + 2)   # and the first words after
                 k = place_cut(message, content_start, fraction, rng, min_word=min_word,
                               at_boundary=up.type == "filler",
                               protected=P.protected_cuts(message, self.values))

@@ -285,3 +285,54 @@ def test_a_pushback_on_a_charge_the_call_credits_is_not_defended(tmp_path):
                 seen += 1
                 assert not defended.search(msgs[i + 2].text), msgs[i + 2].text
     assert seen >= 1
+
+
+def test_a_value_the_caller_confirmed_at_a_read_back_is_not_corrected_later(scenarios):
+    """"That's hestrada34@icloud.com, is that correct?" -- "Correct, yes, that's mine." is not
+    followed by "Sorry, my mistake, it's hestrada@williams-phillips.com" (hand-read of seed
+    5150: a correction of a value confirmed one turn earlier). Corrections still happen."""
+    yes = re.compile(r"^\W*(?:yes|yep|yeah|correct|mm-hm|uh-huh|that's (?:it|right|mine|correct))",
+                     re.I)
+    corrections = 0
+    for seed in range(3):
+        for n, scn in enumerate(scenarios):
+            msgs = run(scn, 50 * seed + n).messages
+            for i, m in enumerate(msgs):
+                if m.interruption is None or m.interruption.type != "correction":
+                    continue
+                fix = next((c for c in scn.intent.corrections
+                            if c.corrected_value in msgs[i + 1].text), None)
+                if fix is None:
+                    continue
+                corrections += 1
+                for j in range(i):
+                    a = msgs[j]
+                    if a.role == "assistant" and a.interruption is None and "?" in a.text \
+                            and fix.first_value in a.text and j + 1 < i:
+                        assert not yes.search(msgs[j + 1].text), (scn.id, a.text, msgs[j + 1].text)
+    assert corrections >= 5, corrections
+
+
+def test_nobody_cuts_in_on_the_greeting_or_skips_a_payment_link(scenarios):
+    """"Thank you for calling |" -- "Sorry, off topic, are your offices open ...?" cut in one
+    second into the call (hand-read of seed 5150, two of ten conversations); and an impatient
+    "skip this part" dropped "I'll text you a secure payment link", after which the new flight
+    was confirmed unpaid."""
+    greeting = re.compile(r"^(?:thank you|thanks) for (?:calling|ringing)[^.?!]*[.?!]|"
+                          r"^good (?:morning|afternoon|evening)[^.?!]*[.?!]", re.I)
+    openings = payments = 0
+    for seed in range(3):
+        for n, scn in enumerate(scenarios):
+            msgs = run(scn, 70 * seed + n).messages
+            for m in msgs:
+                if m.interruption is None:
+                    continue
+                g = greeting.match(m.text)
+                if g and m.index == 0:
+                    openings += 1
+                    assert len(m.heard_text) > g.end(), m.heard_text
+                rest = m.text[len(m.heard_text):]
+                if m.interruption.type == "impatient":
+                    payments += 1
+                    assert not re.search(r"\b(?:secure|payment) link\b", rest), m.text
+    assert openings >= 5 and payments >= 5, (openings, payments)
