@@ -131,7 +131,11 @@ class RulePlanner:
         transition, lead = None, False
         while st.phase == "workflow":
             left = self._rounds_left(st)
-            if st.stage is not None and left <= 2:      # the cap is near: wrap up
+            # the target length only decides how much explanation is kept (fast mode below);
+            # the call ends unfinished only at the hard cap, so a call that ran long on
+            # interruptions still reaches its goal
+            hard_left = (MAX_MESSAGES - st.n_messages - 1) // 2
+            if st.stage is not None and hard_left <= 2:      # the cap is near: wrap up
                 rest = list(st.units) + self._later_units(st.stage)
                 open_q = any(u.kind == "ask" and set(u.keys) - set(st.stated) for u in rest)
                 done = (self._last_stage(st.stage) and not open_q and st.stage in st.delivered
@@ -142,7 +146,7 @@ class RulePlanner:
                 break
             st.fast = left <= self._needed(st) + 2
             if st.fast:
-                st.units = _trimmed(st, lambda u: u.kind == "close" or (
+                st.units = _trimmed(st, lambda u: u.kind == "close" or _essential(u) or (
                     u.kind == "ask" and bool(u.keys or u.purpose)))
             if not st.units and not st.recapped and self._last_stage(st.stage) and \
                     left > self._needed(st) + 3:
@@ -166,6 +170,16 @@ class RulePlanner:
                     self._end(st, None, "next")
                     st.phase = "farewell"
                 text = st.fill_values(u.text)
+                if text and not st.agreed and u.kind != "ask" and _ACTS.match(text):
+                    # the agent is about to make the change after quoting what it costs: the
+                    # caller says yes first (a skipped explanation never skips the decision)
+                    st.units.appendleft(u)
+                    st.agreed = True
+                    topic = next((e["topic"] for e in P.bank("assistant", "goal_topic")
+                                  if e.get("goal") == self.scenario.goal.name), "")
+                    q = P.pick(rng, "assistant", "consent_topic", topic=topic) if topic \
+                        else P.pick(rng, "assistant", "consent")
+                    return Unit(kind="ask", stage=st.stage, text=q), transition, lead
                 if text:
                     text = drop_unfounded(text, st)
                     if not text:
@@ -217,16 +231,22 @@ class RulePlanner:
         """Rounds the rest of the happy path needs in fast mode (questions only), with the
         expected interruptions, plus the closing."""
         def essential(u: Unit) -> bool:
-            return u.kind in ("ask", "close") and bool(u.keys) and not (
-                not u.text and set(u.keys) <= set(st.stated))
+            # what fast mode keeps (a question for required info, a price, a path choice, the
+            # report of the work done): every one of them still costs a round
+            if u.kind == "close" and not u.keys:
+                return False            # the closing is counted below
+            return _essential(u) and not (u.kind == "ask" and bool(u.keys) and not u.text
+                                          and set(u.keys) <= set(st.stated))
         n = sum(1 for u in st.units if essential(u))
+        if st.stage not in st.delivered and st.units and not n:
+            n = 1                           # fast mode keeps a stage's first statement
         nexts = {t.source: t.target for t in self.wf.transitions if t.kind == "next"}
         seen, node = set(), st.stage
         while node in nexts and node not in seen:
             seen.add(node)
             node = nexts[node]
-            if node in self._units:
-                n += sum(1 for u in self._units[node] if essential(u))
+            if node in self._units:         # every stage on the way says at least one thing
+                n += max(1, sum(1 for u in self._units[node] if essential(u)))
         return int(n * (1 + self.scenario.intent.interruption_rate) + 0.5) + 2
 
     # -- one round ----------------------------------------------------------------------------
@@ -402,6 +422,11 @@ class RulePlanner:
             return None, {}
         if unit.text and P.n_words(unit.text) < MIN_CUT_WORDS:
             return None, {}
+        if unit.kind != "close" and st.stage is not None and \
+                (MAX_MESSAGES - st.n_messages - 1) // 2 <= self._needed(st) + 1:
+            return None, {}                 # the rounds left are the goal's: a cut-in now (and its
+                                            # recovery, a held-out pushback's second round) would
+                                            # end the call at the cap with the request unfinished
         if not unit.text and unit.kind == "ask" and st.pending is not None:
             return None, {}                 # a bare question after a recovery: too short
         p = min(0.95, intent.interruption_rate / ELIGIBLE_SHARE)
@@ -442,8 +467,10 @@ class RulePlanner:
                 continue
             if t == "correction" and not st.correctable():
                 continue                    # nothing the user said can be corrected (yet)
-            if t == "topic_switch" and not st.free_pairs("topic_switch"):
-                continue
+            if t == "topic_switch" and (not st.free_pairs("topic_switch") or st.side_asked() >= MAX_SIDE
+                                        or (st.pending is not None and st.pending.type == "topic_switch")):
+                continue                    # a caller asks one or two things on the side, not a
+                                            # run of them, and never one right on another's heels
             if t == "pushback" and unit.purpose == "deescalate" and (not st.dispute or st.persisted >= 1):
                 continue                    # nothing specific left to keep objecting to (or the
                                             # caller already held out once: a third round reads
@@ -532,6 +559,13 @@ class RulePlanner:
         if plan.stage and plan.unit is not None and plan.unit.kind != "farewell":
             st.delivered.add(plan.stage)
         st.last_user = {}
+        heard = interruption.heard_text if interruption is not None else content
+        st.said += " " + heard
+        if plan.unit is not None and plan.unit.kind != "ask" and _unheard_price(heard, 0):
+            st.agreed = False               # a price the caller has not said yes to yet
+        if plan.unit is not None and plan.unit.kind == "ask" and plan.unit.text and \
+                plan.user_action == "choose" and _offer_taken(plan):
+            st.agreed = True
         for k in st.facts:
             if st.in_text(k, content):
                 st.read_back.add(k)
@@ -778,6 +812,22 @@ _CONFIRM_Q = re.compile(r"\b(?:is|was) (?:that|this|all of that|everything) (?:r
                         r"\bis (?:that|this) the one\b", re.I)
 
 
+# the agent makes the change now ("I'm applying the upgrade now", "The change is going through")
+_ACTS = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:I'm (?:now )?(?:applying|setting|switching|upgrading|"
+                   r"downgrading|changing|making|putting through|processing) |I'll (?:now )?(?:apply|"
+                   r"switch|upgrade|downgrade|process) (?:the|your|it|that)\b|The change is going through\b)",
+                   re.I)
+MAX_SIDE = 2                        # side questions (topic switches) in one call
+
+
+def _offer_taken(plan: RoundPlan) -> bool:
+    """The caller said yes to an offer or a go-ahead question of this round's unit."""
+    qs = re.findall(r"[^.?!]*\?", plan.unit.text if plan.unit else "")
+    reply = plan.user_facts.get("reply", "") or plan.user_facts.get("option", "")
+    return bool(qs) and question_kind(qs[-1].strip()) in ("offer", "either", "keep") and not re.search(
+        r"\b(?:no|not|don't|rather|instead|neither)\b", reply, re.I)
+
+
 def _readable(value: str) -> bool:
     """A value a read-back can say after "it's" / "your X is": a name, a date, an amount,
     not a clause about the caller ("is renting and has renter's insurance")."""
@@ -803,7 +853,7 @@ def _essential(u: Unit) -> bool:
     """Questions for required info, the closing and what the caller will pay ("Business is 24
     dollars per seat per month") are never trimmed for length."""
     if u.kind == "close" or (u.kind == "ask" and bool(u.keys)) or bool(
-            u.text and (_unheard_price(u.text, 0) or _DONE.search(u.text))):
+            u.text and (_unheard_price(u.text, 0) or _DONE.search(u.text) or _ACTS.match(u.text))):
         return True                 # a price, or the report of the work done ("I've issued ...")
     # a choice that decides the path ("close it, or switch to monthly?", "shall I apply it?"):
     # skipping it would act without the caller's say
