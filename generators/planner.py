@@ -608,6 +608,9 @@ class RulePlanner:
             # "Is that right?" -- "yes, that's mine": a value the caller accepted as read out is
             # never "sorry, my mistake, it's ..." a turn later
             st.confirmed.update(k for k in st.facts if st.in_text(k, content))
+        if plan.user_action == "confirm" and "?" in content:
+            while st.units and _IF_DECLINED.match(st.units[0].text or ""):
+                st.units.popleft()  # "Would that suit you?" -- "yes": "If that doesn't suit" is moot
         if plan.user_action in ("answer", "confirm", "volunteer"):
             for k, v in plan.user_facts.items():
                 st.stated[k] = v
@@ -816,7 +819,8 @@ _DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|con
 _AMOUNT = re.compile(r"[$\u20ac\u00a3]\s?\d|\b\d[\d,.]*\s(?:dollars?|euros?|pounds?|miles|points|"
                      r"credits)\b", re.I)
 _CONFIRM_Q = re.compile(r"\b(?:is|was) (?:that|this|all of that|everything) (?:right|correct|accurate)\b|"
-                        r"\bdid I get that right\b|\bhave I got that right\b", re.I)
+                        r"\bdid I get that right\b|\bhave I got that right\b|"
+                        r"\bis (?:that|this) the one\b", re.I)
 
 
 # the agent makes the change now ("I'm applying the upgrade now", "The change is going through")

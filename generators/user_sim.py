@@ -24,6 +24,7 @@ from bargein.errors import GenerationFailed
 from bargein.generators import grounded as G
 from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
+from bargein.generators.plan_state import question_kind
 from bargein.generators.planner import EDGE_WORDS, RoundPlan, place_cut
 from bargein.records import InterruptionType
 from bargein.verify.text import STOPWORDS as V_STOP
@@ -161,6 +162,9 @@ class RuleUser:
         style = up.style
         if up.action in ("answer", "confirm") and up.facts:
             if up.action == "confirm":
+                qs = re.findall(r"[^.?!]*\?", last)
+                if qs and question_kind(qs[-1]) == "offer":   # "Would that suit you?" is not
+                    return P.compose(rng, "user", "qa_offer")  # answered "yes, that's mine"
                 return P.compose(rng, "user", "reply_confirm")
             parts = []
             for n, (key, value) in enumerate(up.facts.items()):
