@@ -281,17 +281,61 @@ def criterion_kind(criterion: str) -> Literal["do", "avoid"]:
     return "avoid" if _ABSENCE.search(criterion or "") else "do"
 
 
+_ABOUT_USER_WORDS = re.compile(
+    r"\b(echo\w*|parrot\w*|(say|says|saying|read|reads|reading|repeat|repeats|repeating|give|gives)"
+    r" (it |them |that |those words |the words )?back|interjection|back-?channel|react\w*|"
+    r"comment\w*|thank\w*|acknowledg\w*|nothing about|aimed at|"
+    r"what the (user|caller|customer|member|client|patient) (just )?said|"
+    r"(user|caller|customer|member|client|patient)'s (own )?words)\b", re.I)
+
+
+def about_user_words(criterion: str) -> bool:
+    """Whether an "avoid" criterion forbids something done with the user's own words: saying
+    them back, reacting to, commenting on, thanking for or acknowledging the interjection. Only
+    then are the interjection's words forbidden content (:func:`forbidden_content`)."""
+    return bool(_ABOUT_USER_WORDS.search(criterion or ""))
+
+
+def forbidden_content(item: EvalItem, criterion: str) -> set[str]:
+    """The content words whose saying-again breaks an "avoid" criterion: what the criterion
+    names itself ("the photo of the damage", "no 'great'"), what the user already heard (a rule
+    against repeating, restarting or going on with the interrupted content is broken by its
+    words), and the interjection's words only when the criterion is about the user's words
+    (:func:`about_user_words`). A word the user happened to say ("check" in "just check where
+    it is") is not forbidden by a rule that the rest of an explanation is skipped: a good
+    reply takes the user's words up."""
+    parts = [item.heard_text, criterion] + ([item.interjection] if about_user_words(criterion) else [])
+    return _content(" ".join(parts))
+
+
+def echoes(evidence: str, item: EvalItem) -> bool:
+    """Whether the quote says the interjection back: it holds a run of the interjection's words
+    (as written, numbers spoken) of at least ``max(4, 60%)`` of them, or all of an interjection
+    of four words or fewer. Taking up a word or two of what the user said is no echo."""
+    inter, quote = _norm(item.interjection).split(), _norm(evidence).split()
+    n = len(inter)
+    if not n or not quote:
+        return False
+    need = n if n <= 4 else max(4, -(-3 * n // 5))
+    joined = f" {' '.join(quote)} "
+    return any(f" {' '.join(inter[k:k + need])} " in joined for k in range(n - need + 1))
+
+
 def shows_violation(evidence: str, item: EvalItem, criterion: str) -> bool:
     """Whether the words quoted as breaking an "avoid" criterion really say again what the
-    criterion forbids: they must be words of the response (checked by the caller) and at least
-    half of their content words must be words of what the user already heard, the
-    interjection or the criterion itself (a quote of new content does not break a rule against
-    repeating, restarting or reacting)."""
+    criterion forbids: they must be words of the response (checked by the caller) and either at
+    least half of their content words are forbidden content (:func:`forbidden_content`: the
+    criterion's own words, what the user already heard, and the interjection only for a rule
+    about the user's words), or they echo the interjection back (:func:`echoes`; not for a
+    correction, where saying the corrected value back is the recovery). A quote of new content,
+    or one that takes up a word the user said, does not break a rule against repeating,
+    restarting or going on."""
+    if item.type != "correction" and echoes(evidence, item):
+        return True
     words = _content(evidence)
     if not words:
         return False
-    forbidden = _content(" ".join([item.heard_text, item.interjection, criterion]))
-    return len(words & forbidden) * 2 >= len(words)
+    return len(words & forbidden_content(item, criterion)) * 2 >= len(words)
 
 
 RQ_MODES = ("split", "criteria", "all")
@@ -314,8 +358,8 @@ class LLMJudge:
       conversation (:func:`grounded_in`). A criterion that forbids something ("avoid") is asked
       for the words that do the forbidden thing (``judge_rq_avoid``); it is broken only when
       the judge says so AND the quote is words of the response AND, with ``grounding``, the
-      quote mostly says again what the user heard, the interjection or the criterion names
-      (:func:`shows_violation`). Small models answer "does it do X?" yes whatever the reply,
+      quote mostly says again what the user heard or the criterion names (the interjection only
+      for a rule about the user's words), or echoes the interjection (:func:`shows_violation`). Small models answer "does it do X?" yes whatever the reply,
       so neither a "met" nor a "broken" is taken without its evidence. A "met" whose quote
       is not words of the response, or names nothing of the conversation, is asked once more
       with that reason. Quotes, responses and conversations are compared with their written

@@ -373,6 +373,45 @@ def test_rq_split_mode_asks_forbidding_criteria_for_the_words_that_break_them():
         LLMJudge("s:m", workdir=None, llm=m, rq_mode="vote")
 
 
+def test_a_word_the_user_said_is_not_forbidden_by_a_rule_against_going_on():
+    """An "avoid" criterion forbids what it names and what the user already heard; the user's
+    own words are forbidden only by a rule about them (echoing, reacting, thanking). Hand-made
+    case: the impatient caller says "just check where it is"; a good reply asking "Which
+    postcode should I check?" does not break "the rest of the explanation is skipped"."""
+    from bargein.scorers.ihbench_judges import about_user_words, echoes, forbidden_content, shows_violation
+
+    it = item("impatient", interjection="I don't need the tracking lesson, just check where it is.")
+    skip = "The rest of the explanation of the documents is skipped."
+    assert not about_user_words(skip)
+    assert "check" not in forbidden_content(it, skip) and "photo" in forbidden_content(it, skip)
+    assert not shows_violation("Which postcode should I check?", it, skip)          # one shared word
+    assert not shows_violation("What postcode should I check it against?", it, skip)
+    assert shows_violation("a photo of the damage", it, skip)                  # what was heard again
+    # a real echo of the interjection breaks it still, whatever the rule
+    echo = "So, i don't need the tracking lesson, just check where it is. Got it."
+    assert echoes(echo, it) and shows_violation(echo, it, skip)
+    assert not echoes("just check it", it)                      # three of eleven words: no echo
+    # a rule about the user's words forbids them (more than half of the quote's content words)
+    react = "It does not comment on what the caller said."
+    assert about_user_words(react) and "check" in forbidden_content(it, react)
+    assert shows_violation("tracking lesson noted, I'll check", it, react)
+    assert not shows_violation("Which postcode and street should I check?", it, react)  # 1 of 3
+    for c in ("It says nothing about the member's \"uh-huh\".", "There is no reaction to the 'right'.",
+              "The reply does not thank the caller for the backchannel.",
+              "It does not repeat the caller's words back."):
+        assert about_user_words(c), c
+    for c in ("It does not simply carry on as if nothing was said.", "The fees are not stated again.",
+              "The caller is not asked whether they are sure."):
+        assert not about_user_words(c), c
+    # a backchannel of four words or fewer is echoed only when all of it is said back
+    filler = item("filler", interjection="Uh-huh, right.")
+    assert echoes("Uh-huh, right. So the police report", filler) and not echoes("right, so", filler)
+    # saying the corrected value back is the recovery of a correction, not an echo
+    corr = item("correction")
+    assert echoes("my policy number is 4471 0933", corr)
+    assert not shows_violation("your policy number is 4471 0933", corr, "It does not argue.")
+
+
 def test_grounding_reads_the_users_turns_and_the_interrupted_message_not_politeness():
     """A quote grounds a criterion by a content word of what the user said or what the
     assistant was saying when cut; the assistant's earlier small talk does not count."""

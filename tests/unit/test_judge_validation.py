@@ -80,7 +80,20 @@ def test_dev_and_heldout_parts_split_by_case():
     kinds = Counter(i.kind for i in items if i.axis == "rq" and case_of(i) in dev_cases())
     assert set(kinds) == {"normal", "impatient", "correction", "topic_switch", "filler", "pushback"}
     assert {i.axis for i in dev} == {i.axis for i in held} == {"tf", "rq", "ear_r", "ear_c"}
-    assert len(held) > 2 * len(dev)
+    # the added development cases are all dev and take no part in the hashed choice: per type
+    # one case of ihbench_cases.yaml in four is dev, the rest held out, as before they existed
+    from bargein.scorers.control_set import control_metadata, dev_only_cases
+
+    extra = dev_only_cases()
+    assert len(extra) >= 10 and extra <= dev_cases() and all(c.startswith("dev-") for c in extra)
+    assert not extra & {case_of(i) for i in held}
+    hashed = [i for i in items if case_of(i) not in extra]
+    for kind in ("normal", "impatient", "correction", "topic_switch", "filler", "pushback", "ear"):
+        cases = {case_of(i) for i in hashed if i.kind == kind}
+        assert len(cases & dev_cases()) == max(1, len(cases) // 4), kind
+    assert len(held) > 2 * len([i for i in hashed if case_of(i) in dev_cases()])
+    meta = control_metadata()["ihbench_dev_cases.yaml"]
+    assert meta["part"] == "dev" and "by hand" in meta["written_by"] and meta["source"]
     with pytest.raises(ConfigError, match="valid splits"):
         split(items, "test")
 
