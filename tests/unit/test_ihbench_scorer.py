@@ -313,6 +313,14 @@ def test_written_and_spoken_numbers_are_the_same_words_to_the_checks():
     assert not quoted_in("account 83154", "That's account eight three one five three.")
     it = item("normal", interjection="By the way, it happened on the twenty first.")
     assert grounded_in("on the 21st", it) and not grounded_in("on the 14th", it)
+    # a number is one content word, ordinals as cardinals; a lone one/first/second is none
+    from bargein.scorers.ihbench_judges import _content
+
+    assert _content("the 31st of July") == _content("thirty-first of July") == _content("31 July")
+    assert _content("$312") == _content("three hundred and twelve") == {"#three hundred twelve"}
+    assert _content("9080") != _content("9550") and not _content("9080") & _content("9550")
+    assert _content("one of them, first") == {"first"} and _content("a second time") == {"secon", "time"}
+    assert not grounded_in("on the 1st", it)                      # "twenty one" is not "one"
 
 
 def test_criterion_kind_reads_the_criterion_grammar():
@@ -321,12 +329,14 @@ def test_criterion_kind_reads_the_criterion_grammar():
     for c in ("It does not read the booking details again.", "No slot already heard is read out again.",
               "The old figure is not used any more.", "The explanation of the fees is dropped.",
               "The description is skipped.", "Leaves out the rest of the rules.", "Doesn't restart.",
-              "The reply never argues."):
+              "The reply never argues.", 'Does not acknowledge the backchannel (no "great").'):
         assert criterion_kind(c) == "avoid", c
     for c in ("The late arrival is acknowledged.", "Asks for the registration number right away.",
               "The correction is accepted without any pushback.",
               "The reply carries on from the list instead of starting it over.",
-              "Delivery is offered rather than collection.", "Notes the new date."):
+              "Delivery is offered rather than collection.", "Notes the new date.",
+              "The Sunday question is answered (no phone support on Sundays).",
+              'Quotes the caller\'s "I\'m not paying that" back with empathy.'):
         assert criterion_kind(c) == "do", c
 
 
@@ -410,11 +420,25 @@ def test_a_word_the_user_said_is_not_forbidden_by_a_rule_against_going_on():
     corr = item("correction")
     assert echoes("my policy number is 4471 0933", corr)
     assert not shows_violation("your policy number is 4471 0933", corr, "It does not argue.")
+    # a word the user just said is theirs even when the heard text had it too
+    plan = item("correction", interjection="Sorry, correction, it's Business Plus, not Business.")
+    plan = plan.model_copy(update={"heard_text": "So that's the Business plan, twelve seats,"})
+    sure = "The caller is not asked whether they are sure about the plan."
+    assert "busin" not in forbidden_content(plan, sure) and "seats" in forbidden_content(plan, sure)
+    assert not shows_violation("Business Plus", plan, sure)
+    assert shows_violation("the Business plan, twelve seats", plan, sure)
+    # a number is one word: 9080 shares "nine thousand" with 9550 but is not the same content
+    addr = item("correction", interjection="Sorry, wrong address, it's 9080 Meadowlark Drive.")
+    addr = addr.model_copy(update={"heard_text": "I've opened a review for 9550 Delmar"})
+    old = "9550 Delmar Lane is no longer given as the address."
+    assert not shows_violation("I've changed the address to 9080 Meadowlark Drive.", addr, old)
+    assert shows_violation("the review for 9550 Delmar Lane", addr, old)
 
 
 def test_grounding_reads_the_users_turns_and_the_interrupted_message_not_politeness():
-    """A quote grounds a criterion by a content word of what the user said or what the
-    assistant was saying when cut; the assistant's earlier small talk does not count."""
+    """A quote grounds a criterion by content of what the user said or what the assistant was
+    saying when cut (two content words, or one name or number); the assistant's earlier small
+    talk does not count."""
     from bargein.scorers.ihbench_judges import grounded_in
 
     it = item("normal")
@@ -423,7 +447,14 @@ def test_grounding_reads_the_users_turns_and_the_interrupted_message_not_politen
     assert not grounded_in("Happy to help with whatever you need today.", polite)
     assert grounded_in("I'll note that it happened on Friday.", polite)          # the interjection
     assert grounded_in("and then the police report.", polite)                     # the planned message
-    assert grounded_in("a copy of the report", polite)           # one word of the case is enough
+    # one common word of the case is not enough; two are, or one name or number of the case
+    assert not grounded_in("a copy of the report", polite)
+    assert not grounded_in("What's next for you?", polite.model_copy(update={
+        "planned_text": "Your next bill is due soon."}))
+    assert grounded_in("the report from Friday", polite)                       # two words
+    assert grounded_in("Friday, then", polite)                                 # a name
+    assert grounded_in("3 of them", polite.model_copy(update={
+        "planned_text": "Send three pages."}))                                    # a number, said
 
 
 def test_no_judge_configured_stops_with_the_fix(monkeypatch):
