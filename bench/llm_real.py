@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from bargein.errors import GenerationFailed
+from bargein.generators.llm_rubric import RULE_FALLBACK
 from bargein.generators.conversation import RuleAgents, _run_sync, generate_conversations, simulate
 from bargein.generators.scenarios import generate_scenarios
 from bargein.llm import get_llm
@@ -76,6 +77,7 @@ from bargein.verify.checks import run_checks
 from bargein.verify.llm_checks import llm_checks
 from doubles.conversation_examples import EXAMPLE_TURNS, build_conversation, example_scenario
 
+RULE_MARK = RULE_FALLBACK.split(" {")[0]           # "rule rubric at message"
 DEFAULT_MODEL = "/work/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 GOALS = {"schema_failure_rate": ("<=", 0.02), "verified_rate": (">=", 0.5),
          "prefix_reuse_speedup": (">=", 1.5)}
@@ -311,6 +313,12 @@ def main() -> int:
         if i == 0:
             first_calls = rec.calls[n0:n0 + a.replay]
         accepted = sum(1 for v in run.verified if v.accepted)
+        # rubrics the writer failed and the rule rubric replaced (recorded in Conversation.agents)
+        fallbacks = sum(c.agents.count(RULE_MARK) for c in run.results["conversations"].outputs)
+        totals["rule_rubrics"] += fallbacks
+        totals["rubrics"] += sum(len(c.rubrics) for c in run.results["conversations"].outputs)
+        totals["accepted_model_rubrics"] += sum(1 for v in run.verified
+                                                if v.accepted and RULE_MARK not in v.conversation.agents)
         for name, res in run.results.items():
             for f in res.failures:
                 discards[f"{name}: {f.reason[:140]}"] += 1
@@ -322,7 +330,8 @@ def main() -> int:
         calls = rec.calls[n0:]
         per_conv.append({"scenario": scn.id, "domain": scn.domain.name, "seconds": round(took),
                          "calls": len(calls), "messages": [len(v.conversation.messages) for v in run.verified],
-                         "accepted": accepted, "simulated": len(run.results["simulate"].outputs)})
+                         "accepted": accepted, "simulated": len(run.results["simulate"].outputs),
+                         "rule_rubrics": fallbacks})
         totals["attempted"] += 1
         totals["accepted"] += accepted
         print(f"conversation {i}: {json.dumps(per_conv[-1])}", flush=True)
@@ -360,6 +369,9 @@ def main() -> int:
               + ("" if "error" not in probe["control"] else " (verifier failed)"))
     print(f"scenarios run: {totals['attempted']} of {len(scenarios)} asked ({a.model}, "
           f"{a.threads} threads, context {a.ctx})")
+    print(f"rubrics: {totals['rubrics']}, of which {totals['rule_rubrics']} rule-based after the "
+          f"writer's answers were refused; accepted with model rubrics only: "
+          f"{totals['accepted_model_rubrics']} of {totals['attempted']}")
     print("discard reasons:", json.dumps(dict(discards.most_common(12)), indent=1))
     print("verifier verdicts by check:", json.dumps(dict(defects.most_common())))
     for name in ("schema_failure_rate", "verified_rate", "prefix_reuse_speedup", "reasks_per_call",

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from bargein.generators.facts import find_placeholders
 from bargein.generators.llm_agents import ask_valid, llm_for
 from bargein.generators.llm_messages import history_view
-from bargein.generators.rubric import _indices, interruption_context, recovery_plans
+from bargein.generators.rubric import _indices, interruption_context, recovery_plans, rule_rubric
+from bargein.generators.user_sim import PlanBroken
 from bargein.prompts import render
 from bargein.records import INTERRUPTION_TYPES, Conversation, Rubric
 from bargein.runner import StageContext
@@ -67,68 +68,91 @@ def against_type(kind: str | None, criterion: str, said: str = "") -> str:
     return ""
 
 
-# one worked example per interruption type, from another call (a parcel delivery), shown at the
-# end of the request. With one example (a correction) for every type the 1.5B model wrote the
-# correction's checks for filler cut-ins ("Uses the new plan ... without mentioning it.",
-# "Accepts the explanation without questioning the caller.").
-EXAMPLES: dict[str, tuple[str, str, dict]] = {
-    "normal": ("Your parcel ships on Friday by ground", "Can it go to my office instead?", {
-        "tf_criterion": "The response says whether the Friday shipment can go to the office and then gives the rest of the shipping details.",
-        "rq_criteria": ["Answers the question about the office address before going on.",
-                        "Says the cut sentence again from its beginning, 'Your parcel ships on Friday'.",
-                        "Keeps the Friday ship date unchanged."]}),
-    "impatient": ("Returns are accepted within 30 days, and the item has to be", "Yeah, yeah, can we just start the return?", {
-        "tf_criterion": "The response asks for the order number to start the return.",
-        "rq_criteria": ["Skips the rest of the returns-policy explanation.",
-                        "Does not say 'accepted within 30 days' again.",
-                        "Moves straight on to the order number."]}),
-    "correction": ("So the parcel goes to 14 Elm Street", "Sorry, it's 41 Elm Street, not 14.", {
-        "tf_criterion": "The response confirms delivery to 41 Elm Street and asks whether the caller wants a text when it is out for delivery.",
-        "rq_criteria": ["Accepts 41 Elm Street without questioning the caller.",
-                        "Uses 41 Elm Street and no longer says 14 Elm Street.",
-                        "Continues with the text-alert question after the correction."]}),
-    "topic_switch": ("The next delivery slot is Tuesday between", "Oh, and can I change my phone number too?", {
-        "tf_criterion": "The response books the Tuesday delivery slot after answering about the phone number.",
-        "rq_criteria": ["Says in one sentence how the phone number can be changed.",
-                        "Comes back to the Tuesday delivery slot in the same turn.",
-                        "Does not mix the phone number into the delivery booking."]}),
-    "filler": ("Your refund of forty dollars goes back to", "Mm-hm.", {
-        "tf_criterion": "The response finishes saying where the forty-dollar refund goes and when it arrives.",
-        "rq_criteria": ["Continues exactly from 'goes back to' with the rest of the sentence.",
-                        "Does not repeat 'Your refund of forty dollars'.",
-                        "Adds no acknowledgement such as 'Sure' or 'Thanks' before continuing."]}),
-    "pushback": ("There's a fifteen-dollar redelivery fee", "Hold on, fifteen dollars? Nobody told me about that.", {
-        "tf_criterion": "The response explains the fifteen-dollar redelivery fee and offers a way forward.",
-        "rq_criteria": ["Acknowledges the caller's frustration about the fifteen-dollar fee.",
-                        "Explains briefly why the fee applies.",
-                        "Offers a concrete option, such as collecting the parcel from the depot."]}),
+# one worked example per interruption type, written with slots (<new>, <next step>) where this
+# call's words go: nothing in it belongs to another call, and a slot left in an answer is refused
+# with the value it stands for. Examples from another call (a parcel delivery, one per type) were
+# copied word for word by the 1.5B model into unrelated calls ("Accepts 41 Elm Street without
+# questioning the caller." for an email correction, "asks for the order number to start the
+# return" for a flight cancellation), three answers of three, re-asks included. With one
+# example (a correction) for every type it wrote the correction's checks for filler cut-ins.
+EXAMPLES: dict[str, dict] = {
+    "normal": {
+        "tf_criterion": "After answering the caller, the response goes on to <next step>.",
+        "rq_criteria": ["Answers what the caller added, <detail>, before going on.",
+                        "Starts the cut sentence again from its beginning instead of mid-sentence.",
+                        "Does not carry on as if the caller had said nothing."]},
+    "impatient": {
+        "tf_criterion": "Skipping the rest of the explanation, the response goes straight to <next step>.",
+        "rq_criteria": ["Skips the rest of the explanation the caller cut off.",
+                        "Does not say <heard sentence> again.",
+                        "Moves straight on to <next step>."]},
+    "correction": {
+        "tf_criterion": "The response uses <new> as the <label> and goes on to <next step>.",
+        "rq_criteria": ["Accepts the correction without questioning the caller.",
+                        "Uses <new> and no longer says <old>.",
+                        "Continues with <next step> after the correction."]},
+    "topic_switch": {
+        "tf_criterion": "After a short answer about <request>, the response comes back to <next step>.",
+        "rq_criteria": ["Answers <request> in one or two sentences.",
+                        "Comes back to <next step> in the same turn.",
+                        "Keeps the two topics apart instead of blending them."]},
+    "filler": {
+        "tf_criterion": "The response finishes the cut sentence, going on from <tail> with <head>.",
+        "rq_criteria": ["Continues exactly from <tail> with the rest of the sentence.",
+                        "Does not repeat anything said before the cut.",
+                        "Adds no acknowledgement such as 'Sure' or 'Thanks' before continuing."]},
+    "pushback": {
+        "tf_criterion": "The response answers the caller's objection about <concern> and still goes on to <next step>.",
+        "rq_criteria": ["Acknowledges the caller's frustration about <concern>.",
+                        "Responds calmly and with empathy instead of arguing.",
+                        "Offers a concrete option for going forward."]},
 }
 
-
-# the particulars of each example (its call's things and values): a criterion naming one that
-# this call never mentions copies the example
-_PARTICULARS = {"normal": "parcel friday ground office shipment", "impatient": "returns 30 days policy",
-                "correction": "elm 41 14 text-alert", "topic_switch": "tuesday phone slot",
-                "filler": "refund forty forty-dollar", "pushback": "fifteen fifteen-dollar redelivery depot"}
+_SLOT = re.compile(r"<\s*([A-Za-z_][A-Za-z_ ]{0,30}?)\s*>")
 
 
-def copies_example(out: RubricOut, kind: str | None, said: str = "") -> list[str]:
-    """Criteria naming the worked example's particulars (its parcel, Friday, Elm Street) that
-    this call (``said``: its text) never mentions: the example's words, not this call's."""
-    from bargein.verify.text import content_words
+def slot_values(conv: Conversation, idx: int) -> dict[str, str]:
+    """What each slot of the examples stands for in this call (computed, never asked of the
+    model): the interruption's details and the recovery round's planned next step."""
+    d = interruption_context(conv, idx)
+    nxt = recovery_plans(conv).get(idx)
+    step = ((nxt.assistant_goal or nxt.rationale) if nxt is not None else "") or "the next step of the call"
+    unwrap = lambda v: v.strip().removeprefix("(").removesuffix(")").strip()      # noqa: E731
+    return {"next step": step.strip().rstrip("."), "new": d.get("new", ""), "old": d.get("old", ""),
+            "label": d.get("label", ""), "request": d.get("request", ""),
+            "concern": unwrap(d.get("concern", "")), "detail": unwrap(d.get("detail", "")),
+            "heard sentence": unwrap(d.get("heard_quote", "")), "tail": d.get("tail", ""),
+            "head": d.get("head", "")}
 
-    particular = content_words(_PARTICULARS.get(kind or "", "")) - content_words(said)
-    return [c for c in [out.tf_criterion, *out.rq_criteria] if content_words(c) & particular]
+
+def example_for(kind: str, values: dict[str, str]) -> dict:
+    """The worked example of ``kind`` with the lines whose slot this call has no value for left
+    out (a correction without an old value has no 'no longer says <old>')."""
+    ex = EXAMPLES.get(kind, EXAMPLES["normal"])
+    keep = lambda c: all(values.get(s.strip().lower()) for s in _SLOT.findall(c))   # noqa: E731
+    rq = [c for c in ex["rq_criteria"] if keep(c)]
+    tf = ex["tf_criterion"] if keep(ex["tf_criterion"]) else "The response goes on to <next step>."
+    return {"tf_criterion": tf, "rq_criteria": rq}
 
 
-def check_rubric(out: RubricOut, kind: str | None = None, said: str = "") -> list[str]:
-    """Content rules: 2-4 distinct full-sentence criteria, none a type label, no placeholders,
-    none asking for what the interruption type's recovery must not do."""
+def slots_left(out: RubricOut, values: dict[str, str] | None = None) -> list[str]:
+    """Re-ask errors for the example's slots left in the answer (a slot echoed is the example's
+    words, not this call's), each naming the value the slot stands for in this call."""
     errs = []
-    copied = copies_example(out, kind, said)
-    if copied:
-        errs.append(f"{copied[0]!r} copies the example from another call; write the checks for "
-                    "this call's words and values")
+    for c in [out.tf_criterion, *out.rq_criteria]:
+        for m in _SLOT.finditer(c):
+            v = (values or {}).get(m.group(1).strip().lower(), "")
+            errs.append(f"{m.group(0)!r} in {c!r} is a slot of the example: write this call's words "
+                        + (f"in its place ({v!r})" if v else "in its place"))
+    return list(dict.fromkeys(errs))
+
+
+def check_rubric(out: RubricOut, kind: str | None = None, said: str = "",
+                 values: dict[str, str] | None = None) -> list[str]:
+    """Content rules: 2-4 distinct full-sentence criteria, none a type label, no placeholders
+    and no slot of the example left, none asking for what the interruption type's recovery
+    must not do."""
+    errs = slots_left(out, values)
     wrong = [c for c in [out.tf_criterion, *out.rq_criteria] if against_type(kind, c, said)]
     if wrong:
         errs.append(f"after a {kind} interruption the response must not "
@@ -172,10 +196,11 @@ def gate_errors(conv: Conversation, rubric: Rubric, without: set[tuple] | None =
     return list(dict.fromkeys(errs))
 
 
-def _example(kind: str) -> dict[str, str]:
-    heard, said, answer = EXAMPLES.get(kind, EXAMPLES["normal"])
-    return {"example_heard": json.dumps(heard), "example_interjection": json.dumps(said),
-            "example": json.dumps(answer, ensure_ascii=False)}
+def _slot_lines(example: dict, values: dict[str, str]) -> str:
+    """The slots the example uses, each with what it stands for in this call."""
+    used = dict.fromkeys(m.strip().lower() for c in [example["tf_criterion"], *example["rq_criteria"]]
+                         for m in _SLOT.findall(c))
+    return "\n".join(f"<{k}> = {json.dumps(values.get(k, ''))}" for k in used)
 
 
 async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random,
@@ -183,24 +208,27 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random,
     """One rubric, checked by :func:`check_rubric` and by the verifier's own checks
     (:func:`gate_errors`; ``without``: the verdict keys of the conversation without rubrics)."""
     cut = conv.messages[idx - 1]
-    nxt = recovery_plans(conv).get(idx)
+    kind = cut.interruption.type
+    values = slot_values(conv, idx)
+    example = example_for(kind, values)
     system = render("rubric_generator", system_prompt=conv.scenario.system_prompt)
     prompt = render("rubric_interruption",
-                    history=history_view(conv.messages[: idx + 1]), type=cut.interruption.type,
+                    history=history_view(conv.messages[: idx + 1]), type=kind,
                     heard=json.dumps(cut.interruption.heard_text),
                     unsaid=json.dumps(cut.text[len(cut.interruption.heard_text):]),
                     interjection=json.dumps(conv.messages[idx].text),
-                    next_step=json.dumps((nxt.assistant_goal or nxt.rationale) if nxt is not None else ""),
+                    next_step=json.dumps(values["next step"]),
                     details=json.dumps(interruption_context(conv, idx)),
-                    **_example(cut.interruption.type))
+                    slots=_slot_lines(example, values),
+                    example=json.dumps(example, ensure_ascii=False))
     said = " ".join(m.text for m in conv.messages[: idx + 1])
 
     def as_rubric(o: RubricOut) -> Rubric:
-        return Rubric(message_index=idx, type=cut.interruption.type, tf_criterion=o.tf_criterion.strip(),
+        return Rubric(message_index=idx, type=kind, tf_criterion=o.tf_criterion.strip(),
                       rq_criteria=tuple(c.strip() for c in o.rq_criteria if c.strip()))
 
     def check(o: RubricOut) -> list[str]:
-        errs = check_rubric(o, cut.interruption.type, said)
+        errs = check_rubric(o, kind, said, values)
         return errs or gate_errors(conv, as_rubric(o), without)
 
     out = await ask_valid(llm, [{"role": "system", "content": system},
@@ -209,11 +237,42 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random,
     return as_rubric(out)
 
 
+#: what ``Conversation.agents`` gains for a rubric written by rules after the writer's answers
+#: were all refused (the release rows and statistics carry it)
+RULE_FALLBACK = "rule rubric at message {idx} (the rubric writer's answers were refused: {why})"
+
+
+async def _rubric_or_rule(conv: Conversation, idx: int, llm: Any, seed: int, without: set[tuple],
+                          fallback: str) -> tuple[Rubric, str]:
+    """The model's rubric; when all its answers are refused and ``fallback`` is "rule", the
+    rule-based rubric of :mod:`bargein.generators.rubric` if the verifier's checks accept it,
+    with the note saying so (else the writer's failure stands)."""
+    try:
+        return await llm_rubric(conv, idx, llm, random.Random(seed), without), ""
+    except PlanBroken as e:
+        if fallback != "rule":
+            raise
+        rule = rule_rubric(conv, idx, random.Random(seed))
+        errs = check_rubric(RubricOut(tf_criterion=rule.tf_criterion, rq_criteria=list(rule.rq_criteria)),
+                            rule.type) or gate_errors(conv, rule, without)
+        if errs:
+            raise PlanBroken(f"{e}; the rule rubric is refused too: {errs[0]}",
+                             evidence={**e.evidence, "rule_rubric": rule.model_dump(mode="json"),
+                                       "rule_errors": errs}) from e
+        why = str(e.evidence.get("attempts", [{}])[-1].get("errors", [str(e)])[0])[:120]
+        return rule, RULE_FALLBACK.format(idx=idx, why=why)
+
+
 async def rubrics_llm(conv: Conversation, ctx: StageContext) -> Conversation:
+    """Every interruption's rubric by the model. ``fallback="rule"`` (the stage's config): a
+    rubric the writer failed is the rule-based one, recorded in ``Conversation.agents``."""
     from bargein.verify.checks import run_checks
 
     llm = llm_for(ctx, ctx.config["llm"])
+    fallback = ctx.config.get("fallback", "rule")
     without = {_key(v) for v in run_checks(conv.with_(rubrics=()))}
-    rubrics = await asyncio.gather(*(llm_rubric(conv, i, llm, random.Random(ctx.item_seed + i), without)
-                                     for i in _indices(conv)))
-    return conv.with_(rubrics=tuple(rubrics))
+    got = await asyncio.gather(*(_rubric_or_rule(conv, i, llm, ctx.item_seed + i, without, fallback)
+                                 for i in _indices(conv)))
+    notes = [n for _, n in got if n]
+    agents = "; ".join([conv.agents, *notes])
+    return conv.with_(rubrics=tuple(r for r, _ in got), **({"agents": agents} if notes else {}))

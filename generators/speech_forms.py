@@ -12,50 +12,10 @@ from __future__ import annotations
 import re
 from datetime import date
 
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-         "fourteen fifteen sixteen seventeen eighteen nineteen").split()
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
-_ORD = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
-        "nine": "ninth", "twelve": "twelfth"}
+from bargein.spoken import DIGIT_WORDS, int_words, ordinal_words, year_words
 
-
-def int_words(n: int) -> str:
-    """Cardinal number in words (American style, no 'and')."""
-    if n < 0:
-        return "minus " + int_words(-n)
-    if n < 20:
-        return _ONES[n]
-    if n < 100:
-        t, o = divmod(n, 10)
-        return _TENS[t] + (f"-{_ONES[o]}" if o else "")
-    for size, word in ((10**9, "billion"), (10**6, "million"), (1000, "thousand"),
-                       (100, "hundred")):
-        if n >= size:
-            hi, lo = divmod(n, size)
-            return f"{int_words(hi)} {word}" + (f" {int_words(lo)}" if lo else "")
-    raise AssertionError(n)
-
-
-def ordinal_words(n: int) -> str:
-    words = int_words(n)
-    head, sep, last = words.rpartition("-") if "-" in words else words.rpartition(" ")
-    if last in _ORD:
-        last = _ORD[last]
-    elif last.endswith("y"):
-        last = last[:-1] + "ieth"
-    else:
-        last += "th"
-    return f"{head}{sep}{last}"
-
-
-def year_words(y: int) -> str:
-    if 2000 <= y < 2010:
-        return int_words(y)
-    hi, lo = divmod(y, 100)
-    if lo == 0:
-        return f"{int_words(hi)} hundred"
-    return f"{int_words(hi)} {int_words(lo) if lo >= 10 else 'oh ' + int_words(lo)}"
-
+__all__ = ["int_words", "ordinal_words", "year_words", "date_spoken", "time_spoken",
+           "amount_spoken", "code_spoken", "email_spoken"]
 
 def date_spoken(d: date, weekday: bool = False) -> str:
     s = f"{d.strftime('%B')} {ordinal_words(d.day)}, {year_words(d.year)}"
@@ -85,7 +45,7 @@ def code_spoken(code: str) -> str:
     groups = [g for g in re.split(r"[\s\-/]+", code.strip()) if g]
     out = []
     for g in groups:
-        out.append(" ".join(_ONES[int(c)] if c.isdigit() else c.upper() for c in g if c.isalnum()))
+        out.append(" ".join(DIGIT_WORDS[int(c)] if c.isdigit() else c.upper() for c in g if c.isalnum()))
     return ", ".join(o for o in out if o)
 
 
@@ -94,7 +54,7 @@ def email_spoken(email: str) -> str:
 
     def part(s: str) -> str:
         s = s.replace(".", " dot ").replace("_", " underscore ").replace("-", " dash ")
-        s = re.sub(r"\d", lambda m: f" {_ONES[int(m.group(0))]} ", s)
+        s = re.sub(r"\d", lambda m: f" {DIGIT_WORDS[int(m.group(0))]} ", s)
         return re.sub(r"\s+", " ", s).strip()
 
     return f"{part(local)} at {part(domain)}"

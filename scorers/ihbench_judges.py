@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from bargein.errors import ConfigError, GenerationFailed
 from bargein.records import EvalItem
+from bargein.spoken import DIGIT_WORDS, int_words, ordinal_words
 
 JUDGE_ENV = "BARGEIN_JUDGE"
 SMOKE = "smoke"
@@ -174,39 +175,18 @@ class AvoidCheck(BaseModel):
     does_it: bool
 
 
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-         "fifteen sixteen seventeen eighteen nineteen").split()
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
-_ORDINALS = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
-             "nine": "ninth", "twelve": "twelfth"}
-
-
-def _int_words(n: int) -> str:
-    if n < 20:
-        return _ONES[n]
-    if n < 100:
-        return _TENS[n // 10] + (f" {_ONES[n % 10]}" if n % 10 else "")
-    if n < 1000:
-        return f"{_ONES[n // 100]} hundred" + (f" {_int_words(n % 100)}" if n % 100 else "")
-    return f"{_int_words(n // 1000)} thousand" + (f" {_int_words(n % 1000)}" if n % 1000 else "")
-
-
 def _number_words(digits: str, suffix: str = "") -> str:
     """One written number as it is said: a code (a leading zero, five or more digits) digit by
     digit, a year-like 1100-1999 / 2010-2099 in pairs, else the cardinal; with "st"/"nd"/"rd"/
     "th" the ordinal."""
     if (len(digits) > 1 and digits[0] == "0") or len(digits) >= 5:
-        return " ".join(_ONES[int(d)] for d in digits)
+        return " ".join(DIGIT_WORDS[int(d)] for d in digits)
     n = int(digits)
     if len(digits) == 4 and (1100 <= n < 2000 or 2010 <= n < 2100):
-        words = f"{_int_words(n // 100)} {_int_words(n % 100)}" if n % 100 else f"{_int_words(n // 100)} hundred"
+        words = f"{int_words(n // 100)} {int_words(n % 100)}" if n % 100 else f"{int_words(n // 100)} hundred"
     else:
-        words = _int_words(n)
-    if suffix:
-        head, _, last = words.rpartition(" ")
-        last = _ORDINALS.get(last) or (last[:-1] + "ieth" if last.endswith("y") else last + "th")
-        words = f"{head} {last}".strip()
-    return words
+        words = ordinal_words(n) if suffix else int_words(n)
+    return words.replace("-", " ")
 
 
 def spoken_numbers(text: str) -> str:

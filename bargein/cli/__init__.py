@@ -67,7 +67,19 @@ def main(argv: list[str] | None = None) -> int:
     error (bad option, config or input), one clear line (``-v`` shows the traceback).
     130: interrupted (re-run the same command to resume).
     """
-    args = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    finally:
+        # Every cache entry and ledger queued for the writer thread is on disk before control
+        # leaves the command, also when the caller ends the process without exit hooks
+        # (``os._exit`` after a fork, an embedding host): a daemon writer stopped mid-write
+        # would leave a half-written temp file in the cache.
+        from bargein.cache import flush_writes
+
+        flush_writes(60.0)
+
+
+def _main(args: list[str]) -> int:
     verbose = any(a in ("-v", "--verbose") or (a.startswith("-v") and set(a[1:]) == {"v"})
                   for a in args)
     try:

@@ -238,3 +238,38 @@ def test_write_behind_entries_queued_by_late_exit_hooks_reach_disk(tmp_path):
     assert len(files) == 200
     assert all(f.read_bytes() == bytes([int(f.stem[1:])]) * 100_000 for f in files)
     assert not list(out.glob(".*.tmp"))
+
+
+def test_cli_main_leaves_every_queued_entry_on_disk_before_returning(tmp_path):
+    """A host that ends its process without exit hooks after ``main`` returns (``os._exit`` in a
+    forked child, as the bad-input corpus runs every command) must find the LLM answers the
+    command queued written whole. Before the fix ``main`` returned with the writer thread still
+    busy and ``os._exit`` stopped it mid-write: the corpus case ``llm-judge-invalid`` left a
+    ``.tmp`` file in ``work/llm_cache`` on a loaded CI machine. Here the child queues 200 entries
+    (as a command's LLM calls do), runs a command and exits at once."""
+    out = tmp_path / "out"
+    pid = os.fork()
+    if pid == 0:                                    # child: never returns
+        code = 70
+        try:
+            import io
+
+            import bargein.cache as cache
+            from bargein.cli import main
+
+            sys.stdout = sys.stderr = io.StringIO()
+            for i in range(200):
+                cache.write_behind(out / f"e{i}.bin", bytes([i]) * 100_000)
+            try:
+                main(["--version"])
+            except SystemExit:
+                pass
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    files = sorted(out.glob("e*.bin"))
+    assert len(files) == 200
+    assert all(f.read_bytes() == bytes([int(f.stem[1:])]) * 100_000 for f in files)
+    assert not list(out.glob(".*.tmp"))

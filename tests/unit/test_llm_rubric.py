@@ -6,6 +6,7 @@ call (read by hand): "asks for clarification", "Requests clarification on the ad
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 
 import pytest
@@ -73,23 +74,119 @@ def test_the_rubric_writer_is_re_asked_on_a_contradicting_criterion(tmp_path):
     assert list(rubric.rq_criteria) == GOOD and rubric.type == "impatient"
 
 
-def test_the_request_carries_the_example_of_its_own_type_and_a_copy_is_refused():
-    """One correction example for every type made the 1.5B model write correction checks for
-    filler cut-ins ("Uses the new plan (Standard with Ads at 7.99 a month) without mentioning
-    it."). Each type now has its own example (another call), and a criterion copying it is
-    re-asked."""
-    from bargein.generators.llm_rubric import EXAMPLES, _example, copies_example
+def _offline_call(tmp_path, kind: str):
+    """An offline-simulated call with a ``kind`` interruption, and the interjection's index."""
+    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+    from bargein.generators.scenarios import generate_scenarios
+
+    for scn in generate_scenarios(12, 3, workdir=tmp_path, progress=False).outputs:
+        for seed in range(6):
+            c = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+            cuts = [m.index + 1 for m in c.messages if m.interruption is not None
+                    and m.interruption.type == kind]
+            if cuts:
+                return c, cuts[0]
+    raise AssertionError(f"no offline call with a {kind} interruption")
+
+
+def _filled(example: dict, values: dict[str, str]) -> dict:
+    from bargein.generators.llm_rubric import _SLOT
+
+    fill = lambda c: _SLOT.sub(lambda m: values[m.group(1).strip().lower()], c)   # noqa: E731
+    return {"tf_criterion": fill(example["tf_criterion"]), "rq_criteria": [fill(c) for c in example["rq_criteria"]]}
+
+
+def test_the_examples_hold_no_other_calls_words_and_an_echoed_slot_is_refused_with_its_value():
+    """The examples were calls of a parcel delivery; the 1.5B model copied them word for word
+    into unrelated calls ("Accepts 41 Elm Street without questioning the caller." for an email
+    correction; "The assistant asks for the order number to start the return." for a flight
+    cancellation), three answers of three. The examples now hold slots where a call's words go:
+    no value of any call is in them, an answer leaving a slot is refused, and the error gives
+    the value the slot stands for in this call."""
+    from bargein.generators.llm_rubric import EXAMPLES, _SLOT, example_for, slots_left
 
     assert set(EXAMPLES) == {"normal", "impatient", "correction", "topic_switch", "filler", "pushback"}
-    for kind, (_, _, answer) in EXAMPLES.items():
-        out = RubricOut(**answer)
-        assert check_rubric(out, kind) != []                      # the example itself is a copy
-        assert copies_example(out, kind)
-        assert "Mm-hm" in _example("filler")["example_interjection"]
-    own = RubricOut(tf_criterion="The response finishes the sentence about the fifteen titles on the plan.",
-                    rq_criteria=["Continues exactly from 'including' with the rest of the sentence.",
-                                 "Does not say 'Downloads for offline viewing' again."])
-    assert check_rubric(own, "filler") == []
+    for kind, ex in EXAMPLES.items():
+        lines = [ex["tf_criterion"], *ex["rq_criteria"]]
+        assert not any(ch.isdigit() for c in lines for ch in c)          # no value of any call
+        assert _SLOT.search(ex["tf_criterion"])
+        bare = example_for(kind, {"next step": "the next step of the call"})   # no detail known
+        assert len(bare["rq_criteria"]) >= 2 and "<" in bare["tf_criterion"]
+        assert check_rubric(RubricOut(**ex), kind) != []                 # the example as it stands
+    values = {"new": "kscott@johnson-lucas.com", "old": "kscott32@proton.me", "label": "email",
+              "next step": "confirm the refund to the card"}
+    ex = example_for("correction", values)
+    errs = slots_left(RubricOut(**ex), values)
+    assert any("'<new>'" in e and "kscott@johnson-lucas.com" in e for e in errs)
+    assert any("'<next step>'" in e and "confirm the refund to the card" in e for e in errs)
+    assert slots_left(RubricOut(**_filled(ex, values)), values) == []
+    # a line whose slot this call has no value for is left out, never shown empty
+    assert [c for c in example_for("correction", {**values, "old": ""})["rq_criteria"] if "<old>" in c] == []
+
+
+def test_the_writer_fills_the_slots_after_a_re_ask_naming_their_values(tmp_path):
+    """Through llm_rubric with a scripted model on an offline-simulated correction: the request
+    shows each slot with this call's value; the first answer echoes the example, the re-ask
+    names the values, the filled answer is the rubric and passes the verifier's own checks."""
+    from bargein.generators.llm_rubric import example_for, gate_errors, slot_values
+
+    conv, idx = _offline_call(tmp_path, "correction")
+    values = slot_values(conv, idx)
+    assert values["new"] and values["new"] in conv.messages[idx].text
+    ex = example_for("correction", values)
+
+    class Model:
+        def __init__(self):
+            self.sent = []
+
+        async def structured(self, messages, schema, **kw):
+            self.sent.append(messages)
+            return schema(**(ex if len(self.sent) == 1 else _filled(ex, values)))
+
+    model = Model()
+    rubric = asyncio.run(llm_rubric(conv, idx, model, random.Random(0)))
+    first = model.sent[0][-1]["content"]
+    assert f"<new> = {json.dumps(values['new'])}" in first and "Elm Street" not in first
+    assert len(model.sent) == 2 and values["new"] in model.sent[1][-1]["content"]
+    assert values["new"] in rubric.rq_criteria[1] and "<" not in rubric.tf_criterion
+    assert gate_errors(conv, rubric) == []
+
+
+def test_a_rubric_the_writer_fails_is_the_rule_rubric_recorded_in_the_provenance(tmp_path):
+    """A model that leaves the slots in every answer (three answers): with the fallback (the
+    default) the conversation keeps the rule-based rubric of that interruption and its
+    ``agents`` says which rubric is rule-based and why; with ``fallback="none"`` the writer's
+    failure stands (PlanBroken with the attempts as evidence)."""
+    from bargein.generators.llm_rubric import EXAMPLES, RULE_FALLBACK, rubrics_llm
+    from bargein.generators.rubric import rule_rubric
+    from bargein.generators.user_sim import PlanBroken
+    from bargein.runner import StageContext
+
+    conv, idx = _offline_call(tmp_path, "correction")
+    conv = conv.with_(agents="llamacpp:model.gguf")
+
+    class Echo:
+        calls = 0
+
+        async def structured(self, messages, schema, **kw):
+            Echo.calls += 1
+            kind = next(k for k in EXAMPLES if f"for a {k} interruption" in messages[-1]["content"])
+            return schema(**EXAMPLES[kind])
+
+    ctx = StageContext(stage="conversations", item_id=conv.id, seed=3, workdir=tmp_path,
+                       config={"llm": "llamacpp:model.gguf"}, resources={"llm": Echo()})
+    out = asyncio.run(rubrics_llm(conv, ctx))
+    n = len(conv.interruptions)
+    assert Echo.calls == 3 * n and len(out.rubrics) == n
+    rub = next(r for r in out.rubrics if r.message_index == idx)
+    assert rub == rule_rubric(conv, idx, random.Random(ctx.item_seed + idx))
+    assert out.agents.startswith("llamacpp:model.gguf; ")
+    assert RULE_FALLBACK.format(idx=idx, why="")[:40] in out.agents and "is a slot of the example" in out.agents
+    assert out.id == conv.id
+    ctx.config["fallback"] = "none"
+    with pytest.raises(PlanBroken) as e:
+        asyncio.run(rubrics_llm(conv, ctx))
+    assert len(e.value.evidence["attempts"]) == 3
 
 
 def test_a_rubric_the_verifier_would_reject_is_re_asked_with_the_verdict(tmp_path):
