@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from bargein.errors import ConfigError, GenerationFailed
 from bargein.records import EvalItem
-from bargein.spoken import DIGIT_WORDS, int_words, ordinal_words
+from bargein.spoken import DIGIT_WORDS, ONES, int_words, ordinal_words
 
 JUDGE_ENV = "BARGEIN_JUDGE"
 SMOKE = "smoke"
@@ -210,9 +210,12 @@ def quoted_in(evidence: str, response: str) -> bool:
     return bool(q) and f" {q} " in f" {_norm(response)} "
 
 
-_CARDINALS = _ONES + _TENS[2:] + ["hundred", "thousand"]
-_TO_CARDINAL = {(_ORDINALS.get(c) or (c[:-1] + "ieth" if c.endswith("y") else c + "th")): c
-                for c in _CARDINALS}
+_CARDINALS = frozenset([*ONES, *(int_words(10 * t) for t in range(2, 10)), "hundred", "thousand",
+                        "million", "billion"])
+_TO_CARDINAL = {ordinal_words(int(n)) if n.isdigit() else n + "th": c
+                for c, n in [(int_words(k), str(k)) for k in range(1, 20)]
+                + [(int_words(10 * t), str(10 * t)) for t in range(2, 10)]
+                + [(w, w) for w in ("hundred", "thousand", "million", "billion")]}
 
 
 def _number_runs(words: list[str]) -> list[str | list[str]]:
