@@ -344,6 +344,8 @@ class ConversationState:
     agreed: bool = True                                      # the caller said yes to the change
                                                              # since the last price was quoted
     said: str = ""                                           # what the assistant said so far
+    declined: set[str] = field(default_factory=set)          # words of offers the caller turned
+                                                             # down ("monthly")
 
     @property
     def facts(self) -> dict[str, UserFact]:

@@ -180,6 +180,10 @@ class RulePlanner:
                     q = P.pick(rng, "assistant", "consent_topic", topic=topic) if topic \
                         else P.pick(rng, "assistant", "consent")
                     return Unit(kind="ask", stage=st.stage, text=q), transition, lead
+                if text and st.declined and not u.purpose:
+                    text = _drop_declined(text, st.declined)
+                    if not text:
+                        continue            # all of it offers what the caller turned down
                 if text:
                     text = drop_unfounded(text, st)
                     if not text:
@@ -487,6 +491,10 @@ class RulePlanner:
                                             # is the wrap-up, which would skip the steps left
             if t == "impatient" and st.round == 0:
                 continue                    # the greeting and first question: nothing heard yet
+            if t == "filler" and st.pending is not None and st.pending.type == "filler":
+                continue                    # a nod on the rest of a sentence already nodded at
+                                            # chops it into fragments ("with the new plan, |
+                                            # the price | ...")
             if t == "filler" and st.round == 0:
                 continue                    # "Right, right." to a greeting: nothing said yet to
                                             # acknowledge
@@ -566,6 +574,9 @@ class RulePlanner:
         if plan.unit is not None and plan.unit.kind == "ask" and plan.unit.text and \
                 plan.user_action == "choose" and _offer_taken(plan):
             st.agreed = True
+        if plan.unit is not None and plan.unit.text and plan.user_action == "choose" and \
+                not _offer_taken(plan):
+            st.declined |= _offered_words(plan.unit.text)
         for k in st.facts:
             if st.in_text(k, content):
                 st.read_back.add(k)
@@ -826,6 +837,31 @@ def _offer_taken(plan: RoundPlan) -> bool:
     reply = plan.user_facts.get("reply", "") or plan.user_facts.get("option", "")
     return bool(qs) and question_kind(qs[-1].strip()) in ("offer", "either", "keep") and not re.search(
         r"\b(?:no|not|don't|rather|instead|neither)\b", reply, re.I)
+
+
+# words of an offer that name no option of its own ("do you want to keep the account on a
+# monthly plan instead?" offers "monthly")
+_OFFER_FRAME = frozenset("""want keep account instead like would prefer plan option rather stay
+switch change move go ahead now today still just also your the a an on to of do you with for
+is are it this that there than more less can could we i me my""".split())
+
+
+def _offered_words(text: str) -> set[str]:
+    """The distinctive words of the offer in the last question of ``text`` (an "instead" offer
+    the caller answered); empty when that question is no offer."""
+    qs = re.findall(r"[^.?!]*\?", text)
+    if not qs or question_kind(qs[-1].strip()) not in ("keep", "offer"):
+        return set()
+    return {w for w in re.findall(r"[a-z]+", qs[-1].lower()) if w not in _OFFER_FRAME
+            and w not in P.STOPWORDS and len(w) > 3}
+
+
+def _drop_declined(text: str, declined: set[str]) -> str:
+    """``text`` without the sentences that offer again what the caller turned down ("You can
+    either close it, or switch to monthly billing" after "no" to a monthly plan)."""
+    sents = re.findall(r"[^.?!]+[.?!]*\s*", text)
+    keep = [x for x in sents if not (set(re.findall(r"[a-z]+", x.lower())) & declined)]
+    return "".join(keep).strip() if len(keep) < len(sents) else text
 
 
 def _readable(value: str) -> bool:

@@ -231,3 +231,26 @@ def test_a_backchannel_after_a_number_and_a_comma_is_not_inside_a_quantity():
     assert not qty.search("upgraded on flight MA 2692, seat 3C")
     assert qty.search("it covers 2 seats on the plan")
     assert qty.search("within 3,500 dollars of it")
+
+
+def test_an_offer_the_caller_turned_down_is_not_made_again():
+    from bargein.generators.planner import _drop_declined, _offered_words
+    words = _offered_words("You qualify for a full refund. Before I do that, would you rather "
+                           "keep the membership on a quarterly plan instead?")
+    assert words == {"quarterly", "membership"} or "quarterly" in words
+    later = ("You can either cancel it outright, or move to quarterly billing and keep access. "
+             "Quarterly costs a little more over a year. If you cancel, your lists are kept.")
+    assert _drop_declined(later, words) == "If you cancel, your lists are kept."
+    assert _drop_declined("Your refund goes to the card.", words) == "Your refund goes to the card."
+    assert not _offered_words("I've noted the new address. What's the postcode?")
+
+
+def test_a_backchannel_never_nods_again_at_the_rest_of_a_nodded_sentence(busy):
+    for c in busy:
+        prev = None
+        for m in c.messages:
+            if m.role != "assistant":
+                continue
+            t = m.interruption.type if m.interruption else None
+            assert not (prev == "filler" and t == "filler"), (c.id, m.index)
+            prev = t
