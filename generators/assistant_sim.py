@@ -39,6 +39,21 @@ _LOWERABLE = frozenset("the your it this that we so before one if now right let 
 _NO_READBACK = frozenset({"code", "phone", "account", "card", "pin"})
 
 
+_CREDIT = re.compile(r"\b(?:credit(?:ed)?|refund(?:ed)?|waive[ds]?|revers(?:e|ed)|"
+                     r"take (?:it|that) off)\b", re.I)
+_MONEY = re.compile(r"\$\d[\d,]*(?:\.\d\d)?")
+
+
+def credited_later(scenario: Scenario, phrase: str) -> bool:
+    """Whether the call's own plan credits, refunds or waives the amount ``phrase`` names (the
+    disputed bill line a caller pushes back on): a talking point that says both."""
+    amounts = _MONEY.findall(phrase)
+    if not amounts:
+        return False
+    return any(_CREDIT.search(tp) and any(a in tp for a in amounts)
+               for st in scenario.kb.workflow.stages for tp in st.talking_points)
+
+
 class AssistantTurn(BaseModel):
     """What the assistant says: an acknowledgement, then the stage content (LLM schema too)."""
 
@@ -85,6 +100,10 @@ def _resume(rng: random.Random, content: str, topic: str = "") -> tuple[str, str
     content = content[:1].upper() + content[1:]
     low = lower_first(content)
     options = [lead for lead in leads if lead.endswith(",") == (low != content)] or list(leads)
+    first = content.split(" ", 1)[0].lower().strip(",.")
+    # "Right, so," + "so that's 2 copies" says "so, so": not a lead ending in the content's word
+    options = [lead for lead in options
+               if lead.rstrip(",.").split()[-1].lower() != first] or options
     lead = rng.choice(options)
     return lead, (low if lead.endswith(",") else content)
 
@@ -234,6 +253,8 @@ class RuleAssistant:
         if t == "pushback":
             kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
             phrase = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "this step")
+            if kind == "fee" and credited_later(self.scenario, phrase):
+                kind = "disputed"           # the call credits it: no "I can't remove it myself"
             return AssistantTurn(acknowledgement="", content=G.recover_pushback(
                 rng, kind, phrase, said=rec.planned_text if d.get("variant") == "persist" else "",
                 domain=self.scenario.domain.name))

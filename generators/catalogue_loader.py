@@ -57,6 +57,8 @@ class HiddenSpec:
     ack: tuple[str, ...] = ()           # how an agent takes it up, in its own words (no echo)
     when: str = ""                      # a pattern the goal (name, description, talking points)
                                         # must match: a wedding to reach needs a flight still to pick
+    until: str = ""                     # a pattern of the agent's words after which the fact no
+                                        # longer fits the call (the flight is already held)
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ def _parse_hidden(raw: Any, where: str) -> list[HiddenSpec]:
         out.append(HiddenSpec(key=_need(h, "key", w), value=_need(h, "value", w),
                               facts=_parse_facts(h.get("facts"), f"{w}.facts"),
                               ack=_strs(h, "ack", w) if "ack" in h else (),
-                              when=str(h.get("when") or "")))
+                              when=str(h.get("when") or ""), until=str(h.get("until") or "")))
     return out
 
 

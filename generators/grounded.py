@@ -252,6 +252,10 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
     own = f"alternatives_{kind}.{domain}"
     if own in P.bank_keys("assistant"):       # the domain's own ways, drawn twice as often
         alts += list(P.bank("assistant", own)) * 2
+    unfit = f"alternatives_unfit.{domain}"    # generic ways the business has not got (an
+    if unfit in P.bank_keys("assistant"):     # airline sends no monthly bill)
+        pats = [re.compile(x, re.I) for x in P.bank("assistant", unfit)]
+        alts = [a for a in alts if not any(p.search(a) for p in pats)] or alts
     obj = as_assistant(phrase)
     head = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj, flags=re.I)
     noun = re.split(r"\s+of\s+", head)[0]            # "last four digits of the card": digits

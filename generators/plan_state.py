@@ -324,6 +324,8 @@ class ConversationState:
     recapped: bool = False
     stated: dict[str, str] = field(default_factory=dict)     # key -> words the user used
     read_back: set[str] = field(default_factory=set)         # keys the assistant said aloud
+    confirmed: set[str] = field(default_factory=set)         # keys the caller said "yes, that's
+                                                             # right" to at a read-back
     uttered: set[str] = field(default_factory=set)           # keys the user said in words
     corrected: set[str] = field(default_factory=set)
     system_first: set[str] = field(default_factory=set)      # keys the assistant said first
@@ -339,6 +341,11 @@ class ConversationState:
     chain: int = 0                                           # rounds cut in a row (so far)
     owed: int = 0                                            # cuts a run cap held back
     fast: bool = False
+    agreed: bool = True                                      # the caller said yes to the change
+                                                             # since the last price was quoted
+    said: str = ""                                           # what the assistant said so far
+    declined: set[str] = field(default_factory=set)          # words of offers the caller turned
+                                                             # down ("monthly")
 
     @property
     def facts(self) -> dict[str, UserFact]:
@@ -373,7 +380,7 @@ class ConversationState:
         return [c.key for c in self.scenario.intent.corrections
                 if self.stated.get(c.key) == c.first_value and c.key not in self.corrected
                 and c.key in self.uttered and c.key not in held and c.key not in self.system_first
-                and c.key not in past]
+                and c.key not in past and c.key not in self.confirmed]
 
     def in_text(self, key: str, text: str) -> bool:
         """Whether ``text`` says ``key``'s value (any form, a planned first value too)."""
@@ -417,7 +424,7 @@ class ConversationState:
         an ``unless`` pattern only a goal that does not."""
         when = pair.get("when") if isinstance(pair, dict) else None
         unless = pair.get("unless") if isinstance(pair, dict) else None
-        if not when and not unless:
+        if not when and not unless and not (isinstance(pair, dict) and pair.get("until")):
             return True
         wf = self.scenario.kb.workflow
         text = " ".join([self.scenario.goal.name, self.scenario.goal.description,
@@ -425,8 +432,15 @@ class ConversationState:
         # ``unless``: the answer commits to something the call itself then breaks ("I'll
         # avoid links" in a call that sends a payment link, "everything by text" where the
         # confirmation is emailed)
+        until = pair.get("until")
+        if until and re.search(until, self.said, re.I):
+            return False        # "I'd rather not fly overnight" once the flight is already held
         return (not when or re.search(when, text, re.I) is not None) and \
             (not unless or re.search(unless, text, re.I) is None)
+
+    def side_asked(self) -> int:
+        """Side questions (topic-switch pairs) the caller has asked in this call."""
+        return sum(len(v) for k, v in self.used_pairs.items() if k.split(".")[0] == "topic_switch")
 
     def take_pair(self, bank: str, rng) -> dict[str, str]:
         """Draw and mark one pair of ``bank``: the plan detail ``{"pair": "<key>#<i>"}``."""
@@ -444,8 +458,22 @@ class ConversationState:
         from bargein.verify.objects import system_keys
 
         facts, held = self.facts, system_keys(self.scenario)
+        late = self._past_until()
         return [k for k in dict.fromkeys(keys) if k in facts and k not in self.stated
-                and k not in held and k not in self.read_back]   # not what the system read out
+                and k not in held and k not in self.read_back   # not what the system read out
+                and k not in late]
+
+    def _past_until(self) -> set[str]:
+        """Hidden facts whose catalogue ``until`` pattern the agent has already said (a wedding
+        to reach once the new flight is held is news too late to act on)."""
+        from bargein.generators.catalogue_loader import ConfigError, load_catalogue
+        try:
+            dom = load_catalogue().domains.get(self.scenario.domain.name)
+        except ConfigError:
+            return set()
+        goal = dom.goals.get(self.scenario.goal.name) if dom is not None else None
+        return {h.key for h in (goal.hidden if goal is not None else ())
+                if h.until and re.search(h.until, self.said, re.I)}
 
     def is_hidden(self, key: str) -> bool:
         return any(f.key == key for f in self.scenario.intent.hidden_facts)

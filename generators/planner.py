@@ -31,6 +31,7 @@ from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the pla
     user_style,
 )
 from bargein.records import INTERRUPTION_TYPES, Scenario
+from bargein.spoken import DIGIT_WORDS
 
 
 # ---- the rule-based planner -----------------------------------------------------------------
@@ -130,7 +131,11 @@ class RulePlanner:
         transition, lead = None, False
         while st.phase == "workflow":
             left = self._rounds_left(st)
-            if st.stage is not None and left <= 2:      # the cap is near: wrap up
+            # the target length only decides how much explanation is kept (fast mode below);
+            # the call ends unfinished only at the hard cap, so a call that ran long on
+            # interruptions still reaches its goal
+            hard_left = (MAX_MESSAGES - st.n_messages - 1) // 2
+            if st.stage is not None and hard_left <= 2:      # the cap is near: wrap up
                 rest = list(st.units) + self._later_units(st.stage)
                 open_q = any(u.kind == "ask" and set(u.keys) - set(st.stated) for u in rest)
                 done = (self._last_stage(st.stage) and not open_q and st.stage in st.delivered
@@ -141,7 +146,7 @@ class RulePlanner:
                 break
             st.fast = left <= self._needed(st) + 2
             if st.fast:
-                st.units = _trimmed(st, lambda u: u.kind == "close" or (
+                st.units = _trimmed(st, lambda u: u.kind == "close" or _essential(u) or (
                     u.kind == "ask" and bool(u.keys or u.purpose)))
             if not st.units and not st.recapped and self._last_stage(st.stage) and \
                     left > self._needed(st) + 3:
@@ -165,6 +170,20 @@ class RulePlanner:
                     self._end(st, None, "next")
                     st.phase = "farewell"
                 text = st.fill_values(u.text)
+                if text and not st.agreed and u.kind != "ask" and _ACTS.match(text):
+                    # the agent is about to make the change after quoting what it costs: the
+                    # caller says yes first (a skipped explanation never skips the decision)
+                    st.units.appendleft(u)
+                    st.agreed = True
+                    topic = next((e["topic"] for e in P.bank("assistant", "goal_topic")
+                                  if e.get("goal") == self.scenario.goal.name), "")
+                    q = P.pick(rng, "assistant", "consent_topic", topic=topic) if topic \
+                        else P.pick(rng, "assistant", "consent")
+                    return Unit(kind="ask", stage=st.stage, text=q), transition, lead
+                if text and st.declined and not u.purpose:
+                    text = _drop_declined(text, st.declined)
+                    if not text:
+                        continue            # all of it offers what the caller turned down
                 if text:
                     text = drop_unfounded(text, st)
                     if not text:
@@ -216,16 +235,22 @@ class RulePlanner:
         """Rounds the rest of the happy path needs in fast mode (questions only), with the
         expected interruptions, plus the closing."""
         def essential(u: Unit) -> bool:
-            return u.kind in ("ask", "close") and bool(u.keys) and not (
-                not u.text and set(u.keys) <= set(st.stated))
+            # what fast mode keeps (a question for required info, a price, a path choice, the
+            # report of the work done): every one of them still costs a round
+            if u.kind == "close" and not u.keys:
+                return False            # the closing is counted below
+            return _essential(u) and not (u.kind == "ask" and bool(u.keys) and not u.text
+                                          and set(u.keys) <= set(st.stated))
         n = sum(1 for u in st.units if essential(u))
+        if st.stage not in st.delivered and st.units and not n:
+            n = 1                           # fast mode keeps a stage's first statement
         nexts = {t.source: t.target for t in self.wf.transitions if t.kind == "next"}
         seen, node = set(), st.stage
         while node in nexts and node not in seen:
             seen.add(node)
             node = nexts[node]
-            if node in self._units:
-                n += sum(1 for u in self._units[node] if essential(u))
+            if node in self._units:         # every stage on the way says at least one thing
+                n += max(1, sum(1 for u in self._units[node] if essential(u)))
         return int(n * (1 + self.scenario.intent.interruption_rate) + 0.5) + 2
 
     # -- one round ----------------------------------------------------------------------------
@@ -273,7 +298,8 @@ class RulePlanner:
                 st.stated.setdefault(k, "")              # settled by the alternative offered
             return Unit(kind="inform", stage=cut.stage, purpose="deescalate"), None
         if rec.type == "impatient":
-            st.units = _trimmed(st, lambda u: u.kind in ("ask", "close"))
+            st.units = _trimmed(st, lambda u: u.kind in ("ask", "close") or bool(
+                u.text and _CALLER_TASK.search(u.text)))    # a payment link is not skipped
             if cut.kind == "ask" and cut.keys and set(cut.keys) <= st.read_back:   # read back:
                 for k in cut.keys:                                    # impatience says "yes"
                     st.stated.setdefault(k, st.value_for(k) or "")
@@ -315,6 +341,10 @@ class RulePlanner:
     def _user_action(self, st: ConversationState, unit: Unit, rng: random.Random):
         if unit.kind == "close":
             return "close", {}
+        if unit.purpose == "alt_step":      # the accepted alternative carried out: code read out
+            step = alternative_step(unit.text, side="assistant")
+            return "choose", {"reply": _fill_step(step["user"], rng) if step else
+                              P.compose(rng, "user", "qa_offer")}
         if unit.kind == "outcome":
             return "ack", {}
         if (st.pending is not None and st.pending.type == "pushback") or unit.purpose == "deescalate":
@@ -370,6 +400,10 @@ class RulePlanner:
                 if option:
                     return "choose", {"option": option}
             return "choose", {"reply": reply}
+        task = _task_asked(unit.text or "") if unit.kind != "close" else ""
+        if task:                        # "read it to me when you see it", "let me know once
+            return "choose", {"reply": _fill_step(rng.choice(P.bank("user", f"task_done_{task}")), rng)}
+                                        # you've signed": the caller does it and says so
         vol = [k for k in st.volunteerable(self._upcoming_keys(st))   # never what this turn says
                if not (unit.text and st.in_text(k, unit.text))]
         corr = [k for k in vol if st.correction(k) is not None]
@@ -396,9 +430,18 @@ class RulePlanner:
             return None, {}
         if unit.text and P.n_words(unit.text) < MIN_CUT_WORDS:
             return None, {}
+        if unit.kind != "close" and st.stage is not None and \
+                (MAX_MESSAGES - st.n_messages - 1) // 2 <= self._needed(st) + 1:
+            return None, {}                 # the rounds left are the goal's: a cut-in now (and its
+                                            # recovery, a held-out pushback's second round) would
+                                            # end the call at the cap with the request unfinished
         if not unit.text and unit.kind == "ask" and st.pending is not None:
             return None, {}                 # a bare question after a recovery: too short
         p = min(0.95, intent.interruption_rate / ELIGIBLE_SHARE)
+        if unit.purpose == "alt_step":      # a code being read out: nobody cuts in on that; the
+            if rng.random() < p:            # cut is owed to a later turn (the rate holds)
+                st.owed += 1
+            return None, {}
         resumes = st.pending is not None and st.pending.type in ("normal", "topic_switch",
                                                                   "correction", "filler")
         if st.chain >= 3 or (st.chain >= 2 and resumes):   # two cuts in a row already: a third,
@@ -432,8 +475,10 @@ class RulePlanner:
                 continue
             if t == "correction" and not st.correctable():
                 continue                    # nothing the user said can be corrected (yet)
-            if t == "topic_switch" and not st.free_pairs("topic_switch"):
-                continue
+            if t == "topic_switch" and (not st.free_pairs("topic_switch") or st.side_asked() >= MAX_SIDE
+                                        or (st.pending is not None and st.pending.type == "topic_switch")):
+                continue                    # a caller asks one or two things on the side, not a
+                                            # run of them, and never one right on another's heels
             if t == "pushback" and unit.purpose == "deescalate" and (not st.dispute or st.persisted >= 1):
                 continue                    # nothing specific left to keep objecting to (or the
                                             # caller already held out once: a third round reads
@@ -450,6 +495,10 @@ class RulePlanner:
                                             # is the wrap-up, which would skip the steps left
             if t == "impatient" and st.round == 0:
                 continue                    # the greeting and first question: nothing heard yet
+            if t == "filler" and st.pending is not None and st.pending.type == "filler":
+                continue                    # a nod on the rest of a sentence already nodded at
+                                            # chops it into fragments ("with the new plan, |
+                                            # the price | ...")
             if t == "filler" and st.round == 0:
                 continue                    # "Right, right." to a greeting: nothing said yet to
                                             # acknowledge
@@ -522,6 +571,16 @@ class RulePlanner:
         if plan.stage and plan.unit is not None and plan.unit.kind != "farewell":
             st.delivered.add(plan.stage)
         st.last_user = {}
+        heard = interruption.heard_text if interruption is not None else content
+        st.said += " " + heard
+        if plan.unit is not None and plan.unit.kind != "ask" and _unheard_price(heard, 0):
+            st.agreed = False               # a price the caller has not said yes to yet
+        if plan.unit is not None and plan.unit.kind == "ask" and plan.unit.text and \
+                plan.user_action == "choose" and _offer_taken(plan):
+            st.agreed = True
+        if plan.unit is not None and plan.unit.text and plan.user_action == "choose" and \
+                not _offer_taken(plan):
+            st.declined |= _offered_words(plan.unit.text)
         for k in st.facts:
             if st.in_text(k, content):
                 st.read_back.add(k)
@@ -547,6 +606,15 @@ class RulePlanner:
             st.pending = interruption
             st.pending_unit = plan.unit.model_copy(update={"text": content}) if plan.unit else None
             return
+        reply = plan.user_facts.get("reply", "") if plan.user_action == "choose" else ""
+        if "?" in content and plan.user_action in ("confirm", "choose", "ack") and not re.search(
+                r"\b(?:no|not|don't|rather|instead|neither)\b", reply, re.I):
+            # "Is that right?" -- "yes, that's mine": a value the caller accepted as read out is
+            # never "sorry, my mistake, it's ..." a turn later
+            st.confirmed.update(k for k in st.facts if st.in_text(k, content))
+        if plan.user_action == "confirm" and "?" in content:
+            while st.units and _IF_DECLINED.match(st.units[0].text or ""):
+                st.units.popleft()  # "Would that suit you?" -- "yes": "If that doesn't suit" is moot
         if plan.user_action in ("answer", "confirm", "volunteer"):
             for k, v in plan.user_facts.items():
                 st.stated[k] = v
@@ -571,6 +639,12 @@ class RulePlanner:
             st.last_user = {"kind": "unknown"}
         elif plan.user_action == "accept":
             st.last_user = {"kind": "accept"}
+            step = alternative_step(content) if plan.unit and plan.unit.purpose == "deescalate" \
+                else None
+            if step is not None:            # "a one-time code instead" -- "fine": the code is
+                st.units.appendleft(Unit(   # asked for and read out before anyone is verified
+                    kind="ask", stage=plan.unit.stage or st.stage, text=step["assistant"],
+                    purpose="alt_step"))
         elif plan.user_action in ("ack", "choose"):
             st.last_user = {"kind": "plain"}
             reply = plan.user_facts.get("reply", "") or plan.user_facts.get("option", "")
@@ -578,6 +652,63 @@ class RulePlanner:
                     r"\b(?:no|not|don't|rather|instead|neither)\b", reply, re.I):
                 while st.units and _IF_DECLINED.match(st.units[0].text or ""):
                     st.units.popleft()      # the offer was taken: "If that doesn't suit, ..." is moot
+
+
+def alternative_step(text: str, side: str = "alternative") -> dict[str, str] | None:
+    """The step that carries out the identity alternative ``text`` offers (``side``
+    "alternative": an offer's wording; "assistant": the step's own question), from the pairs
+    bank ``alternative_steps``; None when ``text`` offers none of them."""
+    low = text.lower()
+    for step in P.bank("pairs", "alternative_steps"):
+        probe = step[side].lower()
+        if side == "alternative":
+            probe = re.sub(r",? instead$", "", probe)
+        if probe and probe in low:
+            return step
+    return None
+
+
+_TASK_CODE = re.compile(r"\bread (?:it|them|the code|that|the digits) (?:out |back )?(?:to me )?(?:when|once|as soon as)\b|"
+                        r"\b(?:read|tell) me the code\b|\bread me the (?:six|four)-digit code\b", re.I)
+_TASK_SIGN = re.compile(r"\b(?:let me know|tell me) (?:once|when) you've (?:signed|e-signed)\b", re.I)
+_TASK_DONE = re.compile(r"\b(?:let me know|tell me) (?:once|when) (?:you've|you have|it's) "
+                        r"(?:entered|added|saved|approved|clicked|opened|done|submitted|uploaded|sent|"
+                        r"finished|restarted|signed in)\b", re.I)
+
+
+def _task_asked(text: str) -> str:
+    """What the turn's last sentence asks the caller to do now and report back ("read it to
+    me when you see it": ``code``; "let me know once you've signed": ``sign``; "tell me once
+    you've entered it": ``done``), or '' (a question is answered as a question)."""
+    sents = [x.strip() for x in re.findall(r"[^.?!]+[.?!]*", text) if x.strip()]
+    last = sents[-1] if sents else ""
+    if not last or last.endswith("?"):
+        return ""
+    if _TASK_CODE.search(last):
+        return "code"
+    if _TASK_SIGN.search(last):
+        return "sign"
+    return "done" if _TASK_DONE.search(last) else ""
+
+
+def _fill_step(template: str, rng: random.Random) -> str:
+    """The caller's answer to an alternative's step, its values drawn from ``rng``."""
+    months = ("January February March April May June July August September October November "
+              "December").split()
+    values = {
+        "code6": ", ".join(" ".join(DIGIT_WORDS[rng.randrange(10)] for _ in range(3))
+                           for _ in range(2)),
+        "digits4": " ".join(DIGIT_WORDS[rng.randrange(10)] for _ in range(4)),
+        "digits5": " ".join(DIGIT_WORDS[rng.randrange(10)] for _ in range(5)),
+        "digits13": " ".join(DIGIT_WORDS[rng.randrange(10)] for _ in range(13)),
+        "amount": f"{rng.randrange(25, 180)} dollars",
+        "month": rng.choice(months),
+        "pet": rng.choice(("Biscuit", "Max", "Luna", "Pepper", "Rocky", "Daisy", "Oscar",
+                           "Willow", "Buster", "Mittens")),
+        "street": rng.choice(("Maple Avenue", "Hollis Street", "Cedar Lane", "Orchard Road",
+                              "Beacon Street", "Linden Drive", "Fairview Road")),
+    }
+    return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], template)
 
 
 _ATTR = re.compile(r"\b(?:as )?you(?:'ve| have)? (?:said|mentioned|told (?:me|us)|described|believe|"
@@ -702,7 +833,10 @@ _CALLER_TASK = re.compile(r"\bread (?:it|them|the code|that) (?:out|back|to me)\
                           r"\byour signature\b|\b(?:please )?(?:don't|do not) (?:cancel|close|switch off|"
                           r"reset|delete|throw)\b|"
                           # a check only the caller can make ("can you confirm you're signed in?")
-                          r"\bcan you (?:confirm|check|see) (?:you|that you|whether)\b", re.I)
+                          r"\bcan you (?:confirm|check|see) (?:you|that you|whether)\b|"
+                          # a payment the caller makes through a link: no change goes through
+                          # without it ("For the fare difference, I'll text you a secure link")
+                          r"\b(?:secure|payment) link\b", re.I)
 # the turn reports the request done ("You're booked ...", "I've issued a refund ...")
 _DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|confirmed|upgraded|enrolled|"
                    r"now)|I've (?:booked|issued|processed|submitted|filed|cancelled|scheduled|renewed|"
@@ -712,7 +846,49 @@ _DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|con
 _AMOUNT = re.compile(r"[$\u20ac\u00a3]\s?\d|\b\d[\d,.]*\s(?:dollars?|euros?|pounds?|miles|points|"
                      r"credits)\b", re.I)
 _CONFIRM_Q = re.compile(r"\b(?:is|was) (?:that|this|all of that|everything) (?:right|correct|accurate)\b|"
-                        r"\bdid I get that right\b|\bhave I got that right\b", re.I)
+                        r"\bdid I get that right\b|\bhave I got that right\b|"
+                        r"\bis (?:that|this) the one\b", re.I)
+
+
+# the agent makes the change now ("I'm applying the upgrade now", "The change is going through")
+_ACTS = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:I'm (?:now )?(?:applying|setting|switching|upgrading|"
+                   r"downgrading|changing|making|putting through|processing) |I'll (?:now )?(?:apply|"
+                   r"switch|upgrade|downgrade|process) (?:the|your|it|that)\b|The change is going through\b)",
+                   re.I)
+MAX_SIDE = 2                        # side questions (topic switches) in one call
+
+
+def _offer_taken(plan: RoundPlan) -> bool:
+    """The caller said yes to an offer or a go-ahead question of this round's unit."""
+    qs = re.findall(r"[^.?!]*\?", plan.unit.text if plan.unit else "")
+    reply = plan.user_facts.get("reply", "") or plan.user_facts.get("option", "")
+    return bool(qs) and question_kind(qs[-1].strip()) in ("offer", "either", "keep") and not re.search(
+        r"\b(?:no|not|don't|rather|instead|neither)\b", reply, re.I)
+
+
+# words of an offer that name no option of its own ("do you want to keep the account on a
+# monthly plan instead?" offers "monthly")
+_OFFER_FRAME = frozenset("""want keep account instead like would prefer plan option rather stay
+switch change move go ahead now today still just also your the a an on to of do you with for
+is are it this that there than more less can could we i me my""".split())
+
+
+def _offered_words(text: str) -> set[str]:
+    """The distinctive words of the offer in the last question of ``text`` (an "instead" offer
+    the caller answered); empty when that question is no offer."""
+    qs = re.findall(r"[^.?!]*\?", text)
+    if not qs or question_kind(qs[-1].strip()) not in ("keep", "offer"):
+        return set()
+    return {w for w in re.findall(r"[a-z]+", qs[-1].lower()) if w not in _OFFER_FRAME
+            and w not in P.STOPWORDS and len(w) > 3}
+
+
+def _drop_declined(text: str, declined: set[str]) -> str:
+    """``text`` without the sentences that offer again what the caller turned down ("You can
+    either close it, or switch to monthly billing" after "no" to a monthly plan)."""
+    sents = re.findall(r"[^.?!]+[.?!]*\s*", text)
+    keep = [x for x in sents if not (set(re.findall(r"[a-z]+", x.lower())) & declined)]
+    return "".join(keep).strip() if len(keep) < len(sents) else text
 
 
 def _readable(value: str) -> bool:
@@ -740,7 +916,7 @@ def _essential(u: Unit) -> bool:
     """Questions for required info, the closing and what the caller will pay ("Business is 24
     dollars per seat per month") are never trimmed for length."""
     if u.kind == "close" or (u.kind == "ask" and bool(u.keys)) or bool(
-            u.text and (_unheard_price(u.text, 0) or _DONE.search(u.text))):
+            u.text and (_unheard_price(u.text, 0) or _DONE.search(u.text) or _ACTS.match(u.text))):
         return True                 # a price, or the report of the work done ("I've issued ...")
     # a choice that decides the path ("close it, or switch to monthly?", "shall I apply it?"):
     # skipping it would act without the caller's say

@@ -24,6 +24,7 @@ from bargein.errors import GenerationFailed
 from bargein.generators import grounded as G
 from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
+from bargein.generators.plan_state import question_kind
 from bargein.generators.planner import EDGE_WORDS, RoundPlan, place_cut
 from bargein.records import InterruptionType
 from bargein.verify.text import STOPWORDS as V_STOP
@@ -43,6 +44,9 @@ mention mentioned sounds sound first also still help helps quick quickly moment 
 hear heard start started starts going okay fine just want wants detail details information
 thing things step steps part moment questions question minute""".split())
 
+
+_GREETING = re.compile(r"(?:thank you|thanks) for (?:calling|ringing)[^.?!]*[.?!]\s+|"
+                       r"good (?:morning|afternoon|evening)[^.?!]*[.?!]\s+", re.I)
 
 class UserPlan(BaseModel):
     """The user's part of a round plan: everything the user simulator may see."""
@@ -158,6 +162,9 @@ class RuleUser:
         style = up.style
         if up.action in ("answer", "confirm") and up.facts:
             if up.action == "confirm":
+                qs = re.findall(r"[^.?!]*\?", last)
+                if qs and question_kind(qs[-1]) == "offer":   # "Would that suit you?" is not
+                    return P.compose(rng, "user", "qa_offer")  # answered "yes, that's mine"
                 return P.compose(rng, "user", "reply_confirm")
             parts = []
             for n, (key, value) in enumerate(up.facts.items()):
@@ -255,6 +262,10 @@ class RuleUser:
                 target = first + fraction * (P.n_words(message) - first)
                 k = sorted(ks, key=lambda k: (abs(k - target), k))[0 if rng.random() < 0.7 else min(1, len(ks) - 1)]
             else:
+                greeting = _GREETING.match(message[content_start:])
+                if greeting:                    # nobody cuts in on "Thank you for calling |":
+                    min_word = max(min_word, P.n_words(          # the caller hears the greeting
+                        message[:content_start + greeting.end()]) + 2)   # and the first words after
                 k = place_cut(message, content_start, fraction, rng, min_word=min_word,
                               at_boundary=up.type == "filler",
                               protected=P.protected_cuts(message, self.values))

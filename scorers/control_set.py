@@ -4,7 +4,10 @@
     len(items), {i.axis for i in items}      # ~500, {"tf", "rq", "ear_r", "ear_c"}
 
 Cases are written by hand in ``scorers/control/*.yaml`` (independent of the generator's
-catalogue, phrase banks and rubric wording). Per IHBench case, each labelled response is one RQ
+catalogue, phrase banks and rubric wording): ``ihbench_cases.yaml`` (split into dev and
+held-out parts by a stable hash, :func:`dev_cases`) and ``ihbench_dev_cases.yaml`` (development
+cases added later, always in the dev part; who wrote them and how is in the file's header
+fields, :func:`control_metadata`). Per IHBench case, each labelled response is one RQ
 item (good answers pass; everything else fails) and each failing response is paired with a good
 one as a TF item whose expected winner is the good answer, shown first or second by a stable
 hash so positions are balanced. Failing answers are also composed from the case's own fields
@@ -25,7 +28,7 @@ import yaml
 from bargein.records import ChatMessage, EvalItem, MaskedItem, Rubric, WordTiming
 from bargein.seeding import stable_int
 
-CONTROL_VERSION = "control-v1"
+CONTROL_VERSION = "control-v2"     # v2: + ihbench_dev_cases.yaml (dev part only)
 GOOD = ("good_paraphrase", "good_spoken", "good_reordered", "good_exact")
 PARAPHRASES = ("good_paraphrase", "good_spoken", "good_reordered")
 Axis = Literal["tf", "rq", "ear_r", "ear_c"]
@@ -90,10 +93,29 @@ def _composed(case: dict, tpl: dict) -> dict[str, list[str]]:
     return out
 
 
+DEV_ONLY_FILE = "ihbench_dev_cases.yaml"
+
+
+def control_metadata() -> dict[str, dict]:
+    """Per control-set file, its header fields (version, and for the added dev cases who wrote
+    them, when and from what)."""
+    names = ("ihbench_cases.yaml", DEV_ONLY_FILE, "templates.yaml", "ear_cases.yaml")
+    return {n: {k: v for k, v in _load(n).items() if not isinstance(v, (list, dict))} for n in names}
+
+
+def _ihbench_cases() -> list[dict]:
+    return _load("ihbench_cases.yaml")["cases"] + _load(DEV_ONLY_FILE)["cases"]
+
+
+def dev_only_cases() -> frozenset[str]:
+    """The cases of ``ihbench_dev_cases.yaml``: development cases, never held out."""
+    return frozenset(c["id"] for c in _load(DEV_ONLY_FILE)["cases"])
+
+
 def ihbench_control() -> list[ControlItem]:
-    data, tpl = _load("ihbench_cases.yaml"), _load("templates.yaml")
+    tpl = _load("templates.yaml")
     out: list[ControlItem] = []
-    for case in data["cases"]:
+    for case in _ihbench_cases():
         item = _eval_item(case)
         responses = {**{k: list(v) for k, v in case["responses"].items()}, **_composed(case, tpl)}
         goods = [(c, t) for c in GOOD for t in responses.get(c, [])]
@@ -175,8 +197,10 @@ def case_of(item: ControlItem) -> str:
 
 @lru_cache(maxsize=1)
 def dev_cases() -> frozenset[str]:
-    """The development part of the control set: per interruption type one IHBench case, and one
-    EAR source in four, chosen by a stable hash (never by looking at a judge's answers).
+    """The development part of the control set: per interruption type one IHBench case of
+    ``ihbench_cases.yaml`` in four, and one EAR source in four, chosen by a stable hash (never by
+    looking at a judge's answers), plus every case of ``ihbench_dev_cases.yaml``. The added dev
+    cases take no part in the hashed choice, so the held-out part is the same as before them.
 
     Judge prompts may be worked on against these cases only; figures are reported on the
     held-out rest (:func:`split`), so no prompt is tuned on the judgments it is measured on."""
@@ -186,8 +210,10 @@ def dev_cases() -> frozenset[str]:
         case = case_of(i)
         if case not in by_group.setdefault(key, []):
             by_group[key].append(case)
-    dev: set[str] = set()
+    extra = dev_only_cases()
+    dev: set[str] = set(extra)
     for key, cases in by_group.items():
+        cases = [c for c in cases if c not in extra]
         ranked = sorted(cases, key=lambda c: stable_int("control-dev", c))
         dev.update(ranked[: max(1, len(cases) // 4)])
     return frozenset(dev)

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from bargein.errors import ConfigError, GenerationFailed
 from bargein.records import EvalItem
-from bargein.spoken import DIGIT_WORDS, int_words, ordinal_words
+from bargein.spoken import DIGIT_WORDS, ONES, int_words, ordinal_words
 
 JUDGE_ENV = "BARGEIN_JUDGE"
 SMOKE = "smoke"
@@ -210,12 +210,52 @@ def quoted_in(evidence: str, response: str) -> bool:
     return bool(q) and f" {q} " in f" {_norm(response)} "
 
 
+_CARDINALS = frozenset([*ONES, *(int_words(10 * t) for t in range(2, 10)), "hundred", "thousand",
+                        "million", "billion"])
+_TO_CARDINAL = {ordinal_words(int(n)) if n.isdigit() else n + "th": c
+                for c, n in [(int_words(k), str(k)) for k in range(1, 20)]
+                + [(int_words(10 * t), str(10 * t)) for t in range(2, 10)]
+                + [(w, w) for w in ("hundred", "thousand", "million", "billion")]}
+
+
+def _number_runs(words: list[str]) -> list[str | list[str]]:
+    """``words`` with each run of number words (an "and" inside a run allowed) as one list,
+    other words as they are."""
+    def num(w: str) -> bool:
+        return w in _TO_CARDINAL or w in _CARDINALS
+
+    out: list[str | list[str]] = []
+    run: list[str] = []
+    for k, w in enumerate(words):
+        if num(w) or (w == "and" and run and k + 1 < len(words) and num(words[k + 1])):
+            if w != "and":
+                run.append(w)
+            continue
+        if run:
+            out.append(run)
+            run = []
+        out.append(w)
+    if run:
+        out.append(run)
+    return out
+
+
 def _content(text: str) -> set[str]:
+    """The content words of ``text``, crudely stemmed ("booked" ~ "booking"); a number, written
+    or said, is one word "#<its words>", ordinals as cardinals ("9,080" = "nine thousand
+    eighty", "the 31st" = "thirty-first" = "31" = "#thirty one"), so two numbers that share a
+    digit word are not the same content. A lone "one", "first" or "second" is no number ("one
+    of them", "first, ...", "a second time")."""
     from bargein.lexicon import BACKCHANNEL_WORDS, CONTENT_STOP_WORDS, FILLERS
 
+    words = [w.strip("'") for w in re.findall(r"[a-z0-9']+", spoken_numbers(text).replace("\u2019", "'"))]
     out = set()
-    for w in re.findall(r"[a-z0-9']+", spoken_numbers(text).replace("\u2019", "'")):
-        w = w.strip("'")
+    for w in _number_runs([w for w in words if w]):
+        if isinstance(w, list):
+            if len(w) > 1 or w[0] not in ("one", "first", "second"):
+                out.add("#" + " ".join(_TO_CARDINAL.get(x, x) for x in w))
+                continue
+            w = w[0]
         if (len(w) >= 3 or w.isdigit()) and w not in CONTENT_STOP_WORDS and w not in FILLERS \
                 and w not in BACKCHANNEL_WORDS:
             out.add(w[:5])                    # a crude stem: "booked" ~ "booking"
@@ -229,24 +269,44 @@ def user_content(item: EvalItem) -> set[str]:
 
 def case_content(item: EvalItem) -> set[str]:
     """The content words that make this conversation specific: what the user said (every user
-    turn and the interjection) and what the assistant was saying when it was cut (the planned
-    message). The assistant's earlier turns are left out: their politeness ("happy to help",
-    "of course") is what a reply that fits any conversation is made of."""
-    return user_content(item) | _content(item.planned_text)
+    turn and the interjection), what the assistant was saying when it was cut (the planned
+    message) and the business it speaks for (the system prompt: its hours, policies and
+    alternatives are what a good answer to a side question or a pushback draws on). The
+    assistant's earlier turns are left out: their politeness ("happy to help", "of course") is
+    what a reply that fits any conversation is made of."""
+    return user_content(item) | _content(item.planned_text) | _content(item.system_prompt)
+
+
+_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b([A-Z][A-Za-z]+|[A-Z]{2,})\b")
+
+
+def specific_content(item: EvalItem) -> set[str]:
+    """The content words of the case that no other conversation would share by chance: names
+    (a capitalised word inside a sentence, an all-capitals code) and numbers (written or said,
+    one word each) of what the user said, the interrupted message and the system prompt."""
+    out: set[str] = set()
+    for t in ([item.interjection, item.planned_text, item.system_prompt]
+              + [m.content for m in item.history if m.role == "user"]):
+        out |= _content(" ".join(_NAME.findall(t or "")))
+        out |= {w for w in _content(t) if w.startswith("#")}
+    return out
 
 
 def grounded_in(evidence: str, item: EvalItem) -> bool:
-    """Whether the quote names anything of this conversation (a content word of the user's
-    turns, the interjection or the interrupted message, :func:`case_content`; stop words and
-    backchannels from :mod:`bargein.lexicon` do not count). A criterion asks for something
-    specific to the case; a quote that would fit any conversation cannot show it is met.
+    """Whether the quote carries content specific to this conversation: two different content
+    words of the case (:func:`case_content`: the user's turns, the interjection, the
+    interrupted message and the system prompt; stop words and backchannels from
+    :mod:`bargein.lexicon` do not count), or one that is a name or a number of the case
+    (:func:`specific_content`). A criterion asks for something specific to the case; a quote
+    that would fit any conversation cannot show it is met, and one common word shared by chance
+    ("What's next for you?" beside "your next bill") does not make it specific.
 
-    One shared word is enough, so a content-free reply passes now and then ("What's next for
-    you?" beside "your next bill"). Asking for a word the user said or two of the interrupted
-    message instead failed more good answers in other words than it caught templates (on
-    development cases written apart from the control set: 10/18 such answers passed, not 15/18;
-    all 18 templates failed either way)."""
-    return bool(_content(evidence) & case_content(item))
+    Chosen on the dev part of the control set (51 good answers in other words, 34 content-free
+    templates, judged by the packaged 1.5B): one shared word passed 47/51 and failed 33/34
+    templates; two words or a name/number of the user's turns and the interrupted message
+    42/51 and 34/34; with the system prompt's words and names too, 45/51 and 34/34."""
+    shared = _content(evidence) & case_content(item)
+    return len(shared) >= 2 or bool(shared & specific_content(item))
 
 
 _ABSENCE = re.compile(r"\b(not|no|never|nor|none|nothing|neither|dropped|skipped|omitted|"
@@ -257,21 +317,70 @@ def criterion_kind(criterion: str) -> Literal["do", "avoid"]:
     """Whether a rubric criterion asks the reply to do something ("do") or not to do something
     ("avoid"), from its grammar: a negation ("does not", "no ... again", "never") or a verb of
     leaving out ("is dropped", "is skipped", "leaves out") makes it "avoid". "without ..." or
-    "instead of ..." only qualifies an action the criterion asks for, so it stays "do"."""
-    return "avoid" if _ABSENCE.search(criterion or "") else "do"
+    "instead of ..." only qualifies an action the criterion asks for, so it stays "do". What is
+    in parentheses or double quotes is content the criterion names, not its grammar ("The Sunday
+    question is answered (no phone support on Sundays)" asks for something)."""
+    grammar = re.sub(r"\([^)]*\)|\"[^\"]*\"|\u201c[^\u201d]*\u201d", " ", criterion or "")
+    return "avoid" if _ABSENCE.search(grammar) else "do"
+
+
+_ABOUT_USER_WORDS = re.compile(
+    r"\b(echo\w*|parrot\w*|(say|says|saying|read|reads|reading|repeat|repeats|repeating|give|gives)"
+    r" (it |them |that |those words |the words )?back|interjection|back-?channel|react\w*|"
+    r"comment\w*|thank\w*|acknowledg\w*|nothing about|aimed at|"
+    r"what the (user|caller|customer|member|client|patient) (just )?said|"
+    r"(user|caller|customer|member|client|patient)'s (own )?words)\b", re.I)
+
+
+def about_user_words(criterion: str) -> bool:
+    """Whether an "avoid" criterion forbids something done with the user's own words: saying
+    them back, reacting to, commenting on, thanking for or acknowledging the interjection. Only
+    then are the interjection's words forbidden content (:func:`forbidden_content`)."""
+    return bool(_ABOUT_USER_WORDS.search(criterion or ""))
+
+
+def forbidden_content(item: EvalItem, criterion: str) -> set[str]:
+    """The content words whose saying-again breaks an "avoid" criterion: what the criterion
+    names itself ("the photo of the damage", "no 'great'"), and what the user already heard (a
+    rule against repeating, restarting or going on with the interrupted content is broken by its
+    words) less the words the user has just said. The interjection's words are forbidden only
+    when the criterion is about the user's words (:func:`about_user_words`). A word the user
+    said ("check" in "just check where it is", "Business" in "it's Business Plus, not
+    Business") is not forbidden by a rule that an explanation is skipped or that the caller is
+    not doubted: a good reply takes the user's words up."""
+    said = _content(item.interjection)
+    out = _content(criterion) | (_content(item.heard_text) - said)
+    return out | said if about_user_words(criterion) else out
+
+
+def echoes(evidence: str, item: EvalItem) -> bool:
+    """Whether the quote says the interjection back: it holds a run of the interjection's words
+    (as written, numbers spoken) of at least ``max(4, 60%)`` of them, or all of an interjection
+    of four words or fewer. Taking up a word or two of what the user said is no echo."""
+    inter, quote = _norm(item.interjection).split(), _norm(evidence).split()
+    n = len(inter)
+    if not n or not quote:
+        return False
+    need = n if n <= 4 else max(4, -(-3 * n // 5))
+    joined = f" {' '.join(quote)} "
+    return any(f" {' '.join(inter[k:k + need])} " in joined for k in range(n - need + 1))
 
 
 def shows_violation(evidence: str, item: EvalItem, criterion: str) -> bool:
     """Whether the words quoted as breaking an "avoid" criterion really say again what the
-    criterion forbids: they must be words of the response (checked by the caller) and at least
-    half of their content words must be words of what the user already heard, the
-    interjection or the criterion itself (a quote of new content does not break a rule against
-    repeating, restarting or reacting)."""
+    criterion forbids: they must be words of the response (checked by the caller) and either at
+    least half of their content words are forbidden content (:func:`forbidden_content`: the
+    criterion's own words, what the user already heard, and the interjection only for a rule
+    about the user's words), or they echo the interjection back (:func:`echoes`; not for a
+    correction, where saying the corrected value back is the recovery). A quote of new content,
+    or one that takes up a word the user said, does not break a rule against repeating,
+    restarting or going on."""
+    if item.type != "correction" and echoes(evidence, item):
+        return True
     words = _content(evidence)
     if not words:
         return False
-    forbidden = _content(" ".join([item.heard_text, item.interjection, criterion]))
-    return len(words & forbidden) * 2 >= len(words)
+    return len(words & forbidden_content(item, criterion)) * 2 >= len(words)
 
 
 RQ_MODES = ("split", "criteria", "all")
@@ -294,8 +403,8 @@ class LLMJudge:
       conversation (:func:`grounded_in`). A criterion that forbids something ("avoid") is asked
       for the words that do the forbidden thing (``judge_rq_avoid``); it is broken only when
       the judge says so AND the quote is words of the response AND, with ``grounding``, the
-      quote mostly says again what the user heard, the interjection or the criterion names
-      (:func:`shows_violation`). Small models answer "does it do X?" yes whatever the reply,
+      quote mostly says again what the user heard or the criterion names (the interjection only
+      for a rule about the user's words), or echoes the interjection (:func:`shows_violation`). Small models answer "does it do X?" yes whatever the reply,
       so neither a "met" nor a "broken" is taken without its evidence. A "met" whose quote
       is not words of the response, or names nothing of the conversation, is asked once more
       with that reason. Quotes, responses and conversations are compared with their written
@@ -324,7 +433,7 @@ class LLMJudge:
             rq = f"judge_rq_criterion v{load('judge_rq_criterion').version}"
             if rq_mode == "split":
                 rq += f" + judge_rq_avoid v{load('judge_rq_avoid').version}"
-            rq += " quotes grounded@4" if grounding else " quotes@4"   # checks v4 (spoken numbers, re-asked)
+            rq += " quotes grounded@5" if grounding else " quotes@5"   # checks v5 (see shows_violation)
         self.id = f"{spec} ({tf}, {rq})"
         self.reasks = reasks
         self.temperature = judge_temperature(spec, temperature)

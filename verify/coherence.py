@@ -178,10 +178,17 @@ def skipped_stages(conv: Conversation, stage: str | None) -> list[str]:
     ends = {names.index(t.source) for t in wf.transitions
             if t.kind == "terminate" and t.target == conv.outcome and t.source in names
             and conv.outcome not in (None, "resolved")}
+    # only the stages the main path still leads to ("next" from here on) are owed: a branch
+    # reached by a failure (a technician visit when the fix did not hold) is not
+    nexts = {t.source: t.target for t in wf.transitions if t.kind == "next"}
+    ahead, node = set(), stage
+    while node in nexts and nexts[node] in names and nexts[node] not in ahead:
+        node = nexts[node]
+        ahead.add(node)
     out = []
     for k in range(at + 1, len(names)):
         n = names[k]
-        if n in visited or n in own_skip or "next" not in incoming.get(n, {"next"}) \
+        if n not in ahead or n in visited or n in own_skip or "next" not in incoming.get(n, {"next"}) \
                 or any(a < k < b for a, b in jumps) or any(e < k for e in ends):
             continue
         out.append(n)

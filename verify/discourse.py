@@ -152,7 +152,7 @@ def presupposed_value(conv: Conversation) -> list[Verdict]:
 _WEEKDAY = r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)"
 _MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
           r"December)")
-_NUMW = (r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+_NUMW = (r"(?:\d(?:[\d,.]*\d)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
          r"fifteen|twenty|thirty|forty|fifty|sixty|ninety|a hundred)")
 _MULTI = [
     ("date", re.compile(rf"(?:{_WEEKDAY},?\s+)?{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?"

@@ -99,6 +99,10 @@ def _user_knowledge(conv: Conversation) -> str:
     facts = list(sc.kb.user_facts) + list(sc.intent.hidden_facts)
     parts = [f"{f.value} {f.spoken}" for f in facts]
     parts += [f"{c.first_value} {c.corrected_value}" for c in sc.intent.corrections]
+    # what the caller's own details are called ("the last four digits of my card"): a caller
+    # names what they give
+    from bargein.verify.objects import label
+    parts += [f"the {label(k)}" for k in sc.intent.provides]
     return " . ".join(parts)
 
 

@@ -434,6 +434,10 @@ def _first_mention(conv: Conversation, forms: list[str], lab: str) -> tuple[str,
     """(role, sentence) of the first sentence that says one of ``forms``; None when the caller
     was asked for it (a question naming ``lab``) before or when nobody says it."""
     for m in conv.messages:
+        if m.role == "assistant" and m.heard_text is not None and lab in m.heard_text.lower() and any(
+                m.text[a:b].rstrip().endswith("?") and lab in m.text[a:b].lower()
+                for a, b in sentences(m.text)):
+            return None         # asked for, though the caller cut in before the question mark
         for a, b in sentences(m.spoken_text):
             sent = m.spoken_text[a:b]
             if m.role == "assistant" and sent.rstrip().endswith("?") and lab in sent.lower():

@@ -92,16 +92,53 @@ def _sentence_patterns(text: str, values=()) -> list[tuple[str, ...]]:
     return [p for a, b in sentences(text) if set(p := _pattern(text[a:b], values)) - {_WILD}]
 
 
+_MAX_VARIANTS = 256                 # rewordings of one talking point the instrument follows
+
+
+@lru_cache(maxsize=4096)
+def _reworded(text: str) -> tuple[str, ...]:
+    """``text`` and every rewording the phrase bank's ``paraphrase`` rules can make of it (the
+    offline agent says a talking point in one of these wordings, and a restarted sentence in
+    another): each rule's pattern, or any of its whole-sentence wordings, replaced by each of
+    its wordings, rule after rule, up to ``_MAX_VARIANTS`` texts."""
+    from bargein.generators import phrases as P
+
+    out = [text]
+    for rule in sorted(P.bank("assistant", "paraphrase"), key=lambda r: -len(r["match"])):
+        pattern = P._any_wording(rule["match"], tuple(rule["say"]))
+        grown = []
+        for t in out:
+            if not pattern.search(t):
+                continue
+            for say in rule["say"]:
+                try:
+                    v = pattern.sub(say, t)
+                except (re.error, IndexError):   # a wording with a group the match lacks
+                    continue
+                if v != t:
+                    grown.append(v)
+        for v in grown:
+            if len(out) >= _MAX_VARIANTS:
+                break
+            if v not in out:
+                out.append(v)
+    return tuple(out)
+
+
 @lru_cache(maxsize=1)
 def _templates() -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """(name, token pattern) of every phrase-bank entry, and of each sentence of a longer one."""
+    """(name, token pattern) of every phrase-bank entry, and of each sentence of a longer one
+    (a ``paraphrase`` rule counts with each of its wordings)."""
     from bargein.generators import phrases as P
 
     out = []
     for file in P.BANK_FILES:
         for key, items in P._load(file).items():
             for j, t in enumerate(items):
-                texts = [t] if isinstance(t, str) else [v for v in t.values() if isinstance(v, str)]
+                if key == "paraphrase" and isinstance(t, dict):
+                    texts = [w for w in t.get("say", ()) if "\\" not in w and len(w.split()) >= 4]
+                else:
+                    texts = [t] if isinstance(t, str) else [v for v in t.values() if isinstance(v, str)]
                 for x in texts:
                     if not x.strip():
                         continue
@@ -206,7 +243,8 @@ def templating(convs: list[Conversation]) -> tuple[float, int, int]:
         for s in c.scenario.kb.workflow.stages:
             kb += _sentence_patterns(s.description, vals)
             for tp in (*s.talking_points, *s.failure_handling):
-                kb += _sentence_patterns(tp, vals)
+                for variant in _reworded(tp):   # the same talking point in a bank's wording
+                    kb += _sentence_patterns(variant, vals)
         for g in c.scenario.kb.guidelines:
             kb += _sentence_patterns(g, vals)
         pieces = _Pieces(kb)

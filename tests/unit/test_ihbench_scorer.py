@@ -313,6 +313,14 @@ def test_written_and_spoken_numbers_are_the_same_words_to_the_checks():
     assert not quoted_in("account 83154", "That's account eight three one five three.")
     it = item("normal", interjection="By the way, it happened on the twenty first.")
     assert grounded_in("on the 21st", it) and not grounded_in("on the 14th", it)
+    # a number is one content word, ordinals as cardinals; a lone one/first/second is none
+    from bargein.scorers.ihbench_judges import _content
+
+    assert _content("the 31st of July") == _content("thirty-first of July") == _content("31 July")
+    assert _content("$312") == _content("three hundred and twelve") == {"#three hundred twelve"}
+    assert _content("9080") != _content("9550") and not _content("9080") & _content("9550")
+    assert _content("one of them, first") == {"first"} and _content("a second time") == {"secon", "time"}
+    assert not grounded_in("on the 1st", it)                      # "twenty one" is not "one"
 
 
 def test_criterion_kind_reads_the_criterion_grammar():
@@ -321,12 +329,14 @@ def test_criterion_kind_reads_the_criterion_grammar():
     for c in ("It does not read the booking details again.", "No slot already heard is read out again.",
               "The old figure is not used any more.", "The explanation of the fees is dropped.",
               "The description is skipped.", "Leaves out the rest of the rules.", "Doesn't restart.",
-              "The reply never argues."):
+              "The reply never argues.", 'Does not acknowledge the backchannel (no "great").'):
         assert criterion_kind(c) == "avoid", c
     for c in ("The late arrival is acknowledged.", "Asks for the registration number right away.",
               "The correction is accepted without any pushback.",
               "The reply carries on from the list instead of starting it over.",
-              "Delivery is offered rather than collection.", "Notes the new date."):
+              "Delivery is offered rather than collection.", "Notes the new date.",
+              "The Sunday question is answered (no phone support on Sundays).",
+              'Quotes the caller\'s "I\'m not paying that" back with empathy.'):
         assert criterion_kind(c) == "do", c
 
 
@@ -373,9 +383,62 @@ def test_rq_split_mode_asks_forbidding_criteria_for_the_words_that_break_them():
         LLMJudge("s:m", workdir=None, llm=m, rq_mode="vote")
 
 
+def test_a_word_the_user_said_is_not_forbidden_by_a_rule_against_going_on():
+    """An "avoid" criterion forbids what it names and what the user already heard; the user's
+    own words are forbidden only by a rule about them (echoing, reacting, thanking). Hand-made
+    case: the impatient caller says "just check where it is"; a good reply asking "Which
+    postcode should I check?" does not break "the rest of the explanation is skipped"."""
+    from bargein.scorers.ihbench_judges import about_user_words, echoes, forbidden_content, shows_violation
+
+    it = item("impatient", interjection="I don't need the tracking lesson, just check where it is.")
+    skip = "The rest of the explanation of the documents is skipped."
+    assert not about_user_words(skip)
+    assert "check" not in forbidden_content(it, skip) and "photo" in forbidden_content(it, skip)
+    assert not shows_violation("Which postcode should I check?", it, skip)          # one shared word
+    assert not shows_violation("What postcode should I check it against?", it, skip)
+    assert shows_violation("a photo of the damage", it, skip)                  # what was heard again
+    # a real echo of the interjection breaks it still, whatever the rule
+    echo = "So, i don't need the tracking lesson, just check where it is. Got it."
+    assert echoes(echo, it) and shows_violation(echo, it, skip)
+    assert not echoes("just check it", it)                      # three of eleven words: no echo
+    # a rule about the user's words forbids them (more than half of the quote's content words)
+    react = "It does not comment on what the caller said."
+    assert about_user_words(react) and "check" in forbidden_content(it, react)
+    assert shows_violation("tracking lesson noted, I'll check", it, react)
+    assert not shows_violation("Which postcode and street should I check?", it, react)  # 1 of 3
+    for c in ("It says nothing about the member's \"uh-huh\".", "There is no reaction to the 'right'.",
+              "The reply does not thank the caller for the backchannel.",
+              "It does not repeat the caller's words back."):
+        assert about_user_words(c), c
+    for c in ("It does not simply carry on as if nothing was said.", "The fees are not stated again.",
+              "The caller is not asked whether they are sure."):
+        assert not about_user_words(c), c
+    # a backchannel of four words or fewer is echoed only when all of it is said back
+    filler = item("filler", interjection="Uh-huh, right.")
+    assert echoes("Uh-huh, right. So the police report", filler) and not echoes("right, so", filler)
+    # saying the corrected value back is the recovery of a correction, not an echo
+    corr = item("correction")
+    assert echoes("my policy number is 4471 0933", corr)
+    assert not shows_violation("your policy number is 4471 0933", corr, "It does not argue.")
+    # a word the user just said is theirs even when the heard text had it too
+    plan = item("correction", interjection="Sorry, correction, it's Business Plus, not Business.")
+    plan = plan.model_copy(update={"heard_text": "So that's the Business plan, twelve seats,"})
+    sure = "The caller is not asked whether they are sure about the plan."
+    assert "busin" not in forbidden_content(plan, sure) and "seats" in forbidden_content(plan, sure)
+    assert not shows_violation("Business Plus", plan, sure)
+    assert shows_violation("the Business plan, twelve seats", plan, sure)
+    # a number is one word: 9080 shares "nine thousand" with 9550 but is not the same content
+    addr = item("correction", interjection="Sorry, wrong address, it's 9080 Meadowlark Drive.")
+    addr = addr.model_copy(update={"heard_text": "I've opened a review for 9550 Delmar"})
+    old = "9550 Delmar Lane is no longer given as the address."
+    assert not shows_violation("I've changed the address to 9080 Meadowlark Drive.", addr, old)
+    assert shows_violation("the review for 9550 Delmar Lane", addr, old)
+
+
 def test_grounding_reads_the_users_turns_and_the_interrupted_message_not_politeness():
-    """A quote grounds a criterion by a content word of what the user said or what the
-    assistant was saying when cut; the assistant's earlier small talk does not count."""
+    """A quote grounds a criterion by content of what the user said or what the assistant was
+    saying when cut (two content words, or one name or number); the assistant's earlier small
+    talk does not count."""
     from bargein.scorers.ihbench_judges import grounded_in
 
     it = item("normal")
@@ -384,7 +447,14 @@ def test_grounding_reads_the_users_turns_and_the_interrupted_message_not_politen
     assert not grounded_in("Happy to help with whatever you need today.", polite)
     assert grounded_in("I'll note that it happened on Friday.", polite)          # the interjection
     assert grounded_in("and then the police report.", polite)                     # the planned message
-    assert grounded_in("a copy of the report", polite)           # one word of the case is enough
+    # one common word of the case is not enough; two are, or one name or number of the case
+    assert not grounded_in("a copy of the report", polite)
+    assert not grounded_in("What's next for you?", polite.model_copy(update={
+        "planned_text": "Your next bill is due soon."}))
+    assert grounded_in("the report from Friday", polite)                       # two words
+    assert grounded_in("Friday, then", polite)                                 # a name
+    assert grounded_in("3 of them", polite.model_copy(update={
+        "planned_text": "Send three pages."}))                                    # a number, said
 
 
 def test_no_judge_configured_stops_with_the_fix(monkeypatch):

@@ -80,7 +80,20 @@ def test_dev_and_heldout_parts_split_by_case():
     kinds = Counter(i.kind for i in items if i.axis == "rq" and case_of(i) in dev_cases())
     assert set(kinds) == {"normal", "impatient", "correction", "topic_switch", "filler", "pushback"}
     assert {i.axis for i in dev} == {i.axis for i in held} == {"tf", "rq", "ear_r", "ear_c"}
-    assert len(held) > 2 * len(dev)
+    # the added development cases are all dev and take no part in the hashed choice: per type
+    # one case of ihbench_cases.yaml in four is dev, the rest held out, as before they existed
+    from bargein.scorers.control_set import control_metadata, dev_only_cases
+
+    extra = dev_only_cases()
+    assert len(extra) >= 10 and extra <= dev_cases() and all(c.startswith("dev-") for c in extra)
+    assert not extra & {case_of(i) for i in held}
+    hashed = [i for i in items if case_of(i) not in extra]
+    for kind in ("normal", "impatient", "correction", "topic_switch", "filler", "pushback", "ear"):
+        cases = {case_of(i) for i in hashed if i.kind == kind}
+        assert len(cases & dev_cases()) == max(1, len(cases) // 4), kind
+    assert len(held) > 2 * len([i for i in hashed if case_of(i) in dev_cases()])
+    meta = control_metadata()["ihbench_dev_cases.yaml"]
+    assert meta["part"] == "dev" and "by hand" in meta["written_by"] and meta["source"]
     with pytest.raises(ConfigError, match="valid splits"):
         split(items, "test")
 
@@ -178,7 +191,7 @@ def test_model_judge_validation_over_the_openai_sdk(tmp_path, monkeypatch):
         assert rep.scorer("ihbench")["unscorable"] == 0               # re-asks recovered
         saved = sorted(p.name for p in (tmp_path / "judge_validation").glob("*.json"))
         assert saved == ["ear__openai_scripted-judge_judge_repair_v2.json",
-                         "ihbench__openai_scripted-judge_judge_tf_v3_both_orders_judge_rq_criterion_v2_judge_rq_avoid_v1_quotes_grounded_4.json"]
+                         "ihbench__openai_scripted-judge_judge_tf_v3_both_orders_judge_rq_criterion_v2_judge_rq_avoid_v1_quotes_grounded_5.json"]
         assert rep.axis("tf")["n"] and all(v.got == "tie" for v in rep.verdicts if v.item.axis == "tf")
         judge = get_judge("openai:scripted-judge", workdir=tmp_path)
         summary = validation_summary(judge, workdir=tmp_path, scorer="ihbench")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import random
+import re
 
 from bargein.verify.objects import system_keys
 
@@ -223,3 +224,115 @@ def test_replan_excludes_interruption_types_that_failed(scenarios):
     everything = planner.plan(st, random.Random(1), frozenset(
         ["normal", "impatient", "correction", "topic_switch", "filler", "pushback"]))
     assert not everything.interrupt
+
+
+def test_an_accepted_identity_alternative_is_carried_out_before_the_call_moves_on(scenarios):
+    """A caller who pushes back on an identity detail and takes the offered alternative ("we
+    could ask you a couple of questions about recent activity instead" -- "fine") is asked
+    those questions next; before, the next turn said "Thank you, Christina, you're verified"
+    with nothing checked (hand-read of seed 271828, two of eight conversations). The offers
+    are read from the bank data, the carried-out steps from the conversations."""
+    import yaml
+    from importlib import resources
+
+    steps = yaml.safe_load(resources.files("bargein.generators").joinpath(
+        "catalogue/phrases_pairs.yaml").read_text())["alternative_steps"]
+    offers = [(s["alternative"].removesuffix(" instead").lower(), s) for s in steps]
+    seen = carried = 0
+    for seed in range(4):
+        for n, scn in enumerate(scenarios):
+            msgs = run(scn, 100 * seed + n).messages
+            for i, m in enumerate(msgs[:-2]):
+                if m.role != "assistant" or m.interruption is not None:
+                    continue
+                step = next((s for probe, s in offers if probe in m.text.lower()), None)
+                nxt = msgs[i + 2].text
+                if step is None or any(p in nxt.lower() for p, _ in offers):
+                    continue                # no offer, or offered again after a side turn
+                if msgs[i + 1].text.rstrip().endswith("?"):
+                    continue                # the caller asked something back first
+                seen += 1
+                ask = re.sub(r"^(?:okay|then|so),?\s*", "", step["assistant"], flags=re.I).lower()
+                if ask[:40] in nxt.lower():     # (a leading "Okay," merges with the ack)
+                    carried += 1
+                    answer = msgs[i + 3].text
+                    assert answer and not answer.endswith("?"), (scn.id, answer)
+    assert seen >= 5, seen
+    assert carried == seen, (carried, seen)
+
+
+def test_a_pushback_on_a_charge_the_call_credits_is_not_defended(tmp_path):
+    """A caller disputing a bill line ("I'm not paying $43.97 for this") on a call whose plan
+    credits that very amount is not told "the $43.97 is set by our pricing rules, so I can't
+    just remove it myself" (hand-read of seed 271828: the gold contradicted the credit applied
+    two turns later)."""
+    res = generate_scenarios(60, 5, workdir=tmp_path, progress=False)
+    defended = re.compile(r"pricing rules|can't just remove|isn't something I can waive|"
+                          r"is what this costs|standard amount|set out in your terms", re.I)
+    money = re.compile(r"\$\d[\d,]*(?:\.\d\d)?")
+    seen = 0
+    for k, scn in enumerate(res.outputs):
+        credits = [tp for st in scn.kb.workflow.stages for tp in st.talking_points
+                   if re.search(r"\b(?:credit|refund)", tp, re.I)]
+        for seed in range(3):
+            msgs = run(scn, seed * 1000 + k).messages
+            for i, m in enumerate(msgs[:-2]):
+                if m.interruption is None or m.interruption.type != "pushback":
+                    continue
+                amounts = money.findall(msgs[i + 1].text)
+                if not any(a in tp for a in amounts for tp in credits):
+                    continue
+                seen += 1
+                assert not defended.search(msgs[i + 2].text), msgs[i + 2].text
+    assert seen >= 1
+
+
+def test_a_value_the_caller_confirmed_at_a_read_back_is_not_corrected_later(scenarios):
+    """"That's hestrada34@icloud.com, is that correct?" -- "Correct, yes, that's mine." is not
+    followed by "Sorry, my mistake, it's hestrada@williams-phillips.com" (hand-read of seed
+    5150: a correction of a value confirmed one turn earlier). Corrections still happen."""
+    yes = re.compile(r"^\W*(?:yes|yep|yeah|correct|mm-hm|uh-huh|that's (?:it|right|mine|correct))",
+                     re.I)
+    corrections = 0
+    for seed in range(3):
+        for n, scn in enumerate(scenarios):
+            msgs = run(scn, 50 * seed + n).messages
+            for i, m in enumerate(msgs):
+                if m.interruption is None or m.interruption.type != "correction":
+                    continue
+                fix = next((c for c in scn.intent.corrections
+                            if c.corrected_value in msgs[i + 1].text), None)
+                if fix is None:
+                    continue
+                corrections += 1
+                for j in range(i):
+                    a = msgs[j]
+                    if a.role == "assistant" and a.interruption is None and "?" in a.text \
+                            and fix.first_value in a.text and j + 1 < i:
+                        assert not yes.search(msgs[j + 1].text), (scn.id, a.text, msgs[j + 1].text)
+    assert corrections >= 5, corrections
+
+
+def test_nobody_cuts_in_on_the_greeting_or_skips_a_payment_link(scenarios):
+    """"Thank you for calling |" -- "Sorry, off topic, are your offices open ...?" cut in one
+    second into the call (hand-read of seed 5150, two of ten conversations); and an impatient
+    "skip this part" dropped "I'll text you a secure payment link", after which the new flight
+    was confirmed unpaid."""
+    greeting = re.compile(r"^(?:thank you|thanks) for (?:calling|ringing)[^.?!]*[.?!]|"
+                          r"^good (?:morning|afternoon|evening)[^.?!]*[.?!]", re.I)
+    openings = payments = 0
+    for seed in range(3):
+        for n, scn in enumerate(scenarios):
+            msgs = run(scn, 70 * seed + n).messages
+            for m in msgs:
+                if m.interruption is None:
+                    continue
+                g = greeting.match(m.text)
+                if g and m.index == 0:
+                    openings += 1
+                    assert len(m.heard_text) > g.end(), m.heard_text
+                rest = m.text[len(m.heard_text):]
+                if m.interruption.type == "impatient":
+                    payments += 1
+                    assert not re.search(r"\b(?:secure|payment) link\b", rest), m.text
+    assert openings >= 5 and payments >= 5, (openings, payments)

@@ -1,0 +1,295 @@
+"""Rules of the offline agents found by hand-reads of the third shift, each checked on its own:
+a call reaches its goal (it ends unfinished only at the hard cap), side questions do not come in
+runs, a change is not made before the caller says yes, a constraint on a choice already made is
+not raised, an airline has no monthly bill, and three checks that discarded good conversations
+(a refused confirmation code, a failure branch, the caller's own detail named)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from bargein.generators import grounded as G
+from bargein.generators import phrases as P
+from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+from bargein.generators.planner import _ACTS, _essential
+from bargein.generators.plan_state import ConversationState, Unit
+from bargein.generators.scenarios import generate_scenarios
+from bargein.records import Conversation, Scenario
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory) -> list[Scenario]:
+    res = generate_scenarios(30, 4242, workdir=tmp_path_factory.mktemp("scn"), progress=False)
+    assert not res.failures
+    return res.outputs
+
+
+def run(scn: Scenario, seed: int = 0) -> Conversation:
+    return _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+
+
+@pytest.fixture(scope="module")
+def busy(scenarios) -> list[Conversation]:
+    """Every scenario with a caller who cuts in often (the calls that used to hit the cap)."""
+    out = []
+    for n, s in enumerate(scenarios):
+        hot = s.with_(intent=s.intent.with_(interruption_rate=0.6, id=""), id="")
+        out.append(run(hot, n))
+    return out
+
+
+def test_a_busy_call_still_reaches_its_goal(busy):
+    # seed 7 before the fix: 5 of 50 calls ended at the turn cap with the goal not reached
+    unfinished = [c.id for c in busy if c.outcome is None]
+    assert not unfinished, unfinished
+    assert sum(len(c.interruptions) for c in busy) >= 4 * len(busy)   # still busy calls
+
+
+def test_side_questions_do_not_come_in_runs(busy):
+    for c in busy:
+        types = [m.interruption.type for m in c.messages if m.interruption]
+        assert types.count("topic_switch") <= 2, (c.id, types)
+        # never a side question cutting into the answer to the one before
+        rounds = [(m.index, m.interruption.type) for m in c.messages if m.interruption]
+        for (i, a), (j, b) in zip(rounds, rounds[1:]):
+            assert not (a == b == "topic_switch" and j == i + 2), (c.id, i, j)
+
+
+def test_the_agent_asks_before_it_makes_a_quoted_change(busy):
+    """After a price, "I'm applying the upgrade now" comes only after a yes to a question."""
+    for c in busy:
+        priced = False
+        for k, m in enumerate(c.messages):
+            if m.role != "assistant":
+                continue
+            text = m.spoken_text
+            if re.search(r"[$]\s?\d|\b\d+ dollars\b", text) and "?" not in text:
+                priced = True
+            if priced and any(_ACTS.match(text[a:]) for a in [0] + [x.end() for x in
+                                                                  re.finditer(r"[.!?]\s+", text)]):
+                prev_q = next((p for p in reversed(c.messages[:k]) if p.role == "assistant"), None)
+                assert prev_q is not None and prev_q.spoken_text.rstrip().endswith("?"), (c.id, k)
+                priced = False
+
+
+def test_acting_turns_are_recognised_and_never_trimmed():
+    assert _ACTS.match("I'm applying the upgrade now. The new features turn on immediately.")
+    assert _ACTS.match("Good. I'm setting the change to take effect on Sunday, December 7, 2025.")
+    assert _ACTS.match("The change is going through now.")
+    assert not _ACTS.match("I'm sending a six-digit code to your email now.")
+    assert not _ACTS.match("If you'd like, I'm happy to email you the prorated amount.")
+    assert _essential(Unit(kind="inform", stage="s", text="I'm applying the upgrade now."))
+
+
+def test_a_constraint_on_a_choice_already_made_is_not_raised(scenarios):
+    scn = next(s for s in scenarios if s.domain.name == "travel")
+    st = ConversationState(scenario=scn, target_messages=30)
+    pair = {"user": "Quick thing, I'd rather not fly overnight.", "assistant": "x",
+            "until": r"\bI'm holding\b"}
+    assert st._fits_goal(pair)
+    st.said = "On Monday, flight MA 1234 has seats. I'm holding the new flight for you."
+    assert not st._fits_goal(pair)
+    # the packaged flight-choice pairs carry such a condition
+    bank = P.bank("pairs", "normal_constraint.travel")
+    overnight = next(p for p in bank if "overnight" in p["user"])
+    assert re.search(overnight["until"], "I'm holding the new flight for you.")
+    assert re.search(overnight["until"], "You're now on flight MA 1234 on Monday.")
+
+
+def test_a_hidden_fact_past_its_until_is_not_volunteered(scenarios):
+    from bargein.generators.catalogue_loader import load_catalogue
+    goal = load_catalogue().domains["travel"].goals["change_flight_date"]
+    wedding = next(h for h in goal.hidden if h.key == "connecting_event")
+    assert wedding.until and re.search(wedding.until, "You're now on flight MA 2020 on Friday.")
+    scn = next((s for s in scenarios if any(h.key == "connecting_event"
+                                            for h in s.intent.hidden_facts)), None)
+    if scn is None:
+        pytest.skip("no scenario of this seed has the wedding")
+    st = ConversationState(scenario=scn, target_messages=30)
+    assert "connecting_event" in st.volunteerable()
+    st.said = "I'm holding the new flight for you."
+    assert "connecting_event" not in st.volunteerable()
+
+
+def test_hidden_facts_only_reach_goals_they_fit():
+    from bargein.generators.catalogue_loader import load_catalogue
+    doms = load_catalogue().domains
+    def fits(dom: str, goal: str, key: str) -> bool:
+        g = doms[dom].goals[goal]
+        text = " ".join([g.goal.name, g.goal.description,
+                         *(tp for st in g.workflow.stages for tp in st.talking_points)])
+        h = next(h for h in g.hidden if h.key == key)
+        return not h.when or re.search(h.when, text, re.I) is not None
+    assert not fits("healthcare", "request_medical_records", "work_schedule")
+    assert fits("healthcare", "reschedule_appointment", "work_schedule")
+    assert not fits("subscription_media", "add_family_member", "budget_pressure")
+    assert not fits("saas", "recover_admin_access", "procurement_rule")
+    assert not fits("telecom", "port_in_number", "competitor_offer")
+    assert fits("telecom", "upgrade_mobile_plan", "competitor_offer")
+
+
+def test_an_airline_offers_no_monthly_bill_as_identity_check():
+    for i in range(40):
+        text = G.recover_pushback(random.Random(i), "requirement", "my confirmation code",
+                                  domain="travel")
+        assert not re.search(r"\bbill\b|activity on the account|security questions", text), text
+    # other domains keep them
+    seen = {G.recover_pushback(random.Random(i), "requirement", "my account number",
+                               domain="telecom") for i in range(60)}
+    assert any("bill" in t or "activity on the account" in t for t in seen)
+
+
+# ---- checks that discarded good conversations --------------------------------------------------
+def _conv(scn: Scenario, texts: list[tuple[str, str]], cut: dict[int, str] | None = None,
+          stages: list[str | None] | None = None) -> Conversation:
+    from bargein.records.conversation import Interruption, Message
+    msgs = []
+    for i, (role, text) in enumerate(texts):
+        heard = (cut or {}).get(i)
+        inter = None
+        if heard is not None:
+            inter = Interruption(type="pushback", cut_word_index=len(heard.split()),
+                                 cut_char_offset=len(heard), heard_text=heard, overlap_ms=300,
+                                 interjection=texts[i + 1][1])
+        msgs.append(Message(index=i, role=role, text=text, heard_text=heard, interruption=inter,
+                            stage=(stages or [None] * len(texts))[i]))
+    return Conversation(scenario=scn, messages=tuple(msgs), outcome="resolved")
+
+
+def test_a_refused_code_the_agent_asked_for_is_no_system_value(scenarios):
+    from bargein.verify.quality import user_states_system_value
+    # a goal whose first stage asks the caller for the code (the loyalty upgrade finds the
+    # booking from the loyalty number: the code is the system's there)
+    scn = next((s for s in scenarios if s.domain.name == "travel"
+                and s.goal.name != "redeem_loyalty_upgrade"), None)
+    if scn is None:
+        pytest.skip("no booking-code travel call in this seed")
+    scn = scn.with_(intent=scn.intent.with_(provides=tuple(
+        k for k in scn.intent.provides if k != "confirmation_code"), id=""), id="")
+    code = scn.kb.fact("confirmation_code").value
+    asked = "Could I get your six-character confirmation code and the last name on the booking?"
+    conv = _conv(scn, [
+        ("assistant", f"Thanks for calling. {asked} The code is at the top of your email."),
+        ("user", "I'd rather not give out my six-character confirmation code over the phone."),
+        ("assistant", "That's fair. I can look the booking up from the number you're calling from."),
+        ("user", "Okay, do that."),
+        ("assistant", f"I have booking {code} for you. Let me read the itinerary back."),
+    ], cut={0: "Thanks for calling. Could I get your six-character confirmation code"})
+    assert not user_states_system_value(conv)
+    # a value the records state first and the caller then "corrects" is still the defect
+    told = _conv(scn, [
+        ("assistant", f"I have booking {code} here, departing on Monday."),
+        ("user", "No, that's wrong, the confirmation code is not that, it's ABCDEF."),
+        ("assistant", "Let me check that."),
+    ])
+    assert user_states_system_value(told)
+
+
+def test_a_stage_on_a_failure_branch_is_not_owed_after_a_skip(scenarios):
+    from bargein.verify.coherence import skipped_stages
+    scn = next((s for s in scenarios if s.goal.name == "troubleshoot_home_internet"), None)
+    if scn is None:
+        from bargein.generators.catalogue_loader import load_catalogue  # noqa: F401
+        pytest.skip("seed has no troubleshooting call")
+    names = scn.kb.workflow.stage_names
+    before = names[:names.index("verify_fix") + 1]
+    texts, stages = [], []
+    for n in before:
+        texts += [("assistant", f"Now the {n} step."), ("user", "Okay.")]
+        stages += [n, n]
+    conv = _conv(scn, texts[:-1], stages=stages[:-1])
+    # verify_fix's "next" ends the call (service restored); the technician visit and its
+    # confirmation are the failure branch
+    assert skipped_stages(conv, "verify_fix") == []
+    # a stage the main path still leads to is owed
+    owed = []
+    for other in scenarios:                 # a call that stopped after its first stage
+        first = other.kb.workflow.stage_names[0]
+        owed += skipped_stages(_conv(other, [("assistant", "Hello there."), ("user", "Hi."),
+                                             ("assistant", "Bye now.")],
+                                     stages=[first, first, first]), first)
+    assert owed
+
+
+def test_a_caller_may_name_their_own_detail(scenarios):
+    from bargein.records.conversation import Message
+    from bargein.verify.leakage import find_leaks
+    scn = next((s for s in scenarios if "card_last4" in s.intent.provides), None)
+    if scn is None:
+        pytest.skip("no scenario of this seed has the caller give card digits")
+    conv = _conv(scn, [("assistant", "What's the email on the account?"), ("user", "x")])
+    msg = Message(index=1, role="user", text="Oh, and the last four digits of my card are 2328.")
+    assert not find_leaks(msg, "What's the email on the account?", conv)
+
+
+def test_a_backchannel_after_a_number_and_a_comma_is_not_inside_a_quantity():
+    from bargein.verify.discourse import _MULTI
+    qty = dict(_MULTI)["quantity"]
+    assert not qty.search("upgraded on flight MA 2692, seat 3C")
+    assert qty.search("it covers 2 seats on the plan")
+    assert qty.search("within 3,500 dollars of it")
+
+
+def test_an_offer_the_caller_turned_down_is_not_made_again():
+    from bargein.generators.planner import _drop_declined, _offered_words
+    words = _offered_words("You qualify for a full refund. Before I do that, would you rather "
+                           "keep the membership on a quarterly plan instead?")
+    assert words == {"quarterly", "membership"} or "quarterly" in words
+    later = ("You can either cancel it outright, or move to quarterly billing and keep access. "
+             "Quarterly costs a little more over a year. If you cancel, your lists are kept.")
+    assert _drop_declined(later, words) == "If you cancel, your lists are kept."
+    assert _drop_declined("Your refund goes to the card.", words) == "Your refund goes to the card."
+    assert not _offered_words("I've noted the new address. What's the postcode?")
+
+
+def test_a_backchannel_never_nods_again_at_the_rest_of_a_nodded_sentence(busy):
+    for c in busy:
+        prev = None
+        for m in c.messages:
+            if m.role != "assistant":
+                continue
+            t = m.interruption.type if m.interruption else None
+            assert not (prev == "filler" and t == "filler"), (c.id, m.index)
+            prev = t
+
+
+def test_the_caller_does_what_the_turn_asks_and_says_so():
+    """'read it to me when you see it' -- 'Thank you, that's clear' left the code unread and
+    the call went on verified; 'let me know once you've signed' -- 'Right, I hadn't realised
+    that' and the next turn said 'I've received the signed form' (hand-read, seed 8675)."""
+    from bargein.generators.planner import _task_asked
+    assert _task_asked("It can take up to a minute to arrive, so just read it to me when you "
+                       "see it.") == "code"
+    assert _task_asked("The form lists what's shared. Let me know once you've signed and I'll "
+                       "check it came through.") == "sign"
+    assert _task_asked("Tell me once you've entered the new card.") == "done"
+    assert _task_asked("Could you read me the code when it arrives?") == ""   # a question
+    assert _task_asked("I'm sending a secure link. It opens the billing page.") == ""
+    for key in ("task_done_code", "task_done_sign", "task_done_done"):
+        assert P.bank("user", key)
+
+
+def test_a_resume_lead_does_not_repeat_the_contents_first_word():
+    from bargein.generators.assistant_sim import _resume
+    for i in range(200):
+        lead, content = _resume(random.Random(i), "So that's 2 copies by electronic PDF.")
+        said = f"{lead} {content}".lower()
+        assert "so, so " not in said and "so so " not in said, said
+
+
+def test_side_remarks_reach_only_goals_they_fit():
+    bank = {p["user"]: p for k in ("normal_constraint.travel", "normal_constraint.education")
+            for p in P.bank("pairs", k)}
+    dog = next(p for u, p in bank.items() if "service dog" in u)
+    scholarship = next(p for u, p in bank.items() if "scholarship" in u)
+    assert not re.search(dog["when"], "cancel_within_24_hours")     # a booking being cancelled
+    assert re.search(dog["when"], "change_flight_date")
+    assert not re.search(scholarship["when"], "order_official_transcript")
+    from bargein.generators.catalogue_loader import load_catalogue
+    goal = load_catalogue().domains["travel"].goals["cancel_within_24_hours"]
+    text = " ".join([goal.goal.name, goal.goal.description,
+                     *(tp for st in goal.workflow.stages for tp in st.talking_points)])
+    assert not [h.key for h in goal.hidden if not h.when or re.search(h.when, text, re.I)]
