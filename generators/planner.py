@@ -271,6 +271,7 @@ class RulePlanner:
         if unit.kind == "farewell":
             return RoundPlan(**base, stage=None, assistant_action="farewell", unit=unit,
                              transition=transition, rationale="terminal outcome: say goodbye")
+        st.current = unit.text or ""        # what this turn says counts for "until" conditions
         user_action, facts = self._user_action(st, unit, rng)
         plan = dict(base, stage=unit.stage, assistant_action=action, unit=unit, stage_lead=lead,
                     user_action=user_action, user_facts=facts, transition=transition)
@@ -831,7 +832,10 @@ def unheard_question(text: str, heard_chars: int) -> str:
 # a question asking the caller to confirm what the turn reads out ("So that's Portugal and Spain,
 # leaving Friday. Is that right, ...?")
 # the turn asks the caller to do something now: skipping it would skip the step's own work
-_CALLER_TASK = re.compile(r"\bread (?:it|them|the code|that) (?:out|back|to me)\b|\bwhen it (?:arrives|comes "
+_CALLER_TASK = re.compile(r"\bif you (?:haven't|have not|don't|do not) [^.?!]{0,60}, (?:file|call|send|contact|"
+                          r"reply|bring|submit|ask)\b|"    # what the caller must do if ... ("If you
+                          # haven't heard back by then, file the formal appeal anyway")
+                          r"\bread (?:it|them|the code|that) (?:out|back|to me)\b|\bwhen it (?:arrives|comes "
                           r"through)\b|\b(?:try|open|restart|unplug|plug|reboot|sign in|log in|tap|"
                           r"press|hold down|go to|check|lock|turn off|turn on|switch off) (?:the|your|it|that|again|in|out|back)\b|"
                           r"\blet me know (?:when|if|once)\b|\btell me (?:when|once|what you see)\b|"

@@ -340,3 +340,50 @@ def test_an_accepted_fee_or_policy_alternative_is_carried_out():
             step = alternative_step(f"What I can do is this: I could {alt}. Would that help?")
             assert step is not None, alt
             assert step["assistant"].strip() and step["user"].strip()
+
+
+def test_a_conditional_instruction_to_the_caller_is_not_skipped():
+    """'If you haven't heard back by then, | file the formal appeal anyway' -- 'skip it' --
+    'Anything else?' (seed 24601)."""
+    from bargein.generators.planner import _CALLER_TASK
+    assert _CALLER_TASK.search("If you haven't heard back by then, file the formal appeal anyway "
+                               "to keep your rights.")
+    assert not _CALLER_TASK.search("If you haven't chosen a car yet, I can pre-approve you.")
+
+
+def test_a_clause_answer_is_not_acknowledged_as_a_thing_held():
+    """'Thank you, I have for an online order this morning.' (seed 24601)"""
+    from bargein.generators.assistant_sim import RuleAssistant
+    from bargein.generators.catalogue_loader import load_catalogue  # noqa: F401
+    import tempfile
+    scn = generate_scenarios(1, 3, workdir=tempfile.mkdtemp(), progress=False).outputs[0]
+    agent = RuleAssistant(scn)
+    for i in range(40):
+        ack = agent._ack({"kind": "fact", "key": "last_used", "value": "for an online order "
+                          "this morning"}, random.Random(i))
+        assert "for an online order" not in ack, ack
+
+
+def test_a_constraint_is_not_raised_on_the_turn_that_presents_the_choice(scenarios):
+    scn = next(s for s in scenarios if s.domain.name == "travel")
+    st = ConversationState(scenario=scn, target_messages=30)
+    bank = P.bank("pairs", "normal_constraint.travel")
+    overnight = next(p for p in bank if "overnight" in p["user"])
+    st.current = "The earliest option is flight MA 7232, departing at 1:10 PM."
+    assert not st._fits_goal(overnight)
+
+
+def test_a_label_inside_another_word_is_no_correction(scenarios):
+    """'Oh, something else, I had another damaged order ...' was read as correcting the
+    system-held 'damage' (two discards, seed 24601)."""
+    from bargein.verify.quality import user_states_system_value
+    import tempfile
+    pool = scenarios + generate_scenarios(40, 7, workdir=tempfile.mkdtemp(), progress=False).outputs
+    scn = next(s for s in pool if s.goal.name == "return_damaged_item")
+    dmg = scn.kb.fact("damage").value          # the records state it first: held by the system
+    conv = _conv(scn, [("assistant", f"I'm sorry the item arrived with {dmg}."),
+                       ("user", "Oh, something else, I had another damaged order 7 months ago."),
+                       ("assistant", "I've noted it.")])
+    from bargein.verify.quality import held_keys
+    assert "damage" in held_keys(conv)
+    assert not [v for v in user_states_system_value(conv) if "'damage'" in v.issue]
