@@ -100,6 +100,10 @@ def _resume(rng: random.Random, content: str, topic: str = "") -> tuple[str, str
     content = content[:1].upper() + content[1:]
     low = lower_first(content)
     options = [lead for lead in leads if lead.endswith(",") == (low != content)] or list(leads)
+    first = content.split(" ", 1)[0].lower().strip(",.")
+    # "Right, so," + "so that's 2 copies" says "so, so": not a lead ending in the content's word
+    options = [lead for lead in options
+               if lead.rstrip(",.").split()[-1].lower() != first] or options
     lead = rng.choice(options)
     return lead, (low if lead.endswith(",") else content)
 

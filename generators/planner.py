@@ -400,6 +400,10 @@ class RulePlanner:
                 if option:
                     return "choose", {"option": option}
             return "choose", {"reply": reply}
+        task = _task_asked(unit.text or "") if unit.kind != "close" else ""
+        if task:                        # "read it to me when you see it", "let me know once
+            return "choose", {"reply": _fill_step(rng.choice(P.bank("user", f"task_done_{task}")), rng)}
+                                        # you've signed": the caller does it and says so
         vol = [k for k in st.volunteerable(self._upcoming_keys(st))   # never what this turn says
                if not (unit.text and st.in_text(k, unit.text))]
         corr = [k for k in vol if st.correction(k) is not None]
@@ -662,6 +666,29 @@ def alternative_step(text: str, side: str = "alternative") -> dict[str, str] | N
         if probe and probe in low:
             return step
     return None
+
+
+_TASK_CODE = re.compile(r"\bread (?:it|them|the code|that|the digits) (?:out |back )?(?:to me )?(?:when|once|as soon as)\b|"
+                        r"\b(?:read|tell) me the code\b|\bread me the (?:six|four)-digit code\b", re.I)
+_TASK_SIGN = re.compile(r"\b(?:let me know|tell me) (?:once|when) you've (?:signed|e-signed)\b", re.I)
+_TASK_DONE = re.compile(r"\b(?:let me know|tell me) (?:once|when) (?:you've|you have|it's) "
+                        r"(?:entered|added|saved|approved|clicked|opened|done|submitted|uploaded|sent|"
+                        r"finished|restarted|signed in)\b", re.I)
+
+
+def _task_asked(text: str) -> str:
+    """What the turn's last sentence asks the caller to do now and report back ("read it to
+    me when you see it": ``code``; "let me know once you've signed": ``sign``; "tell me once
+    you've entered it": ``done``), or '' (a question is answered as a question)."""
+    sents = [x.strip() for x in re.findall(r"[^.?!]+[.?!]*", text) if x.strip()]
+    last = sents[-1] if sents else ""
+    if not last or last.endswith("?"):
+        return ""
+    if _TASK_CODE.search(last):
+        return "code"
+    if _TASK_SIGN.search(last):
+        return "sign"
+    return "done" if _TASK_DONE.search(last) else ""
 
 
 def _fill_step(template: str, rng: random.Random) -> str:

@@ -254,3 +254,42 @@ def test_a_backchannel_never_nods_again_at_the_rest_of_a_nodded_sentence(busy):
             t = m.interruption.type if m.interruption else None
             assert not (prev == "filler" and t == "filler"), (c.id, m.index)
             prev = t
+
+
+def test_the_caller_does_what_the_turn_asks_and_says_so():
+    """'read it to me when you see it' -- 'Thank you, that's clear' left the code unread and
+    the call went on verified; 'let me know once you've signed' -- 'Right, I hadn't realised
+    that' and the next turn said 'I've received the signed form' (hand-read, seed 8675)."""
+    from bargein.generators.planner import _task_asked
+    assert _task_asked("It can take up to a minute to arrive, so just read it to me when you "
+                       "see it.") == "code"
+    assert _task_asked("The form lists what's shared. Let me know once you've signed and I'll "
+                       "check it came through.") == "sign"
+    assert _task_asked("Tell me once you've entered the new card.") == "done"
+    assert _task_asked("Could you read me the code when it arrives?") == ""   # a question
+    assert _task_asked("I'm sending a secure link. It opens the billing page.") == ""
+    for key in ("task_done_code", "task_done_sign", "task_done_done"):
+        assert P.bank("user", key)
+
+
+def test_a_resume_lead_does_not_repeat_the_contents_first_word():
+    from bargein.generators.assistant_sim import _resume
+    for i in range(200):
+        lead, content = _resume(random.Random(i), "So that's 2 copies by electronic PDF.")
+        said = f"{lead} {content}".lower()
+        assert "so, so " not in said and "so so " not in said, said
+
+
+def test_side_remarks_reach_only_goals_they_fit():
+    bank = {p["user"]: p for k in ("normal_constraint.travel", "normal_constraint.education")
+            for p in P.bank("pairs", k)}
+    dog = next(p for u, p in bank.items() if "service dog" in u)
+    scholarship = next(p for u, p in bank.items() if "scholarship" in u)
+    assert not re.search(dog["when"], "cancel_within_24_hours")     # a booking being cancelled
+    assert re.search(dog["when"], "change_flight_date")
+    assert not re.search(scholarship["when"], "order_official_transcript")
+    from bargein.generators.catalogue_loader import load_catalogue
+    goal = load_catalogue().domains["travel"].goals["cancel_within_24_hours"]
+    text = " ".join([goal.goal.name, goal.goal.description,
+                     *(tp for st in goal.workflow.stages for tp in st.talking_points)])
+    assert not [h.key for h in goal.hidden if not h.when or re.search(h.when, text, re.I)]
