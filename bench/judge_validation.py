@@ -22,22 +22,22 @@ words that meet it, one that forbids something for the words that break it), eac
 resting on a quote checked in code (words of the response that name something of the
 conversation, or that say again what is forbidden; the gates are also printed without that
 second check, from the same cached answers), TF in both orders, EAR's repair category and
-correctness (``--ear-limit``). Last held-out run, the gates over the whole held-out part
-(1.5B, one thread, shared CPU; ``--part heldout --limit 0 --gate-limit 54 --ear-limit 0
---rq-limit 0 --tf-limit 0``; criterion prompt v2, quote checks v4: written numbers compared as
-spoken, a "met" whose quote is not words of the response or names nothing of the case asked
-once more): paraphrase_pass_rate 0.685 (n 54; goal >= 0.80 NOT met), template_fail_rate 1.000
-(n 36), gate kappa 0.635 (accuracy 0.811, n 90, unscorable 0); without the checks on the quotes
-0.296 / 0.750, kappa 0.041; the smoke judge on the same items 0.870 / 1.000, kappa 0.843. On
-the dev part the same judge gave 0.944 (n 18) / 0.917 (n 12), kappa 0.861. The judge before
-(prompt v1, checks without spoken numbers or the second ask) gave on the held-out part 0.741
-(n 54) / 1.000 (n 36), kappa 0.696, and 0.889 / 0.917 on the dev part: what helped on the dev
-part did not carry over (a difference of 3 of 54, within one standard error). A stricter
-grounding (a word the user said, or two of the interrupted message) failed the dev part's one
-passing template but passed 10/18 paraphrases of development cases written apart from the
-control set instead of 15/18, and 0.667 (n 54) on the held-out part; it was dropped. From
-earlier held-out runs: RQ over every category kappa 0.437 (n 40); ear_kappa
-0.750 (n 24: R 12/12, C 9/12, every miss a wrong value judged correct). A baseline of
+correctness (``--ear-limit``).
+
+Last held-out run (the one run of this judge version, after every choice was made on the dev
+part; 1.5B, one thread; ``--part heldout --limit 0 --gate-limit 54 --ear-limit 0 --rq-limit 0
+--tf-limit 0``; criterion prompt v2, avoid prompt v1, quote checks v5: a number is one word,
+an avoid criterion forbids what it names and what the user heard but not the words the user
+just said (the interjection only for a rule about the user's words, or a real echo of it), a
+"met" quote must share two content words with the case or one name or number):
+paraphrase_pass_rate 0.759 (n 54; goal >= 0.80 NOT met), template_fail_rate 1.000 (n 36),
+gate kappa 0.716 (accuracy 0.856, n 90, unscorable 0); without the checks on the quotes 0.296 /
+0.750, kappa 0.041; the smoke judge on the same items 0.870 / 1.000, kappa 0.843. The judge
+before (quote checks v4) gave 0.685 / 1.000, kappa 0.635 on the same items, and the one before
+that 0.741 / 1.000, kappa 0.696. On the dev part (control-v2: the six hashed dev cases and the
+eleven cases of ``ihbench_dev_cases.yaml``): checks v5 0.882 (n 51) / 1.000 (n 34), kappa
+0.857; checks v4 0.784 / 0.971 (the avoid fix alone: 0.922 / 0.971).
+A baseline of
 the same run: a judge that always answers "pass"/"A"/"answer"/"correct" (kappa 0 by
 construction), so every kappa prints beside what agreement by a constant answer gives. Answers
 are cached under ``--workdir``: an interrupted run resumes. Imports only the package.

@@ -344,6 +344,7 @@ class ConversationState:
     agreed: bool = True                                      # the caller said yes to the change
                                                              # since the last price was quoted
     said: str = ""                                           # what the assistant said so far
+    current: str = ""                                        # what the turn being planned says
     declined: set[str] = field(default_factory=set)          # words of offers the caller turned
                                                              # down ("monthly")
 
@@ -433,7 +434,7 @@ class ConversationState:
         # avoid links" in a call that sends a payment link, "everything by text" where the
         # confirmation is emailed)
         until = pair.get("until")
-        if until and re.search(until, self.said, re.I):
+        if until and re.search(until, f"{self.said} {self.current}", re.I):
             return False        # "I'd rather not fly overnight" once the flight is already held
         return (not when or re.search(when, text, re.I) is not None) and \
             (not unless or re.search(unless, text, re.I) is None)
@@ -473,7 +474,7 @@ class ConversationState:
             return set()
         goal = dom.goals.get(self.scenario.goal.name) if dom is not None else None
         return {h.key for h in (goal.hidden if goal is not None else ())
-                if h.until and re.search(h.until, self.said, re.I)}
+                if h.until and re.search(h.until, f"{self.said} {self.current}", re.I)}
 
     def is_hidden(self, key: str) -> bool:
         return any(f.key == key for f in self.scenario.intent.hidden_facts)

@@ -1,7 +1,7 @@
 """The judge control set: hand-labelled judgments a judge must reproduce (package data).
 
     items = control_items()                  # list[ControlItem], IHBench TF/RQ and EAR R/C
-    len(items), {i.axis for i in items}      # ~500, {"tf", "rq", "ear_r", "ear_c"}
+    len(items), {i.axis for i in items}      # ~700, {"tf", "rq", "ear_r", "ear_c"}
 
 Cases are written by hand in ``scorers/control/*.yaml`` (independent of the generator's
 catalogue, phrase banks and rubric wording): ``ihbench_cases.yaml`` (split into dev and
