@@ -196,6 +196,19 @@ class LLMAgents:
 
             def settle(t: AssistantTurn) -> AssistantTurn:
                 return t if content_words(t.text) & fact else t.model_copy(update={"acknowledgement": taken})
+        elif rec is not None and rec.type == "topic_switch" and rec.detail.get("pair"):
+            # likewise the answer to the caller's side request: the planned pair's answer and a
+            # steer back when the model's turn names nothing of the request (seen on the 1.5B
+            # model in a call the verifier accepted: three side requests, "can I save a second
+            # delivery address for my office?", "do you deliver to PO boxes?", each answered by
+            # the cut turn said again word for word)
+            d = rec.detail
+            answer = P.join(P.pair(d, "topic_switch")["assistant"], P.pick(rng, "assistant", "back_to_task"))
+            asked = content_words(rec.interjection) - content_words(rec.heard_text) - _GENERIC_ASK
+
+            def settle(t: AssistantTurn) -> AssistantTurn:
+                return t if not asked or content_words(t.text) & asked \
+                    else t.model_copy(update={"acknowledgement": answer})
         so_far = self._so_far
         if so_far is None or len(so_far.messages) != len(messages):
             from bargein.generators.conversation import _partial
@@ -277,6 +290,11 @@ class LLMAgents:
                            interjection=out.interjection.strip(), overlap_ms=cut.overlap_ms,
                            detail=detail)
 
+
+# words of a side request that name no topic ("Oh, quick one, can I ... while I'm here?")
+_GENERIC_ASK = frozenset({"quick", "one", "question", "different", "totally", "while", "here",
+                          "also", "actually", "can", "could", "change", "ask", "wait", "oh",
+                          "sorry", "another", "thing", "unrelated", "something", "else"})
 
 #: caller replies whose words the offline bank has a line for (an example drawn per reply)
 PLAIN_REPLIES = ("ack", "accept", "close", "confirm")
