@@ -348,6 +348,21 @@ def test_a_side_request_the_recovery_leaves_out_is_answered(tmp_path):
     asked = content_words(plan.recovery.interjection) - content_words(plan.recovery.heard_text)
     assert content_words(turn.text) & asked
     # the model's own answer naming the request stays
-    own = "About " + plan.recovery.interjection.rstrip("?.!") + ": yes, we can."
+    own = f"Yes, we can help with the {' and '.join(sorted(asked))} too."
     kept = asyncio.run(LLMAgents(scn, Model(own), "test").assistant_turn(plan, messages, random.Random(0), 0))
     assert kept.acknowledgement == own and answer not in kept.text
+
+
+def test_the_callers_sentence_in_the_assistants_turn_is_refused():
+    """From a verifier-accepted 1.5B call (bench/llm_real.py): the assistant's turn after the
+    caller gave the order number opened with the caller's own answer. A value read back in the
+    assistant's own sentence is not the caller's words."""
+    from bargein.generators.llm_agents import callers_words
+
+    caller = ["Sure, it's H H, one three eight nine, four zero zero five."]
+    bad = ("Great, thank you for confirming the email. Sure, it's H H, one three eight nine, four "
+           "zero zero five. I've found order HH-1389-4005.")
+    assert callers_words(bad, caller) and "Sure, it's H H" in callers_words(bad, caller)[0]
+    ok = "Thanks. Just checking I heard you right: H H, one three eight nine, four zero zero five?"
+    assert callers_words(ok, caller) == []
+    assert callers_words("Yes, that's correct. I've found it.", ["Yes, that's correct."]) == []
