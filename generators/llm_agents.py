@@ -85,8 +85,11 @@ class FillerInterjection(BaseModel):
 
 
 async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseModel], *,
-                    agent: str, check: Callable[[Any], list[str]], sample: int = 0) -> Any:
-    """Ask for ``schema``; re-ask with the plan errors; raise :class:`PlanBroken` with evidence."""
+                    agent: str, check: Callable[[Any], list[str]], sample: int = 0,
+                    reask: list[dict[str, str]] | None = None) -> Any:
+    """Ask for ``schema``; re-ask with the plan errors; raise :class:`PlanBroken` with evidence.
+    ``reask``: the request a re-ask repeats with the errors (default ``messages``), e.g. one
+    without the worked example the refused answers copied."""
     attempts: list[dict[str, Any]] = []
     msgs = list(messages)
     for n in range(ASK_ATTEMPTS):
@@ -105,7 +108,8 @@ async def ask_valid(llm: Any, messages: list[dict[str, str]], schema: type[BaseM
         # own answer, the 1.5B model wrote it again word for word (three times in a row, at
         # temperature 0.8 with new seeds)
         refused = "\n".join(f"- {e}" for e in dict.fromkeys(e for a in attempts for e in a["errors"]))
-        msgs = [*messages[:-1], {"role": messages[-1]["role"], "content": messages[-1]["content"]
+        base = reask or messages
+        msgs = [*base[:-1], {"role": base[-1]["role"], "content": base[-1]["content"]
                                  + "\n\nYour answer breaks the plan:\n" + refused
                                  + "\nAnswer again with the whole JSON object, different and fixed."}]
     # the end of what the agent was sent (the last turns and the direction), so the failures file
@@ -213,7 +217,21 @@ class LLMAgents:
 
     async def user_reply(self, plan, heard, rng, sample) -> str:
         up = user_plan(plan)
-        agent, msgs = user_messages(up, heard)
+        # a plain reply's example is drawn from the offline caller's bank for this reply (a
+        # line not said before in the call): told only to "react briefly", the 1.5B model said
+        # its previous line again, then, refused, read the assistant's words back ("I've
+        # already cancelled the booking and requested a refund of $635.32 ..."), and the call
+        # failed on an acknowledgement
+        drawn = None
+        if up.action in PLAIN_REPLIES:
+            own = {normalise(m["text"]) for m in heard if m["role"] == "user"}
+            last = heard[-1]["text"] if heard and heard[-1]["role"] == "assistant" else ""
+            for _ in range(6):
+                line = self.cutter.reply(up, rng, last)
+                if normalise(line) not in own:
+                    drawn = line
+                    break
+        agent, msgs = user_messages(up, heard, example=drawn)
 
         def check(r: UserReply) -> list[str]:
             return check_user_reply(up, r.utterance) + repeats(r.utterance, heard)
@@ -258,6 +276,10 @@ class LLMAgents:
         return Interjected(heard=cut.heard, cut_word_index=cut.cut_word_index,
                            interjection=out.interjection.strip(), overlap_ms=cut.overlap_ms,
                            detail=detail)
+
+
+#: caller replies whose words the offline bank has a line for (an example drawn per reply)
+PLAIN_REPLIES = ("ack", "accept", "close", "confirm")
 
 
 # judged on a whole call only: "not carried out (yet)" on a call that has not ended

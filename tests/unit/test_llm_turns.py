@@ -261,3 +261,46 @@ def test_a_volunteered_circumstance_is_taken_up(tmp_path):
     so_far = _partial(scn, list(conv.messages[:i]), [p for p in conv.plan if p.message_index < i],
                       {k: g for k, g in conv.gold_recoveries.items() if k < i}, "test")
     assert not [e for e in turn_verdicts(so_far, plan, turn.text) if e.startswith("hidden_fact")]
+
+
+def test_a_plain_reply_is_shown_a_bank_line_not_said_before_and_no_planner_goal(tmp_path):
+    """From a failed 1.5B call (bench/llm_real.py, round 9 of a flight cancellation): told to
+    "React briefly and naturally to what you just heard. (Acknowledge the email and proceed with
+    the refund request.)", the caller said its previous line again, then read the assistant's
+    words back, in three plans. The direction of a plain reply now carries a line of the offline
+    caller's bank drawn for it (never one the caller said before) and none of the planner
+    model's words for the caller's goal; the re-ask after a repeated line is a new draw."""
+    from bargein.generators.scenarios import generate_scenarios
+    from bargein.generators.user_sim import UserReply
+
+    scn = generate_scenarios(2, 5, workdir=tmp_path, progress=False).outputs[0]
+    earlier = "I understand. Thank you for the refund. I'll go ahead with the refund request."
+    plan = RoundPlan(round=9, stage=scn.kb.workflow.start, assistant_action="inform", user_action="ack",
+                     user_goal="Acknowledge the email and proceed with the refund request.")
+    heard = [{"role": "assistant", "text": "Your refund is on its way.", "cut": False},
+             {"role": "user", "text": earlier, "cut": False},
+             {"role": "assistant", "text": "The confirmation goes to maria.cox@icloud.com.", "cut": False}]
+
+    class Model:
+        def __init__(self):
+            self.sent = []
+
+        async def structured(self, messages, schema, **kw):
+            self.sent.append(messages)
+            line = messages[-1]["content"].split('for example: "')[1].split('" (say it')[0]
+            return schema(utterance=earlier if len(self.sent) == 1 else line)
+
+    model = Model()
+    said = asyncio.run(LLMAgents(scn, model, "test").user_reply(plan, heard, random.Random(4), 0))
+    first, again = (m[-1]["content"] for m in model.sent)
+    assert len(model.sent) == 2 and "earlier line" in again
+    assert "refund request" not in first and "Acknowledge the email" not in first
+    assert said and said != earlier and said in first
+    # another seed, another line of the bank
+    class Once:
+        async def structured(self, messages, schema, **kw):
+            return schema(utterance=messages[-1]["content"].split('for example: "')[1].split('" (say it')[0])
+
+    lines = {asyncio.run(LLMAgents(scn, Once(), "test").user_reply(plan, heard, random.Random(s), 0))
+             for s in range(8)}
+    assert len(lines) > 3 and earlier not in lines
