@@ -462,7 +462,7 @@ class RulePlanner:
                 return None, {}
         else:                                   # an infeasible type (no value to correct yet)
             if not sum(probs[t] for t in feasible):   # goes to the others, as in the paper
-                if not pay and not exclude:     # no type fits this turn at all: the cut is owed
+                if not pay:                     # no type fits this turn at all: the cut is owed
                     st.owed += 1                # to a later one (the profile's rate holds)
                 return None, {}
             itype = _draw(rng, feasible, probs)
@@ -540,6 +540,9 @@ class RulePlanner:
                    and (st.value_for(k) or "\0").lower() not in low]   # not what was just said
             if vol and unit.kind != "close":
                 options += ["volunteer"] * 2
+            if st.clarified and [o for o in options if o != "clarify"]:
+                options = [o for o in options if o != "clarify"]   # "was that the 29th?" once a
+                                                                    # call, not again and again
             variant = rng.choice(options or ["clarify"])
             if variant == "constraint":
                 return {"variant": variant, **st.take_pair("normal_constraint", rng)}
@@ -603,6 +606,8 @@ class RulePlanner:
                 anchor = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "")
                 st.dispute = "" if anchor == "that" else anchor
                 st.dispute_kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
+            if interruption.type == "normal" and d.get("variant") == "clarify":
+                st.clarified += 1
             if interruption.type == "correction":
                 st.stated[d["key"]] = d["new"]
                 st.corrected.add(d["key"])
@@ -1055,7 +1060,8 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
         # "| and ..."), never between a determiner and its noun or a verb and its particle
         edge = [k for k in cands if (text[spans[k - 1][1] - 1] in ".!,:;"
                 or text[spans[k][0]:spans[k][1]].lower().strip(",.") in _JOINERS)
-                and len(spans) - k >= 6]    # the rest is more than a stock "Shall I do that?"
+                and text[spans[k - 1][1] - 1] != "?"   # a question heard whole is answered,
+                and len(spans) - k >= 6]    # not nodded at; the rest is more than a stock "Shall I do that?"
         if not edge:                    # a clause edge with a short rest, else no cut inside
             edge = [k for k in cands if text[spans[k - 1][1] - 1] in ".!,:;"]   # a noun phrase
         if not edge:                    # no clause edge: no nod in the middle of a clause

@@ -387,3 +387,22 @@ def test_a_label_inside_another_word_is_no_correction(scenarios):
     from bargein.verify.quality import held_keys
     assert "damage" in held_keys(conv)
     assert not [v for v in user_states_system_value(conv) if "'damage'" in v.issue]
+
+
+def test_no_nod_right_after_a_question_heard_whole():
+    """'Are you the patient, or are you calling on their behalf? |' -- 'Oh yeah.' and the
+    question was never answered (seed 31337)."""
+    from bargein.generators.planner import place_cut
+    text = ("I have the record here. Are you the patient, or are you calling on their behalf? If "
+            "you're calling for someone else, I'll just check you're listed as a representative.")
+    q_end = len(text[:text.index("behalf?") + len("behalf?")].split())
+    for i in range(30):
+        k = place_cut(text, 0, 0.45, random.Random(i), at_boundary=True)
+        assert k != q_end, k
+
+
+def test_a_caller_asks_to_hear_a_value_again_once_a_call(busy):
+    for c in busy:
+        n = sum(1 for p in c.plan if p.interrupt and p.type == "normal"
+                and p.detail.get("variant") == "clarify")
+        assert n <= 2, (c.id, n)
