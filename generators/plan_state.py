@@ -242,6 +242,11 @@ def question_kind(question: str) -> str:
     aux, subj = yn.group(1).lower(), yn.group(2).lower()
     if aux in ("can", "could", "may") and subj == "i" and re.search(r"\b(have|get|take|grab)\b", low):
         return "open"                       # "Could I have your name ...?" asks for information
+    if subj == "i" and (aux in ("did", "have", "has") or (
+            aux in ("can", "could", "may") and re.search(r"\b(?:just )?(?:check|confirm)\b", low)
+            and re.search(r"\b(?:you're|you are|that|this|it's|it is)\b", low))):
+        return "fact"                       # "Did I hear that correctly?", "Can I just check
+                                            # you're the contact of record?": a check, no offer
     if re.search(r"\b(work for you|suit you|be okay|okay with you|sound good|sound better|help)\?", low):
         return "offer"
     if (aux in ("would", "do") and re.search(r"\b(like|want)\b", low)) or subj in ("i", "we") \

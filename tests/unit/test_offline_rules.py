@@ -406,3 +406,14 @@ def test_a_caller_asks_to_hear_a_value_again_once_a_call(busy):
         n = sum(1 for p in c.plan if p.interrupt and p.type == "normal"
                 and p.detail.get("variant") == "clarify")
         assert n <= 2, (c.id, n)
+
+
+def test_a_check_the_agent_asks_is_answered_as_a_check_not_an_offer():
+    """'Did I hear that correctly?' -- 'Yes please, that's what I want.' and 'Can I just check
+    you're the contact of record?' -- 'Oh, yes, do that, please.' (seed 55555)."""
+    from bargein.generators.plan_state import question_kind
+    assert question_kind("Did I hear that correctly?") == "fact"
+    assert question_kind("Can I just check you're the contact of record on this file?") == "fact"
+    assert question_kind("Have I got that right?") == "fact"
+    assert question_kind("Shall I go ahead and apply the upgrade?") == "offer"
+    assert question_kind("Can I check whether you qualify for a waiver?") == "offer"
