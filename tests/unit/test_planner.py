@@ -334,5 +334,34 @@ def test_nobody_cuts_in_on_the_greeting_or_skips_a_payment_link(scenarios):
                 rest = m.text[len(m.heard_text):]
                 if m.interruption.type == "impatient":
                     payments += 1
-                    assert not re.search(r"\b(?:secure|payment) link\b", rest), m.text
+                    assert not re.search(r"\b(?:secure|payment) link\b|\bread me the (?:code|digits)\b",
+                                         rest), m.text
     assert openings >= 5 and payments >= 5, (openings, payments)
+
+
+def test_no_run_of_asides_and_no_clarifying_the_callers_own_value(scenarios):
+    """Four "by the way" asides in five turns, two of them on the same resumed sentence, and
+    "Friday, October 31, 2025? I want to be sure I heard it right" of a date the caller had
+    just given (hand-read of seed 112358)."""
+    value = re.compile(r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \w+ \d+, \d{4}"
+                       r"|\$[\d,]+(?:\.\d\d)?|[\w.]+@[\w.-]+\.\w+")
+    asides = clarifies = 0
+    for seed in range(3):
+        for n, scn in enumerate(scenarios):
+            msgs = run(scn, 90 * seed + n).messages
+            for i, m in enumerate(msgs):
+                if m.interruption is None:
+                    continue
+                if m.interruption.type in ("normal", "topic_switch"):
+                    asides += 1
+                    prev = msgs[i - 2] if i >= 2 else None
+                    assert not (prev is not None and prev.interruption is not None
+                                and prev.interruption.type in ("normal", "topic_switch")), \
+                        (scn.id, prev.interruption.interjection, m.interruption.interjection)
+                said = m.interruption.interjection
+                if m.interruption.type == "normal" and "?" in said:
+                    clarifies += 1
+                    own = " ".join(x.text for x in msgs[:i] if x.role == "user")
+                    for v in value.findall(said):
+                        assert v not in own, (scn.id, said)
+    assert asides >= 10 and clarifies >= 3, (asides, clarifies)
