@@ -11,7 +11,6 @@ from bargein.verify.objects import system_keys
 import pytest
 
 from bargein.generators import phrases as P
-from bargein.generators.conversation import RuleAgents, _run_sync, simulate
 from bargein.generators.planner import (
     EDGE_WORDS, MAX_MESSAGES, MIN_MESSAGES, asked_keys, choose_option, place_cut,
     stage_units,
@@ -19,18 +18,13 @@ from bargein.generators.planner import (
 from bargein.generators.scenarios import generate_scenarios
 from bargein.generators.llm_messages import user_messages as llm_messages
 from bargein.generators.user_sim import RuleUser, UserPlan, user_plan
+from doubles.offline_calls import run, scenario_batch  # noqa: E402
 from bargein.records import Conversation, Scenario, UserIntent
 
 
 @pytest.fixture(scope="module")
 def scenarios(tmp_path_factory) -> list[Scenario]:
-    res = generate_scenarios(24, 11, workdir=tmp_path_factory.mktemp("scn"), progress=False)
-    assert not res.failures
-    return res.outputs
-
-
-def run(scn: Scenario, seed: int = 0) -> Conversation:
-    return _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+    return scenario_batch(24, 11, tmp_path_factory.mktemp("scn"))
 
 
 @pytest.fixture(scope="module")
