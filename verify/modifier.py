@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -81,9 +82,24 @@ def _similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a.lower().split(), b.lower().split(), autojunk=False).ratio()
 
 
+_DIGIT = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
+# what a message says that the rest of the call relies on: an email, an amount or number, a code
+# spelled out letter by letter ("C Z Z E L D") or digit by digit ("four one five zero")
+_VALUES = re.compile(rf"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\$?\d[\d,.:/-]*\d|\$?\d|"
+                     rf"\b[A-Z](?:[ ,]+[A-Z0-9]\b){{2,}}|\b{_DIGIT}(?:[ ,]+{_DIGIT}\b){{2,}}", re.I)
+
+
+def _dropped_values(original: str, text: str) -> list[str]:
+    """Values of ``original`` the rewrite ``text`` no longer says."""
+    new = " ".join(text.lower().split())
+    return [v for v in dict.fromkeys(m.group(0).strip(" ,") for m in _VALUES.finditer(original))
+            if " ".join(v.lower().split()) not in new]
+
+
 def _not_minimal(messages: Sequence[Message], original: Message, text: str) -> str:
     """Why a rewrite is not a minimal edit of ``original`` ('' when it is): it copies another
-    message (two messages' content swapped or duplicated), or it grows far beyond the original."""
+    message (two messages' content swapped or duplicated), it grows far beyond the original, or
+    it drops a value the original says (the code the caller read out, made "Okay, that works")."""
     own = _similarity(text, original.text)
     for m in messages:
         if m.index != original.index and m.text.strip():
@@ -95,6 +111,10 @@ def _not_minimal(messages: Sequence[Message], original: Message, text: str) -> s
     if n > limit:
         return (f"the rewrite has {n} words where the original has {len(original.text.split())}; "
                 f"a minimal edit stays under {limit}")
+    dropped = _dropped_values(original.text, text)
+    if dropped:
+        return (f"the rewrite drops {', '.join(repr(v) for v in dropped)}, which the original "
+                "says and the rest of the call relies on; keep every value as it is")
     return ""
 
 

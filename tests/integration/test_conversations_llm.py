@@ -37,6 +37,10 @@ def _entries(prompt: str) -> list[tuple[int, str, str, bool]]:
     return out
 
 
+_VALUE = re.compile(r"\d|@|\b[A-Z](?:[ ,]+[A-Z]\b){2,}|\b(?:(?:zero|one|two|three|four|five|six|seven|"
+                    r"eight|nine)[ ,]+){2,}", re.I)
+
+
 class Script:
     """Overrides: A's first interjection it can tell is A's breaks the plan once (re-asked); C's
     assistant turns always do (the conversation fails); the verifier finds a fixable issue in A and an unfixable one in B."""
@@ -57,7 +61,10 @@ class Script:
         if call.schema == "VerifierReport":
             entries = _entries(p)
             if self.a in p:
-                j = next(i for i, role, text, inter in entries if role == "user" and not inter and i > 0)
+                # a plain caller line (no code or number read out: "make it natural" may not
+                # lose a value, and the modifier refuses a rewrite that does)
+                j = next(i for i, role, text, inter in entries if role == "user" and not inter
+                         and i > 0 and not _VALUE.search(text))
                 if dict((i, t) for i, _, t, _ in entries)[j] != FIXED:
                     return json.dumps({"issues": [{
                         "check": "naturalness", "message_index": j, "fixable": True,

@@ -345,3 +345,26 @@ def test_an_llm_issue_on_a_message_the_modifier_is_about_to_edit_waits_for_the_n
         llm = get_llm("openai:loopback-verifier", workdir=tmp_path / "b", base_url=srv.openai_base_url)
         dropped = asyncio.run(averify_conversation(conv, llm=llm))
     assert not dropped.accepted and any(r.startswith("llm_coherence") for r in dropped.discard_reasons)
+
+
+def test_llm_modifier_refuses_a_rewrite_that_drops_a_value(tmp_path):
+    """"Make it a short natural reply" must not turn the caller's read-out code ("C Z Z E L D,
+    yeah.") into "Okay, that works for me.": the code is what the rest of the call relies on
+    (an integration run lost it this way and a later turn presented the code as the caller's).
+    The rewrite is refused with the value named, re-asked, and a rewrite that keeps it applies."""
+    conv = conv_with({})
+    i = next(m.index for m in conv.messages if m.role == "user" and m.interruption is None
+             and m.index > 0)
+    said = "C Z Z E L D, yeah."
+    conv = conv.model_copy(update={"messages": tuple(
+        m.model_copy(update={"text": said}) if m.index == i else m for m in conv.messages)})
+    bad = {"edits": [{"message_index": i, "text": "Okay, that works for me."}]}
+    good = {"edits": [{"message_index": i, "text": "Yeah, it's C Z Z E L D."}]}
+    with LoopbackLLMServer(answers=[json.dumps(bad), json.dumps(good)]) as srv:
+        llm = get_llm("openai:loopback-modifier", workdir=tmp_path, base_url=srv.openai_base_url)
+        res = asyncio.run(amodify(conv.messages, [EditCommand(
+            op="rewrite", message=i, instruction="make it a short natural reply")], llm=llm))
+        assert srv.request_count == 2
+        reask = srv.requests[-1].json["messages"][-1]["content"]
+    assert "drops 'C Z Z E L D'" in reask
+    assert res.messages[i].text == "Yeah, it's C Z Z E L D."
