@@ -184,7 +184,9 @@ class RuleAssistant:
                          or any(w in key for w in _NO_READBACK))
             if is_distressing(value):
                 return P.pick(rng, "assistant", "ack_sad")
-            if value and not sensitive and P.n_words(value) <= 6 and not P.clause(value):
+            if value and not sensitive and P.n_words(value) <= 6 and not P.clause(value) and not \
+                    re.match(r"(?:for|at|in|on|to|from|with|by|about|since|until|because)\b", value, re.I):
+                # ("Thank you, I have for an online order this morning.")
                 return P.pick(rng, "assistant", "ack_fact", value=value)
             return P.pick(rng, "assistant", "ack_plain")
         if kind == "hidden":

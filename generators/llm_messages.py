@@ -228,8 +228,12 @@ def _reply_what(up: UserPlan) -> str:
         return f"Say you do not have your {P.label(key)} at hand right now."
     if up.action == "choose" and up.facts.get("option"):
         return f"Say you prefer: {up.facts['option']}."
-    what = _ACTIONS.get(up.action, "React briefly and naturally to what you just heard.")
-    return what + (f" ({up.goal})" if up.goal else "")
+    # the planner model's words for the caller's goal are left out: what the reply does is
+    # decided in code (the action). Seen on the 1.5B model, told to acknowledge a confirmation
+    # email "(Acknowledge the confirmation and provide the email address.)": the caller read the
+    # company's email back, and "(Choose to keep the booking or not.)" drew "Okay, I'll keep
+    # it." from a caller phoning to cancel
+    return _ACTIONS.get(up.action, "React briefly and naturally to what you just heard.")
 
 
 def _interject_what(up: UserPlan, detail: dict[str, str]) -> str:
@@ -300,7 +304,9 @@ def user_messages(up: UserPlan, heard_history: list[dict], heard: str | None = N
             # seen on the 1.5B model, asked "the parcel number ..., or the property address?"
             # with both to give: one of them per answer, three answers in a row
             facts.append(f"Say all {len(facts)} of these in this one reply.")
-        direction = render(name, what=_reply_what(up), facts=facts, style=up.style, plan=view)
+        view = json.dumps(up.model_dump(mode="json", exclude={"goal"}), separators=(",", ":"))
+        direction = render(name, what=_reply_what(up), facts=facts, style=up.style, plan=view,
+                           example=example or "")
     return name, [{"role": "system", "content": user_system(up)}, *turns,
                   {"role": "user", "content": direction}]
 

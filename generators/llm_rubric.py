@@ -192,7 +192,10 @@ def gate_errors(conv: Conversation, rubric: Rubric, without: set[tuple] | None =
     errs = []
     for v in run_checks(conv.with_(rubrics=(rubric,))):
         if not v.fixable and _key(v) not in without:
-            errs.append(f"{v.issue}" + (f" (in {v.evidence})" if v.evidence else ""))
+            # said as a refusal of the answer: given the bare verdict ("starts with a lower-case
+            # letter (in ...)") the 1.5B model wrote it as its next tf_criterion
+            errs.append(f"the verifier refuses a criterion of this answer: {v.issue}"
+                        + (f" (in {v.evidence})" if v.evidence else "") + "; rewrite that criterion")
     return list(dict.fromkeys(errs))
 
 
@@ -221,6 +224,16 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random,
                     details=json.dumps(interruption_context(conv, idx)),
                     slots=_slot_lines(example, values),
                     example=json.dumps(example, ensure_ascii=False))
+    # a re-ask shows this call's values without the example: shown it again with the errors,
+    # the 1.5B model wrote it again slots and all (three answers of three, a correction)
+    bare = render("rubric_interruption",
+                  history=history_view(conv.messages[: idx + 1]), type=kind,
+                  heard=json.dumps(cut.interruption.heard_text),
+                  unsaid=json.dumps(cut.text[len(cut.interruption.heard_text):]),
+                  interjection=json.dumps(conv.messages[idx].text),
+                  next_step=json.dumps(values["next step"]),
+                  details=json.dumps(interruption_context(conv, idx)),
+                  slots=_slot_lines(example, values), example="")
     said = " ".join(m.text for m in conv.messages[: idx + 1])
 
     def as_rubric(o: RubricOut) -> Rubric:
@@ -233,7 +246,8 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random,
 
     out = await ask_valid(llm, [{"role": "system", "content": system},
                                 {"role": "user", "content": prompt}], RubricOut,
-                          agent="rubric_generator", check=check)
+                          agent="rubric_generator", check=check,
+                          reask=[{"role": "system", "content": system}, {"role": "user", "content": bare}])
     return as_rubric(out)
 
 

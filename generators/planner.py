@@ -271,6 +271,7 @@ class RulePlanner:
         if unit.kind == "farewell":
             return RoundPlan(**base, stage=None, assistant_action="farewell", unit=unit,
                              transition=transition, rationale="terminal outcome: say goodbye")
+        st.current = unit.text or ""        # what this turn says counts for "until" conditions
         user_action, facts = self._user_action(st, unit, rng)
         plan = dict(base, stage=unit.stage, assistant_action=action, unit=unit, stage_lead=lead,
                     user_action=user_action, user_facts=facts, transition=transition)
@@ -461,6 +462,8 @@ class RulePlanner:
                 return None, {}
         else:                                   # an infeasible type (no value to correct yet)
             if not sum(probs[t] for t in feasible):   # goes to the others, as in the paper
+                if not pay:                     # no type fits this turn at all: the cut is owed
+                    st.owed += 1                # to a later one (the profile's rate holds)
                 return None, {}
             itype = _draw(rng, feasible, probs)
         if pay:
@@ -504,6 +507,9 @@ class RulePlanner:
                                             # acknowledge
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
+            if t == "impatient" and unit.text and _OPTIONS.search(unit.text):
+                continue                    # the options of a choice the caller is about to
+                                            # make ("a replacement, or a refund") are not skipped
             if t == "impatient" and unit.text and (_CALLER_TASK.search(unit.text)
                                                    or _DONE.search(unit.text)
                                                    or _unheard_price(unit.text, 0)):
@@ -534,6 +540,9 @@ class RulePlanner:
                    and (st.value_for(k) or "\0").lower() not in low]   # not what was just said
             if vol and unit.kind != "close":
                 options += ["volunteer"] * 2
+            if st.clarified and [o for o in options if o != "clarify"]:
+                options = [o for o in options if o != "clarify"]   # "was that the 29th?" once a
+                                                                    # call, not again and again
             variant = rng.choice(options or ["clarify"])
             if variant == "constraint":
                 return {"variant": variant, **st.take_pair("normal_constraint", rng)}
@@ -597,6 +606,8 @@ class RulePlanner:
                 anchor = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "")
                 st.dispute = "" if anchor == "that" else anchor
                 st.dispute_kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
+            if interruption.type == "normal" and d.get("variant") == "clarify":
+                st.clarified += 1
             if interruption.type == "correction":
                 st.stated[d["key"]] = d["new"]
                 st.corrected.add(d["key"])
@@ -784,10 +795,17 @@ _SENSITIVE_WORDS = ("birth", "ssn", "social", "card", "account", "pin", "passwor
                     "email", "address", "member", "policy_number", "passport", "licen")
 
 
+# a key naming someone else ("family_member", "joint_owner"): their name is no identity detail
+# of the caller's ("I'm not comfortable giving out my family member")
+_OTHER_PERSON = frozenset("family joint parent child partner recipient dependent other spouse".split())
+
+
 def sensitive_key(st: ConversationState, key: str) -> bool:
     """An identity or account detail a careful caller may not want to give on a call."""
     f = st.facts.get(key)
-    return bool(f) and (f.kind in _SENSITIVE_KINDS or any(w in key for w in _SENSITIVE_WORDS))
+    if not f or key.split("_")[0] in _OTHER_PERSON:
+        return False
+    return f.kind in _SENSITIVE_KINDS or any(w in key for w in _SENSITIVE_WORDS)
 
 
 def _unheard_price(text: str, heard_chars: int) -> str:
@@ -819,7 +837,10 @@ def unheard_question(text: str, heard_chars: int) -> str:
 # a question asking the caller to confirm what the turn reads out ("So that's Portugal and Spain,
 # leaving Friday. Is that right, ...?")
 # the turn asks the caller to do something now: skipping it would skip the step's own work
-_CALLER_TASK = re.compile(r"\bread (?:it|them|the code|that) (?:out|back|to me)\b|\bwhen it (?:arrives|comes "
+_CALLER_TASK = re.compile(r"\bif you (?:haven't|have not|don't|do not) [^.?!]{0,60}, (?:file|call|send|contact|"
+                          r"reply|bring|submit|ask)\b|"    # what the caller must do if ... ("If you
+                          # haven't heard back by then, file the formal appeal anyway")
+                          r"\bread (?:it|them|the code|that) (?:out|back|to me)\b|\bwhen it (?:arrives|comes "
                           r"through)\b|\b(?:try|open|restart|unplug|plug|reboot|sign in|log in|tap|"
                           r"press|hold down|go to|check|lock|turn off|turn on|switch off) (?:the|your|it|that|again|in|out|back)\b|"
                           r"\blet me know (?:when|if|once)\b|\btell me (?:when|once|what you see)\b|"
@@ -855,6 +876,9 @@ _ACTS = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:I'm (?:now )?(?:applying|setting|swi
                    r"downgrading|changing|making|putting through|processing) |I'll (?:now )?(?:apply|"
                    r"switch|upgrade|downgrade|process) (?:the|your|it|that)\b|The change is going through\b)",
                    re.I)
+# a turn that lays out the options of a choice ("We can send a replacement, ..., or refund")
+_OPTIONS = re.compile(r"\b(?:two|three|both|a couple of) options\b|\beither\b[^.?!]{3,90}\bor\b|"
+                      r"\b(?:we|you|I) (?:can|could) [^.?!]{3,90}, or \w+", re.I)
 MAX_SIDE = 2                        # side questions (topic switches) in one call
 
 
@@ -934,6 +958,16 @@ def _draw(rng: random.Random, types: list[str], probs: dict[str, float]) -> str:
     return types[-1]
 
 
+def _sentence_end_before(text: str, pos: int) -> int:
+    """Index of the last ". ", "? " or "! " before ``pos`` that ends a sentence ("Dr. Taylor"
+    does not), or -1."""
+    i = pos
+    while True:
+        i = max(text.rfind(". ", 0, i), text.rfind("? ", 0, i), text.rfind("! ", 0, i))
+        if i < 0 or text[i] != "." or not _ABBREV_END.search(text[:i + 1]):
+            return i
+
+
 def resume_text(text: str, rec: Recovery) -> str:
     """A fresh start: the cut content again from the start of the sentence that was cut."""
     local = max(0, len(rec.heard_text) - rec.content_start)
@@ -947,8 +981,7 @@ def resume_text(text: str, rec: Recovery) -> str:
             P.n_words(q) < 9 and re.match(r"\W*(?:does|is|did|have|are|was|do|can you confirm)\b"
                                           r"[^?]*\b(?:that|this|it|everything|all)\b", q, re.I))):
         # "Did I get that right?" alone after a recovery: say what it asks about again
-        prev = max(text.rfind(". ", 0, start - 1), text.rfind("? ", 0, start - 1),
-                   text.rfind("! ", 0, start - 1))    # not a colon: "what I wrote down: 12 Elm
+        prev = _sentence_end_before(text, start - 1)   # not a colon: "what I wrote down: 12 Elm
         start = prev + 2 if prev >= 0 else 0           # St" starts with its lead-in
     if "?" not in text[start:] and "?" in text[:start]:
         # the question was heard but the cut fell after it (in a reason): ask it again
@@ -1027,7 +1060,8 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
         # "| and ..."), never between a determiner and its noun or a verb and its particle
         edge = [k for k in cands if (text[spans[k - 1][1] - 1] in ".!,:;"
                 or text[spans[k][0]:spans[k][1]].lower().strip(",.") in _JOINERS)
-                and len(spans) - k >= 6]    # the rest is more than a stock "Shall I do that?"
+                and text[spans[k - 1][1] - 1] != "?"   # a question heard whole is answered,
+                and len(spans) - k >= 6]    # not nodded at; the rest is more than a stock "Shall I do that?"
         if not edge:                    # a clause edge with a short rest, else no cut inside
             edge = [k for k in cands if text[spans[k - 1][1] - 1] in ".!,:;"]   # a noun phrase
         if not edge:                    # no clause edge: no nod in the middle of a clause

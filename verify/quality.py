@@ -479,7 +479,8 @@ def user_states_system_value(conv: Conversation) -> list[Verdict]:
             stated = stated or (st and any(f" {normalise(v)} " in f" {normalise(m.text)} "
                                            for v in told))
             # the label's own words ("change reason") are no correction
-            corrects = lab in low and _CORRECTS.search(low.replace(lab, " ")) and (
+            # the label as a word ("damage" is not in "another damaged order")
+            corrects = re.search(rf"\b{re.escape(lab)}\b", low) and _CORRECTS.search(low.replace(lab, " ")) and (
                 _VALUEISH.search(m.text) or re.search(r"should be|not what you have|wrong", low))
             if stated or new_value or corrects:
                 why = ("states the value before the system gave it" if new_value else

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 
 import pytest
 
@@ -127,7 +128,9 @@ def test_the_examples_hold_no_other_calls_words_and_an_echoed_slot_is_refused_wi
 def test_the_writer_fills_the_slots_after_a_re_ask_naming_their_values(tmp_path):
     """Through llm_rubric with a scripted model on an offline-simulated correction: the request
     shows each slot with this call's value; the first answer echoes the example, the re-ask
-    names the values, the filled answer is the rubric and passes the verifier's own checks."""
+    names the values and leaves the example out (shown it again, the 1.5B model wrote it again,
+    slots and all, three answers of three), the filled answer is the rubric and passes the
+    verifier's own checks."""
     from bargein.generators.llm_rubric import example_for, gate_errors, slot_values
 
     conv, idx = _offline_call(tmp_path, "correction")
@@ -147,7 +150,9 @@ def test_the_writer_fills_the_slots_after_a_re_ask_naming_their_values(tmp_path)
     rubric = asyncio.run(llm_rubric(conv, idx, model, random.Random(0)))
     first = model.sent[0][-1]["content"]
     assert f"<new> = {json.dumps(values['new'])}" in first and "Elm Street" not in first
-    assert len(model.sent) == 2 and values["new"] in model.sent[1][-1]["content"]
+    reask = model.sent[1][-1]["content"]
+    assert len(model.sent) == 2 and values["new"] in reask and "is a slot of the example" in reask
+    assert '"tf_criterion"' not in reask and "<new> = " in reask      # the values, not the example
     assert values["new"] in rubric.rq_criteria[1] and "<" not in rubric.tf_criterion
     assert gate_errors(conv, rubric) == []
 
@@ -170,7 +175,7 @@ def test_a_rubric_the_writer_fails_is_the_rule_rubric_recorded_in_the_provenance
 
         async def structured(self, messages, schema, **kw):
             Echo.calls += 1
-            kind = next(k for k in EXAMPLES if f"for a {k} interruption" in messages[-1]["content"])
+            kind = re.search(r"^Interruption type: (\w+)", messages[-1]["content"], re.M).group(1)
             return schema(**EXAMPLES[kind])
 
     ctx = StageContext(stage="conversations", item_id=conv.id, seed=3, workdir=tmp_path,

@@ -261,3 +261,108 @@ def test_a_volunteered_circumstance_is_taken_up(tmp_path):
     so_far = _partial(scn, list(conv.messages[:i]), [p for p in conv.plan if p.message_index < i],
                       {k: g for k, g in conv.gold_recoveries.items() if k < i}, "test")
     assert not [e for e in turn_verdicts(so_far, plan, turn.text) if e.startswith("hidden_fact")]
+
+
+def test_a_plain_reply_is_shown_a_bank_line_not_said_before_and_no_planner_goal(tmp_path):
+    """From a failed 1.5B call (bench/llm_real.py, round 9 of a flight cancellation): told to
+    "React briefly and naturally to what you just heard. (Acknowledge the email and proceed with
+    the refund request.)", the caller said its previous line again, then read the assistant's
+    words back, in three plans. The direction of a plain reply now carries a line of the offline
+    caller's bank drawn for it (never one the caller said before) and none of the planner
+    model's words for the caller's goal; the re-ask after a repeated line is a new draw."""
+    from bargein.generators.scenarios import generate_scenarios
+    from bargein.generators.user_sim import UserReply
+
+    scn = generate_scenarios(2, 5, workdir=tmp_path, progress=False).outputs[0]
+    earlier = "I understand. Thank you for the refund. I'll go ahead with the refund request."
+    plan = RoundPlan(round=9, stage=scn.kb.workflow.start, assistant_action="inform", user_action="ack",
+                     user_goal="Acknowledge the email and proceed with the refund request.")
+    heard = [{"role": "assistant", "text": "Your refund is on its way.", "cut": False},
+             {"role": "user", "text": earlier, "cut": False},
+             {"role": "assistant", "text": "The confirmation goes to maria.cox@icloud.com.", "cut": False}]
+
+    class Model:
+        def __init__(self):
+            self.sent = []
+
+        async def structured(self, messages, schema, **kw):
+            self.sent.append(messages)
+            line = messages[-1]["content"].split('for example: "')[1].split('" (say it')[0]
+            return schema(utterance=earlier if len(self.sent) == 1 else line)
+
+    model = Model()
+    said = asyncio.run(LLMAgents(scn, model, "test").user_reply(plan, heard, random.Random(4), 0))
+    first, again = (m[-1]["content"] for m in model.sent)
+    assert len(model.sent) == 2 and "earlier line" in again
+    assert "refund request" not in first and "Acknowledge the email" not in first
+    assert said and said != earlier and said in first
+    # another seed, another line of the bank
+    class Once:
+        async def structured(self, messages, schema, **kw):
+            return schema(utterance=messages[-1]["content"].split('for example: "')[1].split('" (say it')[0])
+
+    lines = {asyncio.run(LLMAgents(scn, Once(), "test").user_reply(plan, heard, random.Random(s), 0))
+             for s in range(8)}
+    assert len(lines) > 3 and earlier not in lines
+
+
+def test_a_side_request_the_recovery_leaves_out_is_answered(tmp_path):
+    """Seen on the 1.5B model in a call the verifier accepted (bench/llm_real.py): three side
+    requests ("can I save a second delivery address for my office?", "do you deliver to PO
+    boxes?") each answered by the cut turn said again word for word. When the model's turn
+    names nothing of the request, the acknowledgement is the planned pair's answer and a steer
+    back; a turn that does take the request up is kept as it is."""
+    import random
+
+    from bargein.generators import phrases as P
+    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+    from bargein.generators.scenarios import generate_scenarios
+    from bargein.verify.text import content_words
+
+    found = None
+    for scn in generate_scenarios(12, 7, workdir=tmp_path, progress=False).outputs:
+        for seed in range(6):
+            conv = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+            plan = next((p for p in conv.plan if p.recovery is not None
+                         and p.recovery.type == "topic_switch" and p.recovery.detail.get("pair")
+                         and p.unit is not None and p.unit.text), None)
+            if plan is not None:
+                found = scn, conv, plan
+                break
+        if found:
+            break
+    assert found is not None
+    scn, conv, plan = found
+    messages = list(conv.messages[:plan.message_index])
+    answer = P.pair(plan.recovery.detail, "topic_switch")["assistant"]
+
+    class Model:
+        def __init__(self, ack):
+            self.ack = ack
+
+        async def structured(self, messages, schema, **kw):
+            return schema(acknowledgement=self.ack, content=plan.unit.text)
+
+    turn = asyncio.run(LLMAgents(scn, Model(""), "test").assistant_turn(plan, messages, random.Random(0), 0))
+    assert turn.text.startswith(answer) and plan.unit.text in turn.content
+    asked = content_words(plan.recovery.interjection) - content_words(plan.recovery.heard_text)
+    assert content_words(turn.text) & asked
+    # the model's own answer naming the request stays
+    own = f"Yes, we can help with the {' and '.join(sorted(asked))} too."
+    kept = asyncio.run(LLMAgents(scn, Model(own), "test").assistant_turn(plan, messages, random.Random(0), 0))
+    assert kept.acknowledgement == own and answer not in kept.text
+
+
+def test_the_callers_sentence_in_the_assistants_turn_is_refused():
+    """From a verifier-accepted 1.5B call (bench/llm_real.py): the assistant's turn after the
+    caller gave the order number opened with the caller's own answer. A value read back in the
+    assistant's own sentence is not the caller's words."""
+    from bargein.generators.llm_agents import callers_words
+
+    caller = ["Sure, it's H H, one three eight nine, four zero zero five."]
+    bad = ("Great, thank you for confirming the email. Sure, it's H H, one three eight nine, four "
+           "zero zero five. I've found order HH-1389-4005.")
+    assert callers_words(bad, caller) and "Sure, it's H H" in callers_words(bad, caller)[0]
+    ok = "Thanks. Just checking I heard you right: H H, one three eight nine, four zero zero five?"
+    assert callers_words(ok, caller) == []
+    assert callers_words("Yes, that's correct. I've found it.", ["Yes, that's correct."]) == []

@@ -293,3 +293,127 @@ def test_side_remarks_reach_only_goals_they_fit():
     text = " ".join([goal.goal.name, goal.goal.description,
                      *(tp for st in goal.workflow.stages for tp in st.talking_points)])
     assert not [h.key for h in goal.hidden if not h.when or re.search(h.when, text, re.I)]
+
+
+def test_a_read_back_question_restarts_at_its_sentence_not_after_a_title():
+    """'Heather Taylor on Friday, October 3, 2025. Is that the one ...?' resumed after 'Dr.'
+    (hand-read, seed 8675)."""
+    from bargein.generators.planner import resume_text
+    from bargein.records.plan import Recovery
+    text = "I have your checkup with Dr. Ana Ruiz on Friday, May 2. Is that the one to move?"
+    rec = Recovery(type="normal", message_index=1, planned_text=text, remainder="",
+                   heard_text="I have your checkup with Dr. Ana Ruiz on Friday, May 2. Is that",
+                   interjection="x", content_start=0)
+    assert resume_text(text, rec) == text
+
+
+def test_someone_elses_name_is_no_identity_detail_to_refuse(scenarios):
+    """'I'm not comfortable giving out my family member over the phone' (seed 8675)."""
+    from bargein.generators.planner import sensitive_key
+    scn = scenarios[0]
+    st = ConversationState(scenario=scn, target_messages=30)
+    keys = {f.key: f for f in scn.kb.user_facts}
+    fake = dict(keys)
+    from bargein.records import UserFact
+    fake["family_member"] = UserFact(key="family_member", value="Eric Anderson", kind="name")
+    fake["member_number"] = UserFact(key="member_number", value="12345", kind="code")
+    st.__class__ = type("S", (ConversationState,), {"facts": property(lambda self: fake)})
+    assert not sensitive_key(st, "family_member")
+    assert sensitive_key(st, "member_number")
+
+
+def test_the_options_of_a_choice_are_not_skipped_by_impatience():
+    from bargein.generators.planner import _OPTIONS
+    assert _OPTIONS.search("You have two options. We can send a replacement, which ships "
+                           "within three business days, or refund the $461.02 to your card.")
+    assert _OPTIONS.search("You can either close the membership, or switch to monthly billing.")
+    assert not _OPTIONS.search("I'll send the release form to your email; it takes two minutes.")
+
+
+def test_an_accepted_fee_or_policy_alternative_is_carried_out():
+    """'see whether there's a credit on the account' -- 'let's go with that' -- 'The payment
+    went through' (seed 8675): every generic fee, policy and document alternative has the step
+    that carries it out."""
+    from bargein.generators.planner import alternative_step
+    for kind in ("fee", "policy", "document"):
+        for alt in P.bank("assistant", f"alternatives_{kind}"):
+            step = alternative_step(f"What I can do is this: I could {alt}. Would that help?")
+            assert step is not None, alt
+            assert step["assistant"].strip() and step["user"].strip()
+
+
+def test_a_conditional_instruction_to_the_caller_is_not_skipped():
+    """'If you haven't heard back by then, | file the formal appeal anyway' -- 'skip it' --
+    'Anything else?' (seed 24601)."""
+    from bargein.generators.planner import _CALLER_TASK
+    assert _CALLER_TASK.search("If you haven't heard back by then, file the formal appeal anyway "
+                               "to keep your rights.")
+    assert not _CALLER_TASK.search("If you haven't chosen a car yet, I can pre-approve you.")
+
+
+def test_a_clause_answer_is_not_acknowledged_as_a_thing_held():
+    """'Thank you, I have for an online order this morning.' (seed 24601)"""
+    from bargein.generators.assistant_sim import RuleAssistant
+    from bargein.generators.catalogue_loader import load_catalogue  # noqa: F401
+    import tempfile
+    scn = generate_scenarios(1, 3, workdir=tempfile.mkdtemp(), progress=False).outputs[0]
+    agent = RuleAssistant(scn)
+    for i in range(40):
+        ack = agent._ack({"kind": "fact", "key": "last_used", "value": "for an online order "
+                          "this morning"}, random.Random(i))
+        assert "for an online order" not in ack, ack
+
+
+def test_a_constraint_is_not_raised_on_the_turn_that_presents_the_choice(scenarios):
+    scn = next(s for s in scenarios if s.domain.name == "travel")
+    st = ConversationState(scenario=scn, target_messages=30)
+    bank = P.bank("pairs", "normal_constraint.travel")
+    overnight = next(p for p in bank if "overnight" in p["user"])
+    st.current = "The earliest option is flight MA 7232, departing at 1:10 PM."
+    assert not st._fits_goal(overnight)
+
+
+def test_a_label_inside_another_word_is_no_correction(scenarios):
+    """'Oh, something else, I had another damaged order ...' was read as correcting the
+    system-held 'damage' (two discards, seed 24601)."""
+    from bargein.verify.quality import user_states_system_value
+    import tempfile
+    pool = scenarios + generate_scenarios(40, 7, workdir=tempfile.mkdtemp(), progress=False).outputs
+    scn = next(s for s in pool if s.goal.name == "return_damaged_item")
+    dmg = scn.kb.fact("damage").value          # the records state it first: held by the system
+    conv = _conv(scn, [("assistant", f"I'm sorry the item arrived with {dmg}."),
+                       ("user", "Oh, something else, I had another damaged order 7 months ago."),
+                       ("assistant", "I've noted it.")])
+    from bargein.verify.quality import held_keys
+    assert "damage" in held_keys(conv)
+    assert not [v for v in user_states_system_value(conv) if "'damage'" in v.issue]
+
+
+def test_no_nod_right_after_a_question_heard_whole():
+    """'Are you the patient, or are you calling on their behalf? |' -- 'Oh yeah.' and the
+    question was never answered (seed 31337)."""
+    from bargein.generators.planner import place_cut
+    text = ("I have the record here. Are you the patient, or are you calling on their behalf? If "
+            "you're calling for someone else, I'll just check you're listed as a representative.")
+    q_end = len(text[:text.index("behalf?") + len("behalf?")].split())
+    for i in range(30):
+        k = place_cut(text, 0, 0.45, random.Random(i), at_boundary=True)
+        assert k != q_end, k
+
+
+def test_a_caller_asks_to_hear_a_value_again_once_a_call(busy):
+    for c in busy:
+        n = sum(1 for p in c.plan if p.interrupt and p.type == "normal"
+                and p.detail.get("variant") == "clarify")
+        assert n <= 2, (c.id, n)
+
+
+def test_a_check_the_agent_asks_is_answered_as_a_check_not_an_offer():
+    """'Did I hear that correctly?' -- 'Yes please, that's what I want.' and 'Can I just check
+    you're the contact of record?' -- 'Oh, yes, do that, please.' (seed 55555)."""
+    from bargein.generators.plan_state import question_kind
+    assert question_kind("Did I hear that correctly?") == "fact"
+    assert question_kind("Can I just check you're the contact of record on this file?") == "fact"
+    assert question_kind("Have I got that right?") == "fact"
+    assert question_kind("Shall I go ahead and apply the upgrade?") == "offer"
+    assert question_kind("Can I check whether you qualify for a waiver?") == "offer"
