@@ -23,34 +23,36 @@ met is printed as not met; the exit status is 0 unless the run itself broke. ``-
 the prefix-reuse measurement.
 
 Measured here (Qwen2.5-Coder-1.5B Q4_K_M, 1 thread, nice 10, 2 cores shared by 6 at load 4-7;
-``--scenarios 4 --replay 3 --minutes 30 --probe no --goals no``, commit a156641 with the rubric
-fix of a52cbef, run 2026-11-24 20:40-21:20 UTC): 2 of the 4 scenarios ran in the 30 minutes
-(1209 s, 814 s) and both failed in simulation, so none was verified:
+``--scenarios 4 --replay 3 --minutes 70 --probe no --goals no``, commit 9cfb7cd: the rubric
+writer's examples with slots and the recorded rule-rubric fallback, run 2026-11-24 22:44-00:00
+UTC): 3 of the 4 scenarios ran in the 70 minutes (1148 s, 1911 s, 1313 s):
 
-    ecommerce              round 8: the recovery after the caller corrected their email never
-                           said the new address back while delivering the planned content
-                           (nine answers, three plans)
-    professional_services  round 8: the recovery after "I need to check any decision with my
-                           business partner Michelle Silva." went on about the fee each time
-                           (hidden_fact_addressed, from the verifier's checks run per turn)
+    travel                 round 9: the caller's acknowledgement, three plans: its previous
+                           line again, then the assistant's words read back
+    ecommerce              ACCEPTED (33 messages; 3 of its rubrics rule-based after the
+                           writer's answers were refused) - read by hand it is not clean: three
+                           side requests answered by the cut turn said again, the caller's
+                           order-number answer spoken by the assistant, a closing that resolves
+                           nothing; neither the verifier's checks nor the LLM verifier caught them
+    professional_services  discarded: the known fixable cut_inside_value restated by the LLM
+                           verifier as an unfixable coherence issue on the same message
 
-    schema_failure_rate= 0.000 (112 asks)          (goal <= 0.02: met)
-    verified_rate= 0.000 (0 of 2)                  (goal >= 0.5: NOT met)
-    prefix_reuse_speedup= 2.030 (235.5 s without, 116.0 s with, the same 3 calls)  (met)
-    reasks_per_call= 0.493, tokens_per_s= 2.379, conversations_per_hour= 3.560
+    schema_failure_rate= 0.000 (goal <= 0.02: met)
+    verified_rate= 0.333 (goal >= 0.5: NOT met)
+    prefix_reuse_speedup= 2.469 (goal >= 1.5: met)   (123.2 s without, 49.9 s with, 3 calls)
+    reasks_per_call= 0.230, tokens_per_s= 2.179, conversations_per_hour= 2.470
+    rubrics: 10, of which 5 rule-based after the writer's answers were refused; accepted with
+    model rubrics only: 0 of 3
 
-(112 model calls, 172,236 prompt and 4,808 output tokens, 2021 s in the model.) Read as they
-went (``--trace``), the 1.5B model also copied the fixed example lines of the impatient and the
-correction cut-ins ("Wait, sorry, my zip code is 60614, not 60615." for an email correction),
-spoke as the company from the caller's side ("I'll need to check with the customer's account"),
-and answered a planned question itself ("Could you read me the confirmation code?" -> "Sure
-thing, let me read that back for you."). The fixes after a156641 (the corrected value and a
-volunteered circumstance taken up in code when the model leaves them out, bank lines as the
-examples of impatient and correction cut-ins, the third-person customer refused in the
-caller's mouth) are not yet measured here. Earlier runs (commits ce37f3f and ca66656, 3 and 2
-scenarios): schema_failure_rate 0.000, verified_rate 0.000, prefix_reuse_speedup 1.760 and
-2.409. Re-simulation of discarded scenarios is off here (``resamples=0``): the rate is per
-simulated conversation.
+(225 model calls, 337,566 prompt and 9,519 output tokens, 4369 s in the model.) The fixes made
+after 9cfb7cd for the three failures above are not measured here: a plain caller reply shown a
+bank line and no planner goal, the side request answered in code when the model leaves it out,
+the caller's sentence refused in the assistant's mouth, an LLM issue on a message with a pending
+edit left to the next round, and a rubric re-ask without the example. Earlier (commit a156641,
+2 of 4 in 30 minutes, both failed in simulation; before that ce37f3f and ca66656):
+schema_failure_rate 0.000, verified_rate 0.000, prefix_reuse_speedup 2.030, 1.760, 2.409.
+Re-simulation of discarded scenarios is off here (``resamples=0``): the rate is per simulated
+conversation.
 """
 
 from __future__ import annotations

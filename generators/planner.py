@@ -478,6 +478,10 @@ class RulePlanner:
                 continue
             if t == "correction" and not st.correctable():
                 continue                    # nothing the user said can be corrected (yet)
+            if t in ("normal", "topic_switch") and st.pending is not None \
+                    and st.pending.type in ("normal", "topic_switch"):
+                continue                    # "by the way ..." on the very sentence resumed after
+                                            # another "by the way": a run of asides, not a call
             if t == "topic_switch" and (not st.free_pairs("topic_switch") or st.side_asked() >= MAX_SIDE
                                         or (st.pending is not None and st.pending.type == "topic_switch")):
                 continue                    # a caller asks one or two things on the side, not a
@@ -840,7 +844,8 @@ def unheard_question(text: str, heard_chars: int) -> str:
 _CALLER_TASK = re.compile(r"\bif you (?:haven't|have not|don't|do not) [^.?!]{0,60}, (?:file|call|send|contact|"
                           r"reply|bring|submit|ask)\b|"    # what the caller must do if ... ("If you
                           # haven't heard back by then, file the formal appeal anyway")
-                          r"\bread (?:it|them|the code|that) (?:out|back|to me)\b|\bwhen it (?:arrives|comes "
+                          r"\bread (?:it|them|the code|that) (?:out|back|to me)\b|\bread me (?:the|your|that) "
+                          r"(?:code|digits|number)\b|\bwhen it (?:arrives|comes "
                           r"through)\b|\b(?:try|open|restart|unplug|plug|reboot|sign in|log in|tap|"
                           r"press|hold down|go to|check|lock|turn off|turn on|switch off) (?:the|your|it|that|again|in|out|back)\b|"
                           r"\blet me know (?:when|if|once)\b|\btell me (?:when|once|what you see)\b|"

@@ -241,11 +241,15 @@ class RuleUser:
                     min_word = end
             elif (up.type == "pushback" and variant != "sensitive") or variant == "clarify":
                 kinds = G.PUSHBACK_KINDS if up.type == "pushback" else G.CLARIFY_KINDS
+                own = " ".join(context[1::2]).lower()    # the caller's own turns (the agent opens)
                 protected = P.protected_cuts(message, self.values)   # "on Friday, | April 11"
                 objs = [o for o in G.objects_in(message[content_start:], kinds)
                         if G.end_word(message, content_start, o) not in protected
                         and G.end_word(message, content_start, o) <= P.n_words(message) - EDGE_WORDS
-                        and G.end_word(message, content_start, o) >= P.n_words(message[:content_start]) + EDGE_WORDS]
+                        and G.end_word(message, content_start, o) >= P.n_words(message[:content_start]) + EDGE_WORDS
+                        # "October 31st? I want to be sure I heard it right" -- of a date the
+                        # caller gave themselves: nobody asks to hear their own value again
+                        and not (variant == "clarify" and o.phrase.lower() in own)]
                 if not objs:
                     errors.append({"attempt": attempt, "error": f"no {'/'.join(kinds)} in the content "
                                    "to react to"})

@@ -196,8 +196,9 @@ def value_spans(conv: Conversation, text: str) -> list[tuple[int, int, str]]:
         while lead < len(parts) and parts[lead].group(0).rstrip(",.") in _NOT_NAME:
             lead += 1
         tail = len(parts)
-        while tail > lead and parts[tail - 1].group(0).rstrip(",.") in _NOT_NAME:
-            tail -= 1
+        while tail > lead and (parts[tail - 1].group(0).rstrip(",.") in _NOT_NAME
+                               or parts[tail - 1].group(0) in ("and", "of", "de", "la", "&")):
+            tail -= 1       # "Crosscountry Freight, and I've ...": the name ends at "Freight"
         parts = parts[:tail]
         if tail <= lead:
             continue

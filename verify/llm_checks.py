@@ -252,6 +252,13 @@ async def llm_checks(conv: Conversation, llm: LLMClient, *,
     ``known``: issues the deterministic checks already found this round (not to be repeated).
     """
     found = await _whole_call(conv, llm, known)
+    # an issue on a message the deterministic checks flagged this round waits for the next
+    # round, after the modifier's edit of that message (all checks run again then): seen on the
+    # 1.5B model, the known fixable cut_inside_value restated as an unfixable coherence issue
+    # ("the assistant cuts inside the value of the monthly fee (780 dollars a month)"), and a
+    # conversation discarded for an issue the modifier was about to fix
+    edited = {v.message_index for v in known if v.fixable and v.edit}
+    found = [v for v in found if v.message_index not in edited]
     flagged = [v.message_index for v in found] + [v.message_index for v in known]
     return found + await reply_checks(conv, llm, skip=[i for i in flagged if i is not None])
 

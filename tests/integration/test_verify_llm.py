@@ -319,3 +319,29 @@ def test_a_reply_to_another_question_is_rejected_by_the_reply_checker(tmp_path):
     assert len(asked) == 6 and asked[0].startswith('Assistant: "Thanks for calling Northwind')
     assert any(p.rstrip().endswith('Caller: "It started Monday around 7 pm, and the lights are amber."')
                for p in asked)
+
+
+def test_an_llm_issue_on_a_message_the_modifier_is_about_to_edit_waits_for_the_next_round(tmp_path):
+    """Seen on the 1.5B verifier (bench/llm_real.py): the deterministic checks' fixable issue
+    (a cut inside a value) restated as an unfixable coherence issue on the same message, and the
+    conversation discarded for what the modifier was about to fix. An LLM issue on a message
+    with a pending edit is left to the next round, where every check runs on the edited call;
+    an unfixable issue on another message still discards it (the same round)."""
+    conv = conv_with({11: ("user", "I already unplugged the power cord, can we just book someone?")})
+    restated = {"issues": [{"check": "coherence", "message_index": 11, "fixable": False,
+                            "issue": "the caller reacts to words that were never heard",
+                            "quote": "unplugged the power cord"}]}
+    edit = {"edits": [{"message_index": 11, "text": FIXED_11}]}
+    with LoopbackLLMServer(responder=verifier_answers(restated, edit, {"issues": []})) as srv:
+        llm = get_llm("openai:loopback-verifier", workdir=tmp_path, base_url=srv.openai_base_url)
+        out = asyncio.run(averify_conversation(conv, llm=llm))
+    assert out.accepted and out.rounds == 1
+    assert out.conversation.messages[11].text == FIXED_11
+    assert "llm_coherence" not in {v.check for v in out.verdicts}
+    # elsewhere, the same unfixable issue discards the call
+    other = {"issues": [{**restated["issues"][0], "message_index": 3,
+                         "quote": EXAMPLE_TURNS[3][1].split(",")[0]}]}
+    with LoopbackLLMServer(responder=verifier_answers(other)) as srv:
+        llm = get_llm("openai:loopback-verifier", workdir=tmp_path / "b", base_url=srv.openai_base_url)
+        dropped = asyncio.run(averify_conversation(conv, llm=llm))
+    assert not dropped.accepted and any(r.startswith("llm_coherence") for r in dropped.discard_reasons)

@@ -67,6 +67,22 @@ def test_a_cut_inside_a_date_or_name_is_found_and_moved_to_the_value_end():
     assert "Eastgate Clinic" in spans
 
 
+def test_a_name_ends_before_the_clause_that_follows_it():
+    """"the trace is open with Crosscountry Freight, | and I've sent the reference": a nod after
+    the carrier's name splits no value (seed 99: two good calls discarded because the name run
+    reached over ", and I've")."""
+    text = "Here's the plan: the trace is open with Crosscountry Freight, and I've sent the reference."
+    spans = {text[s:e].rstrip(",") for s, e, _ in value_spans(conv_with({}), text)}
+    assert "Crosscountry Freight" in spans and not any("and" in v for v in spans)
+    ok = conv_with({14: ("assistant", text, {"stage": "schedule_technician", "cut": 10,
+                                            "type": "pushback"})})
+    assert found(ok, "cut_inside_value") == []
+    # cut inside the name: still found
+    bad = conv_with({14: ("assistant", text, {"stage": "schedule_technician", "cut": 9,
+                                             "type": "pushback"})})
+    assert len(found(bad, "cut_inside_value")) == 1
+
+
 def test_a_backchannel_inside_a_name_is_unfixable():
     text = "Thanks for calling Keystone Federal Credit Union, this is Sam. How can I help?"
     bad = conv_with({2: ("assistant", text, {"stage": "identity_verification", "cut": 5,

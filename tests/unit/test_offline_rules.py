@@ -13,22 +13,16 @@ import pytest
 
 from bargein.generators import grounded as G
 from bargein.generators import phrases as P
-from bargein.generators.conversation import RuleAgents, _run_sync, simulate
 from bargein.generators.planner import _ACTS, _essential
 from bargein.generators.plan_state import ConversationState, Unit
 from bargein.generators.scenarios import generate_scenarios
+from doubles.offline_calls import run, scenario_batch  # noqa: E402
 from bargein.records import Conversation, Scenario
 
 
 @pytest.fixture(scope="module")
 def scenarios(tmp_path_factory) -> list[Scenario]:
-    res = generate_scenarios(30, 4242, workdir=tmp_path_factory.mktemp("scn"), progress=False)
-    assert not res.failures
-    return res.outputs
-
-
-def run(scn: Scenario, seed: int = 0) -> Conversation:
-    return _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+    return scenario_batch(30, 4242, tmp_path_factory.mktemp("scn"))
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from bargein.verify.objects import system_keys
 import pytest
 
 from bargein.generators import phrases as P
-from bargein.generators.conversation import RuleAgents, _run_sync, simulate
 from bargein.generators.planner import (
     EDGE_WORDS, MAX_MESSAGES, MIN_MESSAGES, asked_keys, choose_option, place_cut,
     stage_units,
@@ -19,18 +18,13 @@ from bargein.generators.planner import (
 from bargein.generators.scenarios import generate_scenarios
 from bargein.generators.llm_messages import user_messages as llm_messages
 from bargein.generators.user_sim import RuleUser, UserPlan, user_plan
+from doubles.offline_calls import run, scenario_batch  # noqa: E402
 from bargein.records import Conversation, Scenario, UserIntent
 
 
 @pytest.fixture(scope="module")
 def scenarios(tmp_path_factory) -> list[Scenario]:
-    res = generate_scenarios(24, 11, workdir=tmp_path_factory.mktemp("scn"), progress=False)
-    assert not res.failures
-    return res.outputs
-
-
-def run(scn: Scenario, seed: int = 0) -> Conversation:
-    return _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+    return scenario_batch(24, 11, tmp_path_factory.mktemp("scn"))
 
 
 @pytest.fixture(scope="module")
@@ -334,5 +328,34 @@ def test_nobody_cuts_in_on_the_greeting_or_skips_a_payment_link(scenarios):
                 rest = m.text[len(m.heard_text):]
                 if m.interruption.type == "impatient":
                     payments += 1
-                    assert not re.search(r"\b(?:secure|payment) link\b", rest), m.text
+                    assert not re.search(r"\b(?:secure|payment) link\b|\bread me the (?:code|digits)\b",
+                                         rest), m.text
     assert openings >= 5 and payments >= 5, (openings, payments)
+
+
+def test_no_run_of_asides_and_no_clarifying_the_callers_own_value(scenarios):
+    """Four "by the way" asides in five turns, two of them on the same resumed sentence, and
+    "Friday, October 31, 2025? I want to be sure I heard it right" of a date the caller had
+    just given (hand-read of seed 112358)."""
+    value = re.compile(r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \w+ \d+, \d{4}"
+                       r"|\$[\d,]+(?:\.\d\d)?|[\w.]+@[\w.-]+\.\w+")
+    asides = clarifies = 0
+    for seed in range(3):
+        for n, scn in enumerate(scenarios):
+            msgs = run(scn, 90 * seed + n).messages
+            for i, m in enumerate(msgs):
+                if m.interruption is None:
+                    continue
+                if m.interruption.type in ("normal", "topic_switch"):
+                    asides += 1
+                    prev = msgs[i - 2] if i >= 2 else None
+                    assert not (prev is not None and prev.interruption is not None
+                                and prev.interruption.type in ("normal", "topic_switch")), \
+                        (scn.id, prev.interruption.interjection, m.interruption.interjection)
+                said = m.interruption.interjection
+                if m.interruption.type == "normal" and "?" in said:
+                    clarifies += 1
+                    own = " ".join(x.text for x in msgs[:i] if x.role == "user")
+                    for v in value.findall(said):
+                        assert v not in own, (scn.id, said)
+    assert asides >= 10 and clarifies >= 3, (asides, clarifies)
