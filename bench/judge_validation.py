@@ -49,7 +49,8 @@ C 7/12, kappa 0.286: wrong values 0/3 and "Okay."-style replies 1/3 judged corre
 7/8). Figures of older judge versions on the held-out part, not re-run: RQ over every
 category kappa 0.437 (n 40); ear_kappa 0.750 (n 24). A baseline of the same run: a judge
 that always answers "pass"/"A"/"answer"/"correct" (kappa 0 by construction), so every kappa
-prints beside what agreement by a constant answer gives. Answers are cached under ``--workdir``: an interrupted run resumes. Imports only the package.
+prints beside what agreement by a constant answer gives. Answers are cached under
+``--workdir``: an interrupted run resumes. Imports only the package.
 """
 
 from __future__ import annotations
