@@ -37,10 +37,20 @@ before (quote checks v4) gave 0.685 / 1.000, kappa 0.635 on the same items, and 
 that 0.741 / 1.000, kappa 0.696. On the dev part (control-v2: the six hashed dev cases and the
 eleven cases of ``ihbench_dev_cases.yaml``): checks v5 0.882 (n 51) / 1.000 (n 34), kappa
 0.857; checks v4 0.784 / 0.971 (the avoid fix alone: 0.922 / 0.971).
-A baseline of
-the same run: a judge that always answers "pass"/"A"/"answer"/"correct" (kappa 0 by
-construction), so every kappa prints beside what agreement by a constant answer gives. Answers
-are cached under ``--workdir``: an interrupted run resumes. Imports only the package.
+
+Re-measured on the dev part with the current prompts and checks v5 (``--part dev``; not on the
+held-out part): RQ over every category (``--rq-limit 40``) kappa 0.350 (accuracy 0.675, n 40;
+the smoke judge 0.624 on the same items): echo 4/4, template 6/6, over-apology 3/3, good
+answers 9/11, restart 3/6, wrong fact 2/6, ignore (carrying on as if nothing was said) 0/4, so
+the checks stop content-free and echoed replies but not a reply that is all case content and
+wrong or deaf to the cut-in; EAR (``--ear-limit 24``) ear_kappa 0.576 (R 11/12, kappa 0.867;
+C 7/12, kappa 0.286: wrong values 0/3 and "Okay."-style replies 1/3 judged correct); TF
+(``--tf-limit 8``) kappa 0.442, 5/8 pairs right and 3 position-inconsistent ties (smoke
+7/8). Figures of older judge versions on the held-out part, not re-run: RQ over every
+category kappa 0.437 (n 40); ear_kappa 0.750 (n 24). A baseline of the same run: a judge
+that always answers "pass"/"A"/"answer"/"correct" (kappa 0 by construction), so every kappa
+prints beside what agreement by a constant answer gives. Answers are cached under
+``--workdir``: an interrupted run resumes. Imports only the package.
 """
 
 from __future__ import annotations
