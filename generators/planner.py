@@ -300,7 +300,9 @@ class RulePlanner:
             return Unit(kind="inform", stage=cut.stage, purpose="deescalate"), None
         if rec.type == "impatient":
             st.units = _trimmed(st, lambda u: u.kind in ("ask", "close") or bool(
-                u.text and _CALLER_TASK.search(u.text)))    # a payment link is not skipped
+                u.text and (_CALLER_TASK.search(u.text) or _DONE.search(u.text))))
+            # a payment link is not skipped, nor the report that the step was done ("I've
+            # filed the claim"): skipping ahead skips explanation, never the work
             if cut.kind == "ask" and cut.keys and set(cut.keys) <= st.read_back:   # read back:
                 for k in cut.keys:                                    # impatience says "yes"
                     st.stated.setdefault(k, st.value_for(k) or "")

@@ -359,3 +359,32 @@ def test_no_run_of_asides_and_no_clarifying_the_callers_own_value(scenarios):
                     for v in value.findall(said):
                         assert v not in own, (scn.id, said)
     assert asides >= 10 and clarifies >= 3, (asides, clarifies)
+
+
+def test_skipping_ahead_never_skips_the_report_that_the_work_was_done(scenarios):
+    """"Skip ahead, please" on "With that, I can file a claim and a replacement ships ..."
+    dropped the rest of the stage with its explanation: the call closed 'resolved' with no
+    replacement ordered (hand-read of seed 8080). Skipping ahead drops explanation, never the
+    report that the work was done ("I've filed the claim")."""
+    from collections import deque
+
+    from bargein.generators.planner import RulePlanner
+    from bargein.records.plan import Recovery, Unit
+
+    planner = RulePlanner(scenarios[0])
+    st = planner.new_state(random.Random(0))
+    cut = Unit(kind="inform", stage=st.stage, text="With that, I can file a claim and a "
+               "replacement ships to you, usually arriving within two business days.")
+    extra = Unit(kind="inform", stage=st.stage, text="Replacement phones are refurbished to "
+                 "the same standard as new ones, and they carry the full warranty as well.")
+    done = Unit(kind="inform", stage=st.stage, text="I've filed the claim. The replacement "
+                "comes with a new SIM already linked to your number.")
+    st.units = deque([extra, done])
+    st.pending = Recovery(type="impatient", message_index=1, planned_text=cut.text,
+                          heard_text=cut.text[:40], remainder=cut.text[40:],
+                          interjection="Uh-huh, I know, I don't need the background.")
+    st.pending_unit = cut
+    unit, _ = planner._recovery_unit(st, random.Random(0))
+    ahead = [unit.text] + [u.text for u in st.units]
+    assert any(t.endswith(done.text) for t in ahead), ahead
+    assert extra.text not in ahead
