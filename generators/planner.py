@@ -926,7 +926,9 @@ def _readable(value: str) -> bool:
     """A value a read-back can say after "it's" / "your X is": a name, a date, an amount,
     not a clause about the caller ("is renting and has renter's insurance")."""
     return bool(value) and P.clause(value) is None and not re.match(
-        r"(?:is|are|was|has|have|had|lost|needs?|wants?|got|since|until|because|I|we|my|our)\b",
+        r"(?:is|are|was|has|have|had|lost|needs?|wants?|got|since|until|because|I|we|my|our|"
+        r"did|do|does|didn't|don't|doesn't|not|never|can|cannot|can't|will|won't|would|could|"
+        r"should|must)\b",
         value, re.I)
 
 

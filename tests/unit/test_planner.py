@@ -388,3 +388,13 @@ def test_skipping_ahead_never_skips_the_report_that_the_work_was_done(scenarios)
     ahead = [unit.text] + [u.text for u in st.units]
     assert any(t.endswith(done.text) for t in ahead), ahead
     assert extra.text not in ahead
+
+
+def test_a_clause_value_is_not_read_back_as_a_thing():
+    """"So I've got that noted correctly, that's did not make or authorise the purchase, yes?"
+    (hand-read of seed 8080): a value that is a clause about the caller is not read back."""
+    from bargein.generators.planner import _readable
+
+    assert not _readable("did not make or authorise the purchase")
+    assert not _readable("doesn't recognise the merchant")
+    assert _readable("Streamora Subscription") and _readable("Thursday, March 6, 2025")
