@@ -215,25 +215,18 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random,
     values = slot_values(conv, idx)
     example = example_for(kind, values)
     system = render("rubric_generator", system_prompt=conv.scenario.system_prompt)
-    prompt = render("rubric_interruption",
-                    history=history_view(conv.messages[: idx + 1]), type=kind,
-                    heard=json.dumps(cut.interruption.heard_text),
-                    unsaid=json.dumps(cut.text[len(cut.interruption.heard_text):]),
-                    interjection=json.dumps(conv.messages[idx].text),
-                    next_step=json.dumps(values["next step"]),
-                    details=json.dumps(interruption_context(conv, idx)),
-                    slots=_slot_lines(example, values),
-                    example=json.dumps(example, ensure_ascii=False))
-    # a re-ask shows this call's values without the example: shown it again with the errors,
-    # the 1.5B model wrote it again slots and all (three answers of three, a correction)
-    bare = render("rubric_interruption",
-                  history=history_view(conv.messages[: idx + 1]), type=kind,
+    fields = dict(history=history_view(conv.messages[: idx + 1]), type=kind,
                   heard=json.dumps(cut.interruption.heard_text),
                   unsaid=json.dumps(cut.text[len(cut.interruption.heard_text):]),
                   interjection=json.dumps(conv.messages[idx].text),
                   next_step=json.dumps(values["next step"]),
                   details=json.dumps(interruption_context(conv, idx)),
-                  slots=_slot_lines(example, values), example="")
+                  slots=_slot_lines(example, values))
+    prompt = render("rubric_interruption", **fields,
+                    example=json.dumps(example, ensure_ascii=False))
+    # a re-ask shows this call's values without the example: shown it again with the errors,
+    # the 1.5B model wrote it again slots and all (three answers of three, a correction)
+    bare = render("rubric_interruption", **fields, example="")
     said = " ".join(m.text for m in conv.messages[: idx + 1])
 
     def as_rubric(o: RubricOut) -> Rubric:

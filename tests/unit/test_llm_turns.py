@@ -14,8 +14,21 @@ from bargein.generators.llm_agents import (
     AssistantTurn, LLMAgents, check_assistant, doubled_sentence, tidy_turn,
 )
 from bargein.records import RoundPlan, Unit
+from doubles.offline_calls import run, scenario_batch  # noqa: E402
 
 OPENER = "Thanks for calling about a building permit. What's the address of the property?"
+
+
+def _first_plan(workdir, pick):
+    """(scenario, offline conversation, round plan) of the first plan ``pick`` accepts among
+    twelve scenarios of seed 7, six offline runs each."""
+    for scn in scenario_batch(12, 7, workdir):
+        for seed in range(6):
+            conv = run(scn, seed)
+            plan = next((p for p in conv.plan if pick(p)), None)
+            if plan is not None:
+                return scn, conv, plan
+    raise AssertionError("no offline round plan of that kind")
 
 
 def test_the_opening_turn_acknowledges_nothing():
@@ -193,24 +206,14 @@ def test_a_correction_recovery_says_the_corrected_value_back(tmp_path):
     model's words leave it out, the acknowledgement is an offline bank line with the value."""
     import random
 
-    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
     from bargein.generators.llm_agents import LLMAgents
     from bargein.generators.llm_values import said
-    from bargein.generators.scenarios import generate_scenarios
 
-    found = None
-    for scn in generate_scenarios(12, 7, workdir=tmp_path, progress=False).outputs:
-        for seed in range(6):
-            conv = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
-            plan = next((p for p in conv.plan if p.recovery is not None
-                         and p.recovery.type == "correction" and p.unit is not None and p.unit.text), None)
-            if plan is not None:
-                found = scn, conv, plan
-                break
-        if found:
-            break
-    assert found is not None
-    scn, conv, plan = found
+    scn, conv, plan = _first_plan(tmp_path, lambda p: (
+        p.recovery is not None
+        and p.recovery.type == "correction"
+        and p.unit is not None
+        and p.unit.text))
 
     class Model:
         async def structured(self, messages, schema, **kw):
@@ -228,23 +231,13 @@ def test_a_volunteered_circumstance_is_taken_up(tmp_path):
     nothing of the circumstance, the take-up is the catalogue's (or the offline bank's)."""
     import random
 
-    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
     from bargein.generators.llm_agents import LLMAgents
-    from bargein.generators.scenarios import generate_scenarios
-    found = None
-    for scn in generate_scenarios(12, 7, workdir=tmp_path, progress=False).outputs:
-        for seed in range(6):
-            conv = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
-            plan = next((p for p in conv.plan if p.recovery is not None and p.recovery.type == "normal"
-                         and p.recovery.detail.get("variant") == "hidden" and p.unit is not None
-                         and p.unit.text), None)
-            if plan is not None:
-                found = scn, conv, plan
-                break
-        if found:
-            break
-    assert found is not None
-    scn, conv, plan = found
+    scn, conv, plan = _first_plan(tmp_path, lambda p: (
+        p.recovery is not None
+        and p.recovery.type == "normal"
+        and p.recovery.detail.get("variant") == "hidden"
+        and p.unit is not None
+        and p.unit.text))
 
     class Model:
         async def structured(self, messages, schema, **kw):
@@ -315,24 +308,14 @@ def test_a_side_request_the_recovery_leaves_out_is_answered(tmp_path):
     import random
 
     from bargein.generators import phrases as P
-    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
-    from bargein.generators.scenarios import generate_scenarios
     from bargein.verify.text import content_words
 
-    found = None
-    for scn in generate_scenarios(12, 7, workdir=tmp_path, progress=False).outputs:
-        for seed in range(6):
-            conv = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
-            plan = next((p for p in conv.plan if p.recovery is not None
-                         and p.recovery.type == "topic_switch" and p.recovery.detail.get("pair")
-                         and p.unit is not None and p.unit.text), None)
-            if plan is not None:
-                found = scn, conv, plan
-                break
-        if found:
-            break
-    assert found is not None
-    scn, conv, plan = found
+    scn, conv, plan = _first_plan(tmp_path, lambda p: (
+        p.recovery is not None
+        and p.recovery.type == "topic_switch"
+        and p.recovery.detail.get("pair")
+        and p.unit is not None
+        and p.unit.text))
     messages = list(conv.messages[:plan.message_index])
     answer = P.pair(plan.recovery.detail, "topic_switch")["assistant"]
 
