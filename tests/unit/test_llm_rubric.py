@@ -13,6 +13,7 @@ import re
 import pytest
 
 from bargein.generators.llm_rubric import RubricOut, against_type, check_rubric, llm_rubric
+from doubles.offline_calls import run, scenario_batch  # noqa: E402
 
 SEEN = ["The assistant skips the unsaid part of the address and asks for clarification.",
         "Requests clarification on the address.",
@@ -30,6 +31,18 @@ def test_impatient_criteria_asking_to_clarify_or_restart_are_refused(criterion):
     assert any("must not" in e for e in check_rubric(out, "impatient"))
 
 
+def _first_cut(workdir, pick):
+    """(offline conversation, index of the interjection) of the first cut-in ``pick`` accepts
+    among twelve scenarios of seed 3, six offline runs each."""
+    for scn in scenario_batch(12, 3, workdir):
+        for seed in range(6):
+            c = run(scn, seed)
+            cuts = [m.index + 1 for m in c.messages if m.interruption is not None and pick(m)]
+            if cuts:
+                return c, cuts[0]
+    raise AssertionError("no offline cut-in of that kind")
+
+
 def test_negated_and_other_type_criteria_pass():
     assert [c for c in GOOD if against_type("impatient", c)] == []
     assert against_type("normal", SEEN[2]) == ""          # a fresh start is the normal recovery
@@ -43,21 +56,7 @@ def test_negated_and_other_type_criteria_pass():
 def test_the_rubric_writer_is_re_asked_on_a_contradicting_criterion(tmp_path):
     """Through llm_rubric with a scripted model: the first answer contradicts the type, the
     re-ask (which names the criterion) is answered well, and that answer is the rubric."""
-    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
-    from bargein.generators.scenarios import generate_scenarios
-
-    conv = idx = None
-    for scn in generate_scenarios(12, 3, workdir=tmp_path, progress=False).outputs:
-        for seed in range(6):
-            c = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
-            cuts = [m.index + 1 for m in c.messages if m.interruption is not None
-                    and m.interruption.type == "impatient"]
-            if cuts:
-                conv, idx = c, cuts[0]
-                break
-        if conv is not None:
-            break
-    assert conv is not None
+    conv, idx = _first_cut(tmp_path, lambda m: m.interruption.type == "impatient")
 
     class Model:
         def __init__(self):
@@ -77,17 +76,7 @@ def test_the_rubric_writer_is_re_asked_on_a_contradicting_criterion(tmp_path):
 
 def _offline_call(tmp_path, kind: str):
     """An offline-simulated call with a ``kind`` interruption, and the interjection's index."""
-    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
-    from bargein.generators.scenarios import generate_scenarios
-
-    for scn in generate_scenarios(12, 3, workdir=tmp_path, progress=False).outputs:
-        for seed in range(6):
-            c = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
-            cuts = [m.index + 1 for m in c.messages if m.interruption is not None
-                    and m.interruption.type == kind]
-            if cuts:
-                return c, cuts[0]
-    raise AssertionError(f"no offline call with a {kind} interruption")
+    return _first_cut(tmp_path, lambda m: m.interruption.type == kind)
 
 
 def _filled(example: dict, values: dict[str, str]) -> dict:
@@ -199,8 +188,6 @@ def test_a_rubric_the_verifier_would_reject_is_re_asked_with_the_verdict(tmp_pat
     is kept: a criterion starting in lower case (grammar_gold) and one quoting a fragment that is
     no whole phrase of the call (rq_whole_phrase) were the two discard reasons of a 25-message
     1.5B call. The re-ask carries the verdicts; the fixed answer passes the same checks."""
-    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
-    from bargein.generators.scenarios import generate_scenarios
     from bargein.verify.checks import run_checks
 
     def fragment_of(text: str) -> str:
@@ -209,18 +196,8 @@ def test_a_rubric_the_verifier_would_reject_is_re_asked_with_the_verdict(tmp_pat
         return next((f"{a} {b}" for a, b in zip(words, words[1:])
                      if b.lower() in ("the", "to", "of", "your") and a.isalpha()), "")
 
-    conv = idx = None
-    for scn in generate_scenarios(12, 3, workdir=tmp_path, progress=False).outputs:
-        for seed in range(6):
-            c = _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
-            cuts = [m.index + 1 for m in c.messages if m.interruption is not None
-                    and m.interruption.type == "normal" and fragment_of(m.heard_text)]
-            if cuts:
-                conv, idx = c, cuts[0]
-                break
-        if conv is not None:
-            break
-    assert conv is not None
+    conv, idx = _first_cut(tmp_path, lambda m: (m.interruption.type == "normal"
+                                                and fragment_of(m.heard_text)))
     fragment = fragment_of(conv.messages[idx - 1].heard_text)     # ends mid-phrase ("to the")
     bad = ["answers the caller's question before going on.",
            f"Says the cut sentence again, not only \"{fragment}\"."]
