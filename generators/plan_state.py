@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from collections import deque
 
 from bargein.generators import phrases as P
+from bargein.generators.intents import contradicts_times
 from bargein.records import InterruptionType, Scenario, UserFact
 from bargein.records.plan import Recovery, RoundPlan, Unit, UnitKind, UserAction  # noqa: F401 - re-exported
 
@@ -453,8 +454,16 @@ class ConversationState:
         until = pair.get("until")
         if until and re.search(until, f"{self.said} {self.current}", re.I):
             return False        # "I'd rather not fly overnight" once the flight is already held
+        if isinstance(pair, dict) and contradicts_times(pair.get("user", ""), self.call_times()):
+            return False        # "I can only do late afternoons" in a call that books 10:15 AM
         return (not when or re.search(when, text, re.I) is not None) and \
             (not unless or re.search(unless, text, re.I) is None)
+
+    def call_times(self) -> list[str]:
+        """The clock times of this call: its time facts and every value a correction names."""
+        times = [f.value for f in self.scenario.kb.user_facts if f.kind == "time"]
+        return times + [v for c in self.scenario.intent.corrections
+                        for v in (c.first_value, c.corrected_value)]
 
     def side_asked(self) -> int:
         """Side questions (topic-switch pairs) the caller has asked in this call."""
