@@ -156,6 +156,7 @@ def _fits(o: Obj, content: str) -> bool:
         return False                  # a noun phrase as said: "the late fee", not "raise grant ..."
     if o.kind == "fee":           # not a refund, waiver or credit: nobody disputes those
         if re.search(r"refund|waiv|credit|free|no charge|no fee|discount|off the|saving|no longer|"
+                     r"\b(?:lower|cheaper|reduced|smaller)\b|"
                      r"\bhold\b|authori[sz]|releas|not (?:fully |yet |actually )?charged|"
                      r"(?:don't|doesn't|won't|not) (?:be )?charge|without (?:a|any) \w+ ?fee|no \w+ fees?\b",
                      sent, re.I):

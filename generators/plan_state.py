@@ -312,6 +312,8 @@ def answer_question(text: str, rng: random.Random) -> tuple[str, str] | None:
     return kind, P.compose(rng, "user", f"qa_{kind}")
 
 
+_PACE = re.compile(r"\b(?:slow(?:ly|er)?|simple|first language|hard of hearing|"
+                   r"take (?:it|things) (?:slow|easy)|bear with me)\b", re.I)
 _CHECK_WHETHER = re.compile(r"\b(?:check|see|look)\s+(?:whether|if)\s+([^?]{3,80})\?", re.I)
 
 
@@ -464,6 +466,17 @@ class ConversationState:
         times = [f.value for f in self.scenario.kb.user_facts if f.kind == "time"]
         return times + [v for c in self.scenario.intent.corrections
                         for v in (c.first_value, c.corrected_value)]
+
+    def asked_for_patience(self) -> bool:
+        """Whether the caller has asked the agent to slow down or keep it simple ("I'm hard of
+        hearing, so please speak slowly"): after that they do not hurry it along."""
+        for key, idx in self.used_pairs.items():
+            bank = P.bank("pairs", key)
+            if any(isinstance(bank[i], dict) and _PACE.search(bank[i].get("user", ""))
+                   for i in idx if i < len(bank)):
+                return True
+        return any(f.key in self.stated and _PACE.search(f.value)
+                   for f in self.scenario.intent.hidden_facts)
 
     def side_asked(self) -> int:
         """Side questions (topic-switch pairs) the caller has asked in this call."""

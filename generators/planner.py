@@ -504,6 +504,8 @@ class RulePlanner:
                                             # is the wrap-up, which would skip the steps left
             if t == "impatient" and st.round == 0:
                 continue                    # the greeting and first question: nothing heard yet
+            if t == "impatient" and st.asked_for_patience():
+                continue                    # "please speak slowly", then "skip ahead, please"
             if t == "filler" and st.pending is not None and st.pending.type == "filler":
                 continue                    # a nod on the rest of a sentence already nodded at
                                             # chops it into fragments ("with the new plan, |

@@ -27,6 +27,11 @@ def test_a_hypothetical_fee_is_no_pushback_object():
     assert not objects_in(cond, ("fee", "policy"))
     assert [o.phrase for o in objects_in("The new policy has to show up in our system before "
                                          "the renewal can go through.", ("fee", "policy"))]
+    # the lower charge of a downgrade the caller asked for (hand-read of seed 90210: "Whoa,
+    # my next charge? Nobody told me about that." and a gold offering to waive it)
+    assert not objects_in("Your next charge will be at the new, lower price.", ("fee",))
+    assert [o.phrase for o in objects_in("Your next charge will include a $9 activation fee.",
+                                         ("fee",))]
 
 
 def test_a_resumption_starts_at_the_antecedent_of_a_pointing_sentence():

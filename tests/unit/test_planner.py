@@ -450,3 +450,28 @@ def test_no_stage_lead_before_a_done_report_and_no_all_done_before_a_read_back(s
         plan = plan.model_copy(update={"unit": readback, "assistant_action": "ask"})
         turn = agent.normal(plan, random.Random(seed))
         assert not re.search(r"all I need|everything I needed", turn.acknowledgement), turn
+
+
+def test_a_caller_who_asked_for_patience_does_not_hurry_the_agent(scenarios):
+    """"Sorry, I should mention, I'm hard of hearing, so please speak slowly." and on the very
+    next turn "Okay, okay, I've been through this part twice now. Move on, please." (hand-read
+    of seed 90210): after asking for slowness the caller never cuts in impatiently."""
+    from bargein.generators.plan_state import ConversationState
+    from bargein.generators.planner import RulePlanner
+    from bargein.records.plan import Unit
+
+    key = "normal_constraint"
+    bank = P.bank("pairs", key)
+    slow = next(i for i, p in enumerate(bank) if isinstance(p, dict) and "speak slowly" in p["user"])
+    text = ("Standard with Ads at 7.99 a month includes short ad breaks, streams in full HD "
+            "rather than 4K, and allows two screens at once instead of four screens.")
+    unit = Unit(kind="inform", stage=None, text=text)
+    for scn in scenarios[:6]:
+        planner = RulePlanner(scn)
+        st = ConversationState(scenario=scn, target_messages=40)
+        st.round = 4
+        before = planner._feasible(st, unit)
+        st.used_pairs[key] = {slow}
+        assert st.asked_for_patience()
+        after = planner._feasible(st, unit)
+        assert "impatient" in before and "impatient" not in after, (before, after)
