@@ -357,6 +357,7 @@ class ConversationState:
     delivered: set[str] = field(default_factory=set)         # stages with a delivered turn
     dispute_kind: str = "policy"                             # fee | requirement | policy
     persisted: int = 0                                       # pushbacks kept up on that dispute
+    disputed_ask: tuple[str, ...] = ()                       # what the disputed question asked for
     chain: int = 0                                           # rounds cut in a row (so far)
     owed: int = 0                                            # cuts a run cap held back
     fast: bool = False

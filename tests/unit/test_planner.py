@@ -475,3 +475,63 @@ def test_a_caller_who_asked_for_patience_does_not_hurry_the_agent(scenarios):
         assert st.asked_for_patience()
         after = planner._feasible(st, unit)
         assert "impatient" in before and "impatient" not in after, (before, after)
+
+
+def _said(value: str, text: str) -> bool:
+    return bool(value) and value in text
+
+
+@pytest.fixture(scope="module")
+def wide_convs(tmp_path_factory) -> list[Conversation]:
+    scns = scenario_batch(48, 90210, tmp_path_factory.mktemp("wide"))
+    return [run(s, n) for n, s in enumerate(scns)]
+
+
+def test_a_misstated_value_is_caught_before_the_agent_says_the_right_one(wide_convs):
+    """The caller volunteered "(816) 506-8377", the agent noted it, and the call ended with "a
+    reminder text at (816) 560-8377" and no correction (hand-read of seed 90210): once the
+    agent is about to say the right form of a value the caller misstated, the caller corrects
+    it, so no call carries two values for one fact."""
+    checked = 0
+    for c in wide_convs:
+        for corr in c.scenario.intent.corrections:
+            if corr.first_value == corr.corrected_value:
+                continue
+            msgs = c.messages
+            first = next((i for i, m in enumerate(msgs) if m.role == "user"
+                          and _said(corr.first_value, m.text)), None)
+            if first is None:
+                continue
+            later = next((i for i, m in enumerate(msgs) if i > first and m.role == "assistant"
+                          and _said(corr.corrected_value, m.text)), None)
+            if later is None:
+                continue
+            checked += 1
+            fixed = any(m.role == "user" and _said(corr.corrected_value, m.text)
+                        for m in msgs[first + 1:later + 2])
+            assert fixed, (c.id, corr.key, msgs[later].text)
+    assert checked, "no misstated value read out in the batch"
+
+
+def test_the_rest_of_a_disputed_question_is_still_asked(wide_convs):
+    """"Could I get the patient's full name and date of birth?" -- "is it safe to give you my
+    date of birth?" -- an alternative for the date of birth, and then "I've got Charles
+    Rodriguez's record open" with the name never given (hand-read of seed 90210)."""
+    checked = 0
+    for c in wide_convs:
+        name = next((f.value for f in c.scenario.kb.user_facts if f.key == "full_name"), "")
+        if not name:
+            continue
+        for i, m in enumerate(c.messages):
+            it = m.interruption
+            if not (it and it.type == "pushback" and "date of birth" in c.messages[i + 1].text
+                    and "full name" in it.heard_text):
+                continue
+            checked += 1
+            assert any(x.role == "user" and name in x.text for x in c.messages), c.id
+            said_by_agent = next((j for j, x in enumerate(c.messages) if j > i
+                                  and x.role == "assistant" and name in x.text), None)
+            if said_by_agent is not None:
+                assert any(x.role == "user" and name in x.text
+                           for x in c.messages[:said_by_agent]), (c.id, c.messages[said_by_agent].text)
+    assert checked, "no pushback on a date of birth asked together with the name"
