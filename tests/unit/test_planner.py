@@ -535,3 +535,19 @@ def test_the_rest_of_a_disputed_question_is_still_asked(wide_convs):
                 assert any(x.role == "user" and name in x.text
                            for x in c.messages[:said_by_agent]), (c.id, c.messages[said_by_agent].text)
     assert checked, "no pushback on a date of birth asked together with the name"
+
+
+def test_an_impatient_caller_does_not_repeat_their_own_words():
+    """"Okay, okay, we can skip the script. What's the bottom line?" and six turns later "Yep,
+    yep, you don't need to walk me through it. What's the bottom line?" (hand-read of seed
+    90210)."""
+    from bargein.generators.user_sim import impatient_line
+
+    heard = "Your Gold status sets your waitlist priority if space runs out, but right now"
+    context = ("Thank you, Jodi. I see your account.", "Okay, okay, we can skip the script. "
+               "What's the bottom line?")
+    tails = [t for t in P.bank("user", "impatient_core_tail") if t]
+    lines = [impatient_line(heard, context, random.Random(s)) for s in range(200)]
+    assert not [x for x in lines if "bottom line" in x.lower()]
+    assert not [x for x in lines if "skip the script" in x.lower()]
+    assert {t for t in tails for x in lines if t in x} - {"What's the bottom line?"}, lines[:5]
