@@ -122,7 +122,7 @@ def main() -> None:
                          "templates, for the gates")
     ap.add_argument("--tf-limit", type=int, default=16,
                     help="extra TF judgments (the pairwise judge, both orders) for its own kappa")
-    ap.add_argument("--part", default="heldout", choices=("heldout", "dev", "all"),
+    ap.add_argument("--part", default="heldout2", choices=("heldout2", "heldout", "dev", "dev+heldout", "all"),
                     help="control-set part the model judge is reported on")
     ap.add_argument("--rq-limit", type=int, default=0,
                     help="RQ judgments over every category (not only the gates') for RQ's kappa")
