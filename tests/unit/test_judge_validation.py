@@ -213,7 +213,7 @@ def test_model_judge_validation_over_the_openai_sdk(tmp_path, monkeypatch):
         assert rep.scorer("ihbench")["unscorable"] == 0               # re-asks recovered
         saved = sorted(p.name for p in (tmp_path / "judge_validation").glob("*.json"))
         assert saved == ["ear__openai_scripted-judge_judge_repair_v2.json",
-                         "ihbench__openai_scripted-judge_judge_tf_v3_both_orders_judge_rq_criterion_v2_judge_rq_avoid_v1_quotes_grounded_5.json"]
+                         "ihbench__openai_scripted-judge_judge_tf_v3_both_orders_judge_rq_criterion_v2_judge_rq_avoid_v1_quotes_grounded_6_cut-in_taken_up.json"]
         assert rep.axis("tf")["n"] and all(v.got == "tie" for v in rep.verdicts if v.item.axis == "tf")
         judge = get_judge("openai:scripted-judge", workdir=tmp_path)
         summary = validation_summary(judge, workdir=tmp_path, scorer="ihbench")
