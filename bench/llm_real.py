@@ -371,6 +371,10 @@ def main() -> int:
               + ("" if "error" not in probe["control"] else " (verifier failed)"))
     print(f"scenarios run: {totals['attempted']} of {len(scenarios)} asked ({a.model}, "
           f"{a.threads} threads, context {a.ctx})")
+    if totals["attempted"] < len(scenarios):    # the goal's denominator is "attempted": say so
+        print(f"not attempted in the {a.minutes:g} minutes: {len(scenarios) - totals['attempted']} "
+              f"scenario(s); counted as not verified: verified_of_asked= "
+              f"{totals['accepted'] / max(1, len(scenarios)):.3f}")
     print(f"rubrics: {totals['rubrics']}, of which {totals['rule_rubrics']} rule-based after the "
           f"writer's answers were refused; accepted with model rubrics only: "
           f"{totals['accepted_model_rubrics']} of {totals['attempted']}")

@@ -37,6 +37,8 @@ _LOWERABLE = frozenset("the your it this that we so before one if now right let 
                        "and once just you it's that's there's we'll we're let's a an my since "
                        "most please".split())
 _NO_READBACK = frozenset({"code", "phone", "account", "card", "pin"})
+_ALL_TAKEN = re.compile(r"\b(all I need|everything I needed)\b", re.I)
+_DONE_OPEN = re.compile(r"\W*(?:all )?(?:done|set)\b", re.I)   # a stage that opens "Done." / "All done."
 
 
 _CREDIT = re.compile(r"\b(?:credit(?:ed)?|refund(?:ed)?|waive[ds]?|revers(?:e|ed)|"
@@ -169,9 +171,13 @@ class RuleAssistant:
             info = plan.ack
             if unit.purpose == "readback" and info.get("kind") == "fact":
                 info = {**info, "kind": "plain"}   # the value is read back next: no echo first
-            ack.append(self._ack(info, rng))
-            if plan.stage_lead and rng.random() < 0.5 and info.get("kind") != "unknown":
-                ack.append(P.pick(rng, "assistant", "lead_on"))
+            said = self._ack(info, rng)
+            if unit.purpose == "readback" and _ALL_TAKEN.search(said):
+                said = P.pick(rng, "assistant", "ack_plain")   # not "that's all I need" + a read-back
+            ack.append(said)
+            if plan.stage_lead and rng.random() < 0.5 and not _DONE_OPEN.match(unit.text or "") \
+                    and info.get("kind") != "unknown":   # nothing settled: no "that's done"
+                ack.append(P.pick(rng, "assistant", "lead_on"))  # not "Moving on. Done. You're ..."
         return AssistantTurn(acknowledgement=P.join(*ack), content=self.content(plan, rng))
 
     def _ack(self, info: dict[str, str], rng: random.Random) -> str:

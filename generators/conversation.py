@@ -114,7 +114,8 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: Any) -> Conve
     while True:
         evidence: list[Any] = []
         failed_types: set[str] = set()
-        for replan in range(REPLANS + 1):
+        replan = free = 0
+        while replan <= REPLANS:
             snapshot = _clone(st)
             # a re-plan avoids the interruption types that could not be realised this round;
             # the last one does not interrupt at all (a round without a cut always exists)
@@ -148,6 +149,14 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: Any) -> Conve
                 evidence.append({"round": plan.round, "replan": replan, "reason": str(e),
                                  "evidence": e.evidence})
                 st = snapshot
+                # a cut type found impossible for this turn in code, before any model call, is
+                # no chance spent: the agents keep their REPLANS + 1 tries (a 1.5B call failed
+                # after two impossible cuts left the model one plan)
+                known = isinstance(e.evidence, dict) and e.evidence.get("before_any_call")
+                if known and plan.type is not None and free < len(INTERRUPTION_TYPES):
+                    free += 1
+                    continue
+                replan += 1
         else:
             raise GenerationFailed(
                 f"scenario {scenario.id}: round {st.round} broke its plan {REPLANS + 1} times "

@@ -342,7 +342,7 @@ class FactMaker:
         u = ""
         if unit:
             u = " " + (unit if n == 1 else _plural(unit))
-        return f"{n}{u}", f"{int_words(n)}{u}"
+        return f"{n:,}{u}", f"{int_words(n)}{u}"      # "50,000 miles", as an agent writes it
 
     def _code(self, format: str = "########"):
         out = []

@@ -139,7 +139,8 @@ class LLMAgents:
         why = unrealisable(plan, said_values_of(self.scenario))
         if why:      # known before any model call: the round is planned again without this type
             raise PlanBroken(f"the planned {plan.type} cut cannot happen in this turn: {why}",
-                             evidence={"plan": plan.model_dump(mode="json"), "reason": why})
+                             evidence={"plan": plan.model_dump(mode="json"), "reason": why,
+                                       "before_any_call": True})
 
         def check(out: PlannerOut) -> list[str]:
             text = out.assistant_goal + " " + out.user_goal

@@ -302,7 +302,16 @@ def answer_question(text: str, rng: random.Random) -> tuple[str, str] | None:
                       else P.pick(rng, "user", "qa_which"))
     if kind == "reason":
         return kind, P.pick(rng, "user", "qa_reason")
+    checked = _CHECK_WHETHER.search(qs[-1]) if kind == "request" else None
+    if checked:     # "could you check whether other apps are streaming fine?": the caller
+        found = re.sub(r"\byour\b", "my", checked.group(1).strip())   # looks, and says what
+        return kind, P.sentence(rng.choice([f"Okay, I've checked. Yes, {found}.",  # they found
+                                            f"Hang on. Yes, {found}.",
+                                            f"Just looked, and yes, {found}."]))
     return kind, P.compose(rng, "user", f"qa_{kind}")
+
+
+_CHECK_WHETHER = re.compile(r"\b(?:check|see|look)\s+(?:whether|if)\s+([^?]{3,80})\?", re.I)
 
 
 # words of the way a side request is brought in ("random question", "before I forget"), not its

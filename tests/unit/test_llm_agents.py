@@ -272,6 +272,47 @@ def test_a_round_the_verifier_would_reject_is_planned_again(tmp_path):
     assert not [v for v in run_checks(conv) if v.check == "doubled_phrase"]
 
 
+def test_a_cut_found_impossible_in_code_spends_none_of_the_agents_tries(tmp_path):
+    """A planned cut that unrealisable() refuses before any model call (PlanBroken with
+    ``before_any_call``) is planned again without counting as one of the round's REPLANS + 1
+    tries: seen on the 1.5B model, two impossible cuts (no fee to push back on, nothing to
+    clarify) left the model one plan, and the call failed. Here every planned cut is refused in
+    code and every assistant turn breaks its plan: the model is still asked REPLANS + 1 times
+    in the first round, and the failure's evidence holds the refused cuts as well."""
+    import random
+
+    from bargein.errors import GenerationFailed
+    from bargein.generators.conversation import REPLANS, RuleAgents, _run_sync, simulate
+    from bargein.generators.scenarios import generate_scenarios
+    from bargein.generators.user_sim import PlanBroken
+
+    class NoCuts(RuleAgents):
+        turns = 0
+
+        async def refine_plan(self, plan, st, messages, rng, sample):
+            if plan.type is not None:
+                raise PlanBroken("the planned cut cannot happen in this turn",
+                                 evidence={"before_any_call": True})
+            return plan
+
+        async def assistant_turn(self, plan, messages, rng, sample):
+            self.turns += 1
+            raise PlanBroken("the turn breaks its plan", evidence={})
+
+    scn = generate_scenarios(6, 7, workdir=tmp_path, progress=False).outputs[0]
+    refused_cuts = 0
+    for seed in range(6):
+        agents = NoCuts(scn)
+        with pytest.raises(GenerationFailed) as e:
+            _run_sync(simulate(scn, random.Random(seed), agents))
+        assert agents.turns == REPLANS + 1
+        rounds = e.value.evidence["rounds"]
+        assert len(rounds) == agents.turns + sum(r["evidence"].get("before_any_call", False)
+                                                 for r in rounds)
+        refused_cuts += len(rounds) - agents.turns
+    assert refused_cuts > 0                # the seeds do plan cuts in the first round
+
+
 def test_an_impatient_cut_in_that_asks_to_hear_more_is_refused():
     """Seen on the 1.5B model, told to ask the assistant to skip reading the itinerary back:
     "I'm sorry, could you please just read the itinerary back for me?". The instrument for the

@@ -398,3 +398,55 @@ def test_a_clause_value_is_not_read_back_as_a_thing():
     assert not _readable("did not make or authorise the purchase")
     assert not _readable("doesn't recognise the merchant")
     assert _readable("Streamora Subscription") and _readable("Thursday, March 6, 2025")
+
+
+def test_asked_to_check_something_the_caller_reports_what_they_found():
+    """"Could you check whether other apps are streaming fine?" answered "Yeah, give me a
+    second." and the agent said "That's sorted." with the check never reported (hand-read of
+    seed 55555): the caller looks and says what they found."""
+    from bargein.generators.plan_state import answer_question
+
+    q = ("While the TV restarts, could you check whether other apps are streaming fine? "
+         "That tells us whether it's the connection or our app.")
+    for seed in range(6):
+        kind, reply = answer_question(q, random.Random(seed))
+        assert "other apps are streaming fine" in reply and "second" not in reply, reply
+    _, reply = answer_question("Could you check if your router light is green?", random.Random(0))
+    assert "my router light is green" in reply
+    # a request to do something (not to find something out) is still agreed to
+    _, reply = answer_question("Could you restart the router for me?", random.Random(0))
+    assert "router" not in reply
+
+
+def test_big_counts_are_written_with_thousands_separators():
+    """"You have 50000 miles in your account" beside "20,000 miles" in the same call (hand-read
+    of seed 55555): a count is written as an agent writes it, and said in words."""
+    from datetime import date
+
+    from bargein.generators.facts import FactMaker
+
+    maker = FactMaker(3, date(2025, 4, 1))
+    written, spoken = maker._integer(min=30000, max=30000, unit="mile")
+    assert written == "30,000 miles" and spoken == "thirty thousand miles"
+    assert maker._integer(min=4, max=4, unit="seat") == ("4 seats", "four seats")
+
+
+def test_no_stage_lead_before_a_done_report_and_no_all_done_before_a_read_back(scenarios):
+    """"Okay, appreciated. That's settled. Moving on. Done. You're upgraded ..." and "That's
+    all I need there. Let me read that back ..." (hand-read of seed 55555)."""
+    from bargein.generators.assistant_sim import RuleAssistant
+    from bargein.records.plan import RoundPlan, Unit
+
+    agent = RuleAssistant(scenarios[0])
+    leads = set(P.bank("assistant", "lead_on"))
+    done = Unit(kind="inform", stage=None, text="Done. You're upgraded to Premium Select.")
+    readback = Unit(kind="ask", stage=None, purpose="readback",
+                    text="Let me read that back to make sure I have it right: 4471. Is that right?")
+    for seed in range(60):
+        plan = RoundPlan(round=3, stage=None, assistant_action="inform", unit=done,
+                         stage_lead=True, ack={"kind": "plain"})
+        turn = agent.normal(plan, random.Random(seed))
+        assert not any(lead in turn.acknowledgement for lead in leads), turn
+        plan = plan.model_copy(update={"unit": readback, "assistant_action": "ask"})
+        turn = agent.normal(plan, random.Random(seed))
+        assert not re.search(r"all I need|everything I needed", turn.acknowledgement), turn
