@@ -72,6 +72,9 @@ _CHARGE = {"fee", "fees", "charge", "charges", "penalty", "surcharge", "deposit"
            "fine", "copay"}
 
 
+_SERVICE_SPANS = frozenset({"window", "windows", "slot", "slots", "timeslot", "timeframe"})
+
+
 def _sentence_of(content: str, o: Obj) -> str:
     start = max(content.rfind(". ", 0, o.start), content.rfind("? ", 0, o.start)) + 1
     ends = [i for i in (content.find(". ", o.end), content.find("? ", o.end)) if i >= 0]
@@ -190,6 +193,10 @@ def _fits(o: Obj, content: str) -> bool:
                      sent, re.I):
             return False             # a benefit the caller is offered is nothing to object to
                                      # (a window "so you can export anything you need")
+        if head in _SERVICE_SPANS and not re.search(r"\b(?:within|outside|after)\b", sent, re.I):
+            return False             # a pickup or arrival window the business gives ("they'll
+                                     # email a two-hour pickup window"): a courtesy, not a rule the
+                                     # caller is held to (a "within a 30-day window" still is)
         rest = sent.replace(o.phrase, " ")
         # a rule that binds the caller ("must be returned within 30 days"), not one that only
         # bounds a service in their favour ("we match prices within fourteen days")

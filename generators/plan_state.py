@@ -360,6 +360,9 @@ class ConversationState:
     disputed_ask: tuple[str, ...] = ()                       # what the disputed question asked for
     chain: int = 0                                           # rounds cut in a row (so far)
     owed: int = 0                                            # cuts a run cap held back
+    last_cut_round: int = -99                                # round of the last cut-in
+    last_cut_type: str = ""                                  # and its type
+    impatient_n: int = 0                                     # impatient cut-ins so far
     fast: bool = False
     agreed: bool = True                                      # the caller said yes to the change
                                                              # since the last price was quoted

@@ -524,6 +524,10 @@ class RulePlanner:
             if t == "impatient" and self._rounds_left(st) <= 3:
                 continue                    # the call is at its length cap: what follows the skip
                                             # is the wrap-up, which would skip the steps left
+            if t == "impatient" and (st.impatient_n >= MAX_IMPATIENT or (
+                    st.last_cut_type == "impatient" and st.round - st.last_cut_round < IMPATIENT_GAP)):
+                continue                    # "skip that" on every other turn reads as a loop: a
+                                            # hurried caller skips once, then lets the agent talk
             if t == "impatient" and st.round == 0:
                 continue                    # the greeting and first question: nothing heard yet
             if t == "impatient" and st.asked_for_patience():
@@ -629,6 +633,8 @@ class RulePlanner:
             st.pending, st.pending_unit = None, None
         st.chain = st.chain + 1 if interruption is not None else 0
         if interruption is not None:
+            st.last_cut_round, st.last_cut_type = st.round, interruption.type
+            st.impatient_n += interruption.type == "impatient"
             d = interruption.detail
             if interruption.type == "pushback":
                 st.persisted = st.persisted + 1 if d.get("variant") == "persist" else 0
@@ -694,6 +700,10 @@ class RulePlanner:
                     purpose="alt_step"))
         elif plan.user_action in ("ack", "choose"):
             st.last_user = {"kind": "plain"}
+            if plan.user_action == "choose" and _UNSURE.search(plan.user_facts.get("reply", "")):
+                # "I'm not completely sure": nothing was settled, so no "Brilliant, that's
+                # sorted" (an unknown with the caller's words: an answer they are unsure of)
+                st.last_user = {"kind": "unknown", "value": plan.user_facts["reply"]}
             reply = plan.user_facts.get("reply", "") or plan.user_facts.get("option", "")
             if plan.user_action == "choose" and reply and not re.search(
                     r"\b(?:no|not|don't|rather|instead|neither)\b", reply, re.I):
@@ -914,9 +924,15 @@ _ACTS = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:I'm (?:now )?(?:applying|setting|swi
                    r"switch|upgrade|downgrade|process) (?:the|your|it|that)\b|The change is going through\b)",
                    re.I)
 # a turn that lays out the options of a choice ("We can send a replacement, ..., or refund")
+_UNSURE = re.compile(r"\b(?:not (?:completely |entirely |totally |really |quite )?sure|"
+                     r"(?:have|need) to check|don't (?:remember|recall|know)|can't (?:say|remember)|"
+                     r"no idea|not certain)\b", re.I)
 _OPTIONS = re.compile(r"\b(?:two|three|both|a couple of) options\b|\beither\b[^.?!]{3,90}\bor\b|"
                       r"\b(?:we|you|I) (?:can|could) [^.?!]{3,90}, or \w+", re.I)
 MAX_SIDE = 2                        # side questions (topic switches) in one call
+MAX_IMPATIENT = 3                   # "skip ahead" cut-ins in one call
+IMPATIENT_GAP = 5                   # rounds after an impatient cut before the next one (unless
+                                    # another kind of cut came between)
 
 
 def _offer_taken(plan: RoundPlan) -> bool:
@@ -1095,6 +1111,9 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
         return None
     cands = [k for k in range(lo, hi + 1) if k not in protected] or list(range(lo, hi + 1))
     if at_boundary:
+        # a question heard whole is answered, never nodded at: "Could I get the student ID
+        # number? It's on the card | Yep." leaves it unanswered (the nod comes before it)
+        cands = [k for k in cands if "?" not in text[content_start:spans[k - 1][1]]]
         # a backchannel lands where a listener nods: after a clause or a sentence ("..., |" or
         # "| and ..."), never between a determiner and its noun or a verb and its particle
         edge = [k for k in cands if (text[spans[k - 1][1] - 1] in ".!,:;"
