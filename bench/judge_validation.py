@@ -122,7 +122,7 @@ def main() -> None:
                          "templates, for the gates")
     ap.add_argument("--tf-limit", type=int, default=16,
                     help="extra TF judgments (the pairwise judge, both orders) for its own kappa")
-    ap.add_argument("--part", default="heldout", choices=("heldout", "dev", "all"),
+    ap.add_argument("--part", default="heldout2", choices=("heldout2", "heldout", "dev", "dev+heldout", "all"),
                     help="control-set part the model judge is reported on")
     ap.add_argument("--rq-limit", type=int, default=0,
                     help="RQ judgments over every category (not only the gates') for RQ's kappa")
@@ -133,12 +133,20 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=None,
                     help="time budget of the gates: stop judging when spent and report on the "
                          "stratified prefix judged so far")
+    ap.add_argument("--paraphrase-share", type=float, default=0.75,
+                    help="under --minutes, the share of the time the paraphrases may take before "
+                         "the templates are judged (a paraphrase that passes needs every criterion "
+                         "asked; a template usually fails on the first); the templates get the rest")
     ap.add_argument("--step", type=int, default=6,
                     help="gate judgments per round under --minutes (a round is judged grouped by "
                          "case, so a local model reuses the shared prompt prefix)")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (n_threads)")
     ap.add_argument("--workdir", type=Path, default=Path("work/bench-judge"))
     ap.add_argument("--skip-model", action="store_true")
+    ap.add_argument("--no-ungrounded", action="store_true",
+                    help="do not also report the gates without the checks on the quotes (with the "
+                         "first unmet criterion deciding, that judge asks criteria the other did "
+                         "not: more model calls)")
     args = ap.parse_args()
 
     t = time.perf_counter()
@@ -163,7 +171,8 @@ def main() -> None:
     from bargein.scorers.ear import LLMRepairJudge
 
     llm = get_llm(spec, workdir=args.workdir, n_threads=args.threads)   # loads on first use
-    judge = LLMJudge(spec, workdir=args.workdir, llm=llm, rq_mode=args.rq_mode)
+    # RQ is all-criteria: the first unmet criterion decides, the rest are not asked (same verdicts)
+    judge = LLMJudge(spec, workdir=args.workdir, llm=llm, rq_mode=args.rq_mode, stop_at_fail=True)
     ear = LLMRepairJudge(spec, workdir=args.workdir, llm=llm)           # one model in memory
     # in this order, so a run stopped for time has the gates first
     if args.gate_limit and args.scorer != "ear":
@@ -172,8 +181,14 @@ def main() -> None:
         # answers are cached) is reported on a stratified prefix; the gates' kappa over both
         def gates(who, label: str, limits: dict[str, int], ih_judge=None, budget: float | None = None):
             parts = {}
+            start = time.time()
             for name, cats in (("paraphrases", PARAPHRASES), ("templates", ("template",))):
                 t, k, g = time.perf_counter(), 0, None
+                if budget and name == "paraphrases":
+                    # the paraphrases' share of the time, so the templates are judged too
+                    budget_all, budget = budget, start + (budget - start) * args.paraphrase_share
+                elif budget:
+                    budget = budget_all
                 kw = dict(workdir=args.workdir, scorer="ihbench", concurrency=1, ih_judge=ih_judge,
                           save=False, part=args.part, axes=("rq",), categories=cats)
                 while k < limits[name] and not (budget and time.time() > budget):
@@ -202,9 +217,11 @@ def main() -> None:
               f"{g.control_set}, stratified: {done['paraphrases']} paraphrases, "
               f"{done['templates']} templates")
         gates("smoke", "smoke-gates-same-items", done)
-        # the same model answers (cached), judged without the checks on what the quotes say
-        plain = LLMJudge(spec, workdir=args.workdir, llm=llm, rq_mode=args.rq_mode, grounding=False)
-        gates(spec, "model-gates-quotes-not-grounded", done, plain)
+        if not args.no_ungrounded:
+            # the same model answers (cached), judged without the checks on what the quotes say
+            plain = LLMJudge(spec, workdir=args.workdir, llm=llm, rq_mode=args.rq_mode,
+                             grounding=False, stop_at_fail=True)
+            gates(spec, "model-gates-quotes-not-grounded", done, plain)
     if args.ear_limit:
         e = dict(part=args.part, limit=args.ear_limit)
         t = time.perf_counter()

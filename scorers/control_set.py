@@ -7,7 +7,8 @@ Cases are written by hand in ``scorers/control/*.yaml`` (independent of the gene
 catalogue, phrase banks and rubric wording): ``ihbench_cases.yaml`` (split into dev and
 held-out parts by a stable hash, :func:`dev_cases`) and ``ihbench_dev_cases.yaml`` (development
 cases added later, always in the dev part; who wrote them and how is in the file's header
-fields, :func:`control_metadata`). Per IHBench case, each labelled response is one RQ
+fields, :func:`control_metadata`) and ``ihbench_heldout2_cases.yaml`` (a second held-out part,
+written before judge v6, with its own compositions of failing answers; :func:`heldout2_cases`). Per IHBench case, each labelled response is one RQ
 item (good answers pass; everything else fails) and each failing response is paired with a good
 one as a TF item whose expected winner is the good answer, shown first or second by a stable
 hash so positions are balanced. Failing answers are also composed from the case's own fields
@@ -28,7 +29,7 @@ import yaml
 from bargein.records import ChatMessage, EvalItem, MaskedItem, Rubric, WordTiming
 from bargein.seeding import stable_int
 
-CONTROL_VERSION = "control-v2"     # v2: + ihbench_dev_cases.yaml (dev part only)
+CONTROL_VERSION = "control-v3"     # v2: + ihbench_dev_cases.yaml (dev part only); v3: + heldout2
 GOOD = ("good_paraphrase", "good_spoken", "good_reordered", "good_exact")
 PARAPHRASES = ("good_paraphrase", "good_spoken", "good_reordered")
 Axis = Literal["tf", "rq", "ear_r", "ear_c"]
@@ -79,6 +80,8 @@ def _pick(options: list[str], n: int, *salt: Any) -> list[str]:
 
 
 def _composed(case: dict, tpl: dict) -> dict[str, list[str]]:
+    """Failing answers composed from the case's fields and ``tpl`` (templates.yaml, or the
+    ``compose`` block of the file the case comes from)."""
     inter = case["interjection"].strip()
     fields = {"i": inter, "il": inter[0].lower() + inter[1:], "planned": case["planned"],
               "remainder": _remainder(case)}
@@ -94,17 +97,22 @@ def _composed(case: dict, tpl: dict) -> dict[str, list[str]]:
 
 
 DEV_ONLY_FILE = "ihbench_dev_cases.yaml"
+HELDOUT2_FILE = "ihbench_heldout2_cases.yaml"
 
 
 def control_metadata() -> dict[str, dict]:
     """Per control-set file, its header fields (version, and for the added dev cases who wrote
     them, when and from what)."""
-    names = ("ihbench_cases.yaml", DEV_ONLY_FILE, "templates.yaml", "ear_cases.yaml")
+    names = ("ihbench_cases.yaml", DEV_ONLY_FILE, HELDOUT2_FILE, "templates.yaml", "ear_cases.yaml")
     return {n: {k: v for k, v in _load(n).items() if not isinstance(v, (list, dict))} for n in names}
 
 
-def _ihbench_cases() -> list[dict]:
-    return _load("ihbench_cases.yaml")["cases"] + _load(DEV_ONLY_FILE)["cases"]
+def _ihbench_cases() -> list[tuple[dict, dict]]:
+    """Every IHBench case with the compositions its failing answers are made from."""
+    tpl = _load("templates.yaml")
+    h2 = _load(HELDOUT2_FILE)
+    return ([(c, tpl) for c in _load("ihbench_cases.yaml")["cases"] + _load(DEV_ONLY_FILE)["cases"]]
+            + [(c, h2["compose"]) for c in h2["cases"]])
 
 
 def dev_only_cases() -> frozenset[str]:
@@ -112,12 +120,21 @@ def dev_only_cases() -> frozenset[str]:
     return frozenset(c["id"] for c in _load(DEV_ONLY_FILE)["cases"])
 
 
+@lru_cache(maxsize=1)
+def heldout2_cases() -> frozenset[str]:
+    """The cases of ``ihbench_heldout2_cases.yaml``: the second held-out part, written by hand
+    before judge v6 and never used to work on a judge. They take no part in the hashed dev
+    choice, so the dev and (first) held-out parts are the same as before them."""
+    return frozenset(c["id"] for c in _load(HELDOUT2_FILE)["cases"])
+
+
 def ihbench_control() -> list[ControlItem]:
-    tpl = _load("templates.yaml")
     out: list[ControlItem] = []
-    for case in _ihbench_cases():
+    for case, tpl in _ihbench_cases():
         item = _eval_item(case)
-        responses = {**{k: list(v) for k, v in case["responses"].items()}, **_composed(case, tpl)}
+        responses = {k: list(v) for k, v in case["responses"].items()}
+        for k, v in _composed(case, tpl).items():      # hand-written ones first, then composed
+            responses.setdefault(k, []).extend(v)
         goods = [(c, t) for c in GOOD for t in responses.get(c, [])]
         bads = [(c, t) for c, ts in responses.items() if c not in GOOD for t in ts]
         for c, ts in responses.items():
@@ -210,28 +227,34 @@ def dev_cases() -> frozenset[str]:
         case = case_of(i)
         if case not in by_group.setdefault(key, []):
             by_group[key].append(case)
-    extra = dev_only_cases()
+    extra, h2 = dev_only_cases(), heldout2_cases()
     dev: set[str] = set(extra)
     for key, cases in by_group.items():
-        cases = [c for c in cases if c not in extra]
+        cases = [c for c in cases if c not in extra and c not in h2]
         ranked = sorted(cases, key=lambda c: stable_int("control-dev", c))
         dev.update(ranked[: max(1, len(cases) // 4)])
     return frozenset(dev)
 
 
-SPLITS = ("all", "dev", "heldout")
+SPLITS = ("all", "dev", "heldout", "heldout2", "dev+heldout")
 
 
 def split(items: list[ControlItem], part: str = "all") -> list[ControlItem]:
-    """``part`` "dev" (prompt work), "heldout" (reported figures) or "all"."""
+    """``part`` "dev" (prompt work), "heldout" (the first held-out part: judged by judge v3 to v5,
+    development material since judge v6), "heldout2" (the second held-out part, written before
+    judge v6: report these), "dev+heldout" (everything but heldout2) or "all"."""
     if part not in SPLITS:
         from bargein.errors import ConfigError
 
         raise ConfigError(f"control-set split {part!r}: valid splits are {', '.join(SPLITS)}")
     if part == "all":
         return list(items)
-    dev = dev_cases()
-    return [i for i in items if (case_of(i) in dev) == (part == "dev")]
+    dev, h2 = dev_cases(), heldout2_cases()
+    if part == "heldout2":
+        return [i for i in items if case_of(i) in h2]
+    if part == "dev+heldout":
+        return [i for i in items if case_of(i) not in h2]
+    return [i for i in items if case_of(i) not in h2 and (case_of(i) in dev) == (part == "dev")]
 
 
 def stratified(items: list[ControlItem], limit: int | None) -> list[ControlItem]:

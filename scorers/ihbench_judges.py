@@ -244,7 +244,7 @@ def _content(text: str) -> set[str]:
     """The content words of ``text``, crudely stemmed ("booked" ~ "booking"); a number, written
     or said, is one word "#<its words>", ordinals as cardinals ("9,080" = "nine thousand
     eighty", "the 31st" = "thirty-first" = "31" = "#thirty one"), so two numbers that share a
-    digit word are not the same content. A lone "one", "first" or "second" is no number ("one
+    digit word are not the same content; a code of letters and digits is one word, unstemmed. A lone "one", "first" or "second" is no number ("one
     of them", "first, ...", "a second time")."""
     from bargein.lexicon import BACKCHANNEL_WORDS, CONTENT_STOP_WORDS, FILLERS
 
@@ -258,7 +258,9 @@ def _content(text: str) -> set[str]:
             w = w[0]
         if (len(w) >= 3 or w.isdigit()) and w not in CONTENT_STOP_WORDS and w not in FILLERS \
                 and w not in BACKCHANNEL_WORDS:
-            out.add(w[:5])                    # a crude stem: "booked" ~ "booking"
+            # a crude stem ("booked" ~ "booking"); a code of letters and digits is kept whole
+            # ("KL79QB" is not "KL79QD")
+            out.add(w if re.search(r"\d", w) and re.search(r"[a-z]", w) else w[:5])
     return out
 
 
@@ -313,14 +315,24 @@ _ABSENCE = re.compile(r"\b(not|no|never|nor|none|nothing|neither|dropped|skipped
                       r"leaves out|left out|leave out)\b|n't\b", re.I)
 
 
+# "the caller's wish not to give the number", "asks not to be called": a negated infinitive after
+# a word of wanting is what someone wants, the criterion's object, not what the reply must not do
+_NOT_TO = re.compile(r"\b(wish|wishes|want|wants|wanted|ask|asks|asked|request|requests|prefer|"
+                     r"prefers|preference|choice|choose|chooses|decision|decided|decides|right)"
+                     r"\s+(not|never) to\b", re.I)
+
+
 def criterion_kind(criterion: str) -> Literal["do", "avoid"]:
     """Whether a rubric criterion asks the reply to do something ("do") or not to do something
     ("avoid"), from its grammar: a negation ("does not", "no ... again", "never") or a verb of
     leaving out ("is dropped", "is skipped", "leaves out") makes it "avoid". "without ..." or
     "instead of ..." only qualifies an action the criterion asks for, so it stays "do". What is
     in parentheses or double quotes is content the criterion names, not its grammar ("The Sunday
-    question is answered (no phone support on Sundays)" asks for something)."""
+    question is answered (no phone support on Sundays)" asks for something), and so is a negated
+    infinitive, what someone wants ("shows understanding of the caller's wish not to give the
+    order number" asks for something)."""
     grammar = re.sub(r"\([^)]*\)|\"[^\"]*\"|\u201c[^\u201d]*\u201d", " ", criterion or "")
+    grammar = _NOT_TO.sub(" ", grammar)
     return "avoid" if _ABSENCE.search(grammar) else "do"
 
 
@@ -339,6 +351,22 @@ def about_user_words(criterion: str) -> bool:
     return bool(_ABOUT_USER_WORDS.search(criterion or ""))
 
 
+_SKIPPED = re.compile(r"\b(skip\w*|drop\w*|left out|leaves? out|leave out|omit\w*|rest of|"
+                      r"remaining|not read out)\b", re.I)
+
+
+def unsaid_part(item: EvalItem) -> str:
+    """What the assistant had still to say when it was cut (the planned message after the heard
+    part), less its closing question: the question that moves the task on is what a good reply
+    to "skip ahead" asks, the rest is what it skips."""
+    planned, heard = item.planned_text or "", item.heard_text or ""
+    rest = planned[len(heard):] if planned.startswith(heard) else planned
+    sentences = re.split(r"(?<=[.!?])\s+", rest.strip())
+    if sentences and sentences[-1].endswith("?"):
+        sentences = sentences[:-1]
+    return " ".join(sentences)
+
+
 def forbidden_content(item: EvalItem, criterion: str) -> set[str]:
     """The content words whose saying-again breaks an "avoid" criterion: what the criterion
     names itself ("the photo of the damage", "no 'great'"), and what the user already heard (a
@@ -347,10 +375,21 @@ def forbidden_content(item: EvalItem, criterion: str) -> set[str]:
     when the criterion is about the user's words (:func:`about_user_words`). A word the user
     said ("check" in "just check where it is", "Business" in "it's Business Plus, not
     Business") is not forbidden by a rule that an explanation is skipped or that the caller is
-    not doubted: a good reply takes the user's words up."""
+    not doubted: a good reply takes the user's words up, also where the criterion names them
+    ("The description of the full service is skipped" after "just book the full one": "Full
+    service it is" takes the user's choice up, it does not describe it). The values the rule
+    names (a number, a code, a name) stay forbidden ("KL79QD is no longer used" after "it's
+    KL79QB, not KL79QD").
+    A rule that the rest of the message is skipped or dropped forbids that rest too
+    (:func:`unsaid_part`), less its closing question.
+    """
     said = _content(item.interjection)
-    out = _content(criterion) | (_content(item.heard_text) - said)
-    return out | said if about_user_words(criterion) else out
+    if about_user_words(criterion):
+        return _content(criterion) | _content(item.heard_text) | said
+    out = _content(criterion) | _content(item.heard_text)
+    if _SKIPPED.search(criterion or ""):
+        out |= _content(unsaid_part(item))
+    return (out - said) | _rule_values(criterion)
 
 
 def echoes(evidence: str, item: EvalItem) -> bool:
@@ -366,6 +405,20 @@ def echoes(evidence: str, item: EvalItem) -> bool:
     return any(f" {' '.join(inter[k:k + need])} " in joined for k in range(n - need + 1))
 
 
+def named_values(text: str) -> set[str]:
+    """The values a text names, as :func:`_content` words: numbers (written or said), codes of
+    letters and digits, all-capitals words, and names (a capitalised word inside a sentence)."""
+    out = {w for w in _content(text) if w.startswith("#") or (re.search(r"\d", w) and re.search(r"[a-z]", w))}
+    out |= _content(" ".join(re.findall(r"\b[A-Z]{2,}\b", text or "")))
+    return out | _content(" ".join(_NAME.findall(text or "")))
+
+
+def _rule_values(criterion: str) -> set[str]:
+    """The values an "avoid" rule names outside quotes ("KL79QD is no longer used"): forbidden
+    even when the user said them ("it's KL79QB, not KL79QD")."""
+    return named_values(re.sub(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|'[^']*'", " ", criterion or ""))
+
+
 def shows_violation(evidence: str, item: EvalItem, criterion: str) -> bool:
     """Whether the words quoted as breaking an "avoid" criterion really say again what the
     criterion forbids: they must be words of the response (checked by the caller) and either at
@@ -374,13 +427,48 @@ def shows_violation(evidence: str, item: EvalItem, criterion: str) -> bool:
     about the user's words), or they echo the interjection back (:func:`echoes`; not for a
     correction, where saying the corrected value back is the recovery). A quote of new content,
     or one that takes up a word the user said, does not break a rule against repeating,
-    restarting or going on."""
+    restarting or going on. A rule that names a value (a number, a code, a name:
+    :func:`named_values`) is broken only by a quote that says it
+    ("KL79QD is no longer used" is not broken by "KL79QB"). One forbidden word in a quote with
+    other content is not enough: the quote must be all forbidden words, or hold two of them
+    that make at least half of it ("Full service it is" does not describe the service)."""
     if item.type != "correction" and echoes(evidence, item):
         return True
     words = _content(evidence)
     if not words:
         return False
-    return len(words & forbidden_content(item, criterion)) * 2 >= len(words)
+    values = _rule_values(criterion)
+    if values and not words & values:
+        return False
+    bad = words & forbidden_content(item, criterion)
+    return bad == words or (len(bad) >= 2 and len(bad) * 2 >= len(words))
+
+
+CUT_IN_CHECK = "(checked in code) the reply takes the cut-in up"
+_TAKES_UP_TYPES = ("normal", "correction", "topic_switch", "pushback")
+
+
+def carries_on_regardless(response: str, item: EvalItem) -> str:
+    """Why the reply carries on as if the user had said nothing ("" when it does not): for a
+    cut-in the reply must take up (a new detail, a correction, another request, an objection;
+    not a backchannel, nor an impatient cut-in, whose good reply may be the planned message's
+    own next question), a reply of three or more content words that says nothing but what the
+    assistant was going to say anyway (at most one content word that is not in the planned
+    message, and none of the user's new words) has not taken it up, whatever a judge says
+    about its criteria: the interrupted message said on, or said again from its beginning.
+
+    Chosen on the dev and first held-out parts of the control set (no model involved): it
+    flagged 21/23 replies that carry on, 23/23 restarts, 5/25 wrong facts and none of 69 good
+    answers of these types."""
+    if item.type not in _TAKES_UP_TYPES:
+        return ""
+    said, planned = _content(response), _content(item.planned_text)
+    new = said - planned
+    if len(said) < 3 or len(new) > 1 or new & _content(item.interjection):
+        return ""
+    return ("the reply says nothing but the interrupted message's own words"
+            + (f" (and {sorted(new)[0].lstrip('#')!r})" if new else "")
+            + f", as if the user had not said {item.interjection!r}")
 
 
 RQ_MODES = ("split", "criteria", "all")
@@ -419,13 +507,15 @@ class LLMJudge:
 
     def __init__(self, spec: str, *, workdir: Path | None, reasks: int = 2, llm: Any = None,
                  temperature: float | None = 0.0, max_tokens: int = JUDGE_MAX_TOKENS,
-                 rq_mode: str = "split", both_orders: bool = True, grounding: bool = True):
+                 rq_mode: str = "split", both_orders: bool = True, grounding: bool = True,
+                 cut_in_check: bool = True, stop_at_fail: bool = False):
         from bargein.prompts import load
 
         if rq_mode not in RQ_MODES:
             raise ConfigError(f"rq_mode {rq_mode!r}: valid modes are {', '.join(RQ_MODES)}")
         self.spec = spec
         self.rq_mode, self.both_orders, self.grounding = rq_mode, both_orders, grounding
+        self.cut_in_check, self.stop_at_fail = cut_in_check, stop_at_fail
         tf = f"judge_tf v{load('judge_tf').version}" + (" both orders" if both_orders else "")
         if rq_mode == "all":
             rq = f"judge_rq v{load('judge_rq').version}"
@@ -433,7 +523,8 @@ class LLMJudge:
             rq = f"judge_rq_criterion v{load('judge_rq_criterion').version}"
             if rq_mode == "split":
                 rq += f" + judge_rq_avoid v{load('judge_rq_avoid').version}"
-            rq += " quotes grounded@5" if grounding else " quotes@5"   # checks v5 (see shows_violation)
+            rq += " quotes grounded@6" if grounding else " quotes@6"   # checks v6 (see shows_violation)
+            rq += " + cut-in taken up" if cut_in_check else ""
         self.id = f"{spec} ({tf}, {rq})"
         self.reasks = reasks
         self.temperature = judge_temperature(spec, temperature)
@@ -501,7 +592,17 @@ class LLMJudge:
             return await self._assess_all(item, response, sample)
         ctx = judge_context(item)
         crit: list[CriterionVerdict] = []
-        for c in item.rubric.rq_criteria:
+        ignored = self.cut_in_check and carries_on_regardless(response, item)
+        if ignored:
+            crit.append(CriterionVerdict(criterion=CUT_IN_CHECK, met=False, reason=ignored))
+        criteria = list(item.rubric.rq_criteria)
+        if self.stop_at_fail:             # the verdict is all-criteria: the first unmet decides
+            if ignored:
+                return RQJudgment(criteria=crit, verdict="fail")
+            criteria.sort(key=lambda c: self.rq_mode == "split" and criterion_kind(c) == "avoid")
+        for c in criteria:
+            if self.stop_at_fail and crit and not crit[-1].met:
+                break
             avoid = self.rq_mode == "split" and criterion_kind(c) == "avoid"
             name, schema = ("judge_rq_avoid", AvoidCheck) if avoid else ("judge_rq_criterion", CriterionCheck)
             chat = _messages(name, **ctx, response=response, criterion=c)
@@ -529,6 +630,8 @@ class LLMJudge:
                     pass                          # the first answer stands (and fails the check)
             crit.append(self._avoid_verdict(item, response, c, ans) if avoid
                         else self._do_verdict(item, response, c, ans))
+        order = {c: k for k, c in enumerate((CUT_IN_CHECK, *item.rubric.rq_criteria))}
+        crit.sort(key=lambda v: order.get(v.criterion, len(order)))
         return RQJudgment(criteria=crit, verdict="pass" if all(c.met for c in crit) else "fail")
 
     def _unsupported(self, item: EvalItem, response: str, ans: CriterionCheck) -> str | None:

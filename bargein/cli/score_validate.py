@@ -35,9 +35,12 @@ def set_llamacpp_threads(threads: int | None) -> None:
 @click.option("--part", type=click.Choice(list(PARTS)), default="all", show_default=True,
               help="Which judgments: tf (IHBench pairwise), rq (IHBench rubric), ear (EAR repair "
                    "category and correctness) or all.")
-@click.option("--split", "split_", type=click.Choice(["all", "dev", "heldout"]), default="all",
+@click.option("--split", "split_",
+              type=click.Choice(["all", "dev", "heldout", "heldout2", "dev+heldout"]), default="all",
               show_default=True,
-              help="Control-set cases: dev (for prompt work), heldout (the rest: report these) or all.")
+              help="Control-set cases: dev (for prompt work), heldout (the first held-out part, "
+                   "development material since judge v6), heldout2 (written before judge v6: "
+                   "report these), dev+heldout or all.")
 @click.option("--rq-mode", type=click.Choice(["split", "criteria", "all"]), default="split",
               show_default=True,
               help="RQ protocol of a model judge: split (a criterion that asks for something is "

@@ -435,6 +435,71 @@ def test_a_word_the_user_said_is_not_forbidden_by_a_rule_against_going_on():
     assert shows_violation("the review for 9550 Delmar Lane", addr, old)
 
 
+def test_checks_v6_values_codes_wishes_and_the_rest_that_is_skipped():
+    """Hand-made cases for the v6 checks: a rule naming a value is broken only by saying it; a
+    code is one word ("KL79QB" is not "KL79QD"); one forbidden word beside new content is no
+    violation, a quote of forbidden words only is; "the caller's wish not to give X" asks for
+    something; a rule that the rest is skipped forbids the unsaid rest but not its closing
+    question."""
+    from bargein.scorers.ihbench_judges import (criterion_kind, forbidden_content, named_values,
+                                                shows_violation, unsaid_part)
+
+    code = item("correction", interjection="Sorry, the reference is KL79QB, not KL79QD.")
+    code = code.model_copy(update={"heard_text": "I've found booking KL79QD"})
+    rule = "KL79QD is no longer used."
+    assert named_values(rule) == {"kl79qd"}
+    assert not shows_violation("Got it, booking KL79QB", code, rule)
+    assert shows_violation("your booking KL79QD", code, rule)
+    acct = item("normal", interjection="I changed banks last month.")
+    acct = acct.model_copy(update={"heard_text": "The first payment will come from your account ending 2291"})
+    old = "The old account ending 2291 is not used for the payment."
+    assert not shows_violation("The first payment will need to come from your new bank.", acct, old)
+    assert shows_violation("the payment comes from your account ending 2291", acct, old)
+    it = item("filler")
+    assert shows_violation("the photo", it, "It does not list the photo again.")  # all forbidden
+    assert not shows_violation("the police report and a photo of your receipt", it,
+                               "It does not ask for the damage again.")  # one word of the rule
+    assert criterion_kind("It shows understanding of the caller's wish not to give the order number.") == "do"
+    assert criterion_kind("The reply is careful not to repeat the list.") == "avoid"
+    imp = item("impatient")
+    imp = imp.model_copy(update={"planned_text": imp.planned_text + " Which do you have ready?"})
+    assert unsaid_part(imp) == "the damage, the police report and a receipt."
+    skip = "The rest of the list of documents is skipped."
+    assert "polic" in forbidden_content(imp, skip) and "ready" not in forbidden_content(imp, skip)
+    assert shows_violation("the police report and a receipt", imp, skip)
+    assert not shows_violation("Which do you have ready?", imp, skip)
+
+
+def test_a_reply_that_carries_on_regardless_fails_whatever_the_judge_says():
+    """For a cut-in the reply must take up (not a backchannel, not an impatient skip), a reply
+    of nothing but the interrupted message's own words fails RQ without a model call, with the
+    reason in its criteria; one that adds the user's new detail is judged as usual."""
+    from bargein.scorers.ihbench_judges import CUT_IN_CHECK, carries_on_regardless
+
+    it = item("normal")                 # "By the way, it happened on Friday."
+    rest = "the damage, the police report and a receipt."
+    assert carries_on_regardless(rest, it) and "as if the user had not said" in carries_on_regardless(rest, it)
+    assert not carries_on_regardless("Friday, noted. Then the police report and a receipt.", it)
+    assert not carries_on_regardless(rest, item("filler")) and not carries_on_regardless(rest, item("impatient"))
+    assert not carries_on_regardless("Okay.", it)                      # too short to say
+    m = ScriptedModel([])
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=m, stop_at_fail=True).assess(it, rest, sample=0))
+    assert r.verdict == "fail" and r.criteria[0].criterion == CUT_IN_CHECK and not m.asked
+    # without stopping at the first failure every criterion is still asked, the check listed first
+    m = ScriptedModel([{"evidence": "the police report", "met": True}] * 2)
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=m).assess(it, rest, sample=0))
+    assert r.verdict == "fail" and len(r.criteria) == 3 and r.criteria[0].criterion == CUT_IN_CHECK
+    # stopping at the first unmet criterion asks "do" criteria first and no more after a failure
+    rq = ("It does not list the photo again.", "The reply asks for the police report.",
+          "It mentions Friday.")
+    it2 = item("normal", rq=rq)
+    m = ScriptedModel([{"evidence": "", "met": False}, {"evidence": "", "met": False}])
+    r = asyncio.run(LLMJudge("s:m", workdir=None, llm=m, stop_at_fail=True, reasks=0).assess(
+        it2, "On Friday, noted. Could you send the police report?", sample=0))
+    assert r.verdict == "fail" and [a[0] for a in m.asked] == ["judge_rq_criterion"]
+    assert [c.criterion for c in r.criteria] == [rq[1]]
+
+
 def test_grounding_reads_the_users_turns_and_the_interrupted_message_not_politeness():
     """A quote grounds a criterion by content of what the user said or what the assistant was
     saying when cut (two content words, or one name or number); the assistant's earlier small

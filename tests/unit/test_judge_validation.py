@@ -15,7 +15,7 @@ import pytest
 
 from bargein.errors import ConfigError
 from bargein.records import INTERRUPTION_TYPES
-from bargein.scorers.control_set import GOOD, control_items, stratified
+from bargein.scorers.control_set import GOOD, PARAPHRASES, control_items, stratified
 from bargein.scorers.ihbench_smoke import SMOKE_CATEGORIES
 from bargein.scorers.judge_validation import cohen_kappa, validate_judge, validation_summary
 
@@ -74,9 +74,22 @@ def test_dev_and_heldout_parts_split_by_case():
     No case (so no conversation, rubric or hand-written answer) is in both."""
     from bargein.scorers.control_set import case_of, dev_cases, split
 
+    from bargein.scorers.control_set import heldout2_cases
+
     items = control_items()
-    dev, held = split(items, "dev"), split(items, "heldout")
-    assert len(dev) + len(held) == len(items) and not {case_of(i) for i in dev} & {case_of(i) for i in held}
+    dev, held, held2 = split(items, "dev"), split(items, "heldout"), split(items, "heldout2")
+    assert len(dev) + len(held) + len(held2) == len(items)
+    cases = [{case_of(i) for i in p} for p in (dev, held, held2)]
+    assert not cases[0] & cases[1] and not cases[0] & cases[2] and not cases[1] & cases[2]
+    assert cases[2] == heldout2_cases() and {i.axis for i in held2} == {"tf", "rq"}
+    assert {i.kind for i in held2} == {"normal", "impatient", "correction", "topic_switch",
+                                       "filler", "pushback"}
+    assert sorted(i.id for i in split(items, "dev+heldout")) == sorted(i.id for i in dev + held)
+    # the second held-out part is big enough for both gates, with its own hand-written templates
+    rq2 = Counter(i.category for i in held2 if i.axis == "rq")
+    assert sum(rq2[c] for c in PARAPHRASES) >= 54 and rq2["template"] >= 36
+    assert not {i.response for i in held2 if i.category == "template"} & {
+        i.response for i in dev + held if i.category == "template"}
     kinds = Counter(i.kind for i in items if i.axis == "rq" and case_of(i) in dev_cases())
     assert set(kinds) == {"normal", "impatient", "correction", "topic_switch", "filler", "pushback"}
     assert {i.axis for i in dev} == {i.axis for i in held} == {"tf", "rq", "ear_r", "ear_c"}
@@ -87,13 +100,15 @@ def test_dev_and_heldout_parts_split_by_case():
     extra = dev_only_cases()
     assert len(extra) >= 10 and extra <= dev_cases() and all(c.startswith("dev-") for c in extra)
     assert not extra & {case_of(i) for i in held}
-    hashed = [i for i in items if case_of(i) not in extra]
+    hashed = [i for i in items if case_of(i) not in extra | heldout2_cases()]
     for kind in ("normal", "impatient", "correction", "topic_switch", "filler", "pushback", "ear"):
         cases = {case_of(i) for i in hashed if i.kind == kind}
         assert len(cases & dev_cases()) == max(1, len(cases) // 4), kind
     assert len(held) > 2 * len([i for i in hashed if case_of(i) in dev_cases()])
     meta = control_metadata()["ihbench_dev_cases.yaml"]
     assert meta["part"] == "dev" and "by hand" in meta["written_by"] and meta["source"]
+    meta2 = control_metadata()["ihbench_heldout2_cases.yaml"]
+    assert meta2["part"] == "heldout2" and "by hand" in meta2["written_by"]
     with pytest.raises(ConfigError, match="valid splits"):
         split(items, "test")
 
@@ -125,9 +140,16 @@ def smoke_report():
 
 def test_smoke_judge_meets_the_gates_on_its_own_categories(smoke_report):
     """The categories the smoke judge claims (SMOKE_CATEGORIES) are held to gates; its figures
-    on everything else (wrong facts, paraphrases) are reported, not gated."""
+    on everything else (wrong facts, paraphrases) are reported, not gated. The per-category
+    gates were set on the control set before the second held-out part existed and are checked
+    there (dev + heldout); on heldout2 the issue's own gate holds (content-free templates fail
+    RQ >= 95% with any shipped judge), and the smoke judge's other figures there are reported
+    in bench/judge_validation.py, not fitted (it was not changed after heldout2 was written)."""
     rep = smoke_report
     assert rep.template_fail_rate()["rate"] >= 0.95 and rep.template_fail_rate()["n"] >= 40
+    h2 = validate_judge("smoke", save=False, part="heldout2")
+    assert h2.template_fail_rate()["rate"] >= 0.95 and h2.template_fail_rate()["n"] >= 36
+    rep = validate_judge("smoke", save=False, part="dev+heldout")
     cats = rep.by_category()
     gates = {"rq/template": 0.95, "rq/echo": 0.95, "rq/restart": 0.9, "rq/ignore": 0.8,
              "tf/template": 0.9, "tf/echo": 0.9, "tf/restart": 0.9, "tf/ignore": 0.85,
@@ -191,7 +213,7 @@ def test_model_judge_validation_over_the_openai_sdk(tmp_path, monkeypatch):
         assert rep.scorer("ihbench")["unscorable"] == 0               # re-asks recovered
         saved = sorted(p.name for p in (tmp_path / "judge_validation").glob("*.json"))
         assert saved == ["ear__openai_scripted-judge_judge_repair_v2.json",
-                         "ihbench__openai_scripted-judge_judge_tf_v3_both_orders_judge_rq_criterion_v2_judge_rq_avoid_v1_quotes_grounded_5.json"]
+                         "ihbench__openai_scripted-judge_judge_tf_v3_both_orders_judge_rq_criterion_v2_judge_rq_avoid_v1_quotes_grounded_6_cut-in_taken_up.json"]
         assert rep.axis("tf")["n"] and all(v.got == "tie" for v in rep.verdicts if v.item.axis == "tf")
         judge = get_judge("openai:scripted-judge", workdir=tmp_path)
         summary = validation_summary(judge, workdir=tmp_path, scorer="ihbench")
