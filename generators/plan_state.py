@@ -24,7 +24,7 @@ EXPLANATION_WORDS = 12              # impatience needs something to skip
 UNIT_OVERHEAD = 0.6                 # a unit costs 1 / (1 - this * rate) rounds
 # (0.72 before a goal's last rounds, go-ahead questions and accepted-alternative steps became
 # uncuttable; at 0.66 the realised cut rate on seed 7 is 0.42 against a profile mean of 0.49)
-ELIGIBLE_SHARE = 0.66               # share of assistant turns that can be cut (not the farewell,
+ELIGIBLE_SHARE = 0.52               # share of assistant turns that can be cut (not the farewell,
                                     # not too short, not a third cut in a row on re-said content,
                                     # a cut the agents can realise): the per-turn chance is rate /
                                     # this share, so the realised share of cut turns matches
@@ -359,6 +359,9 @@ class ConversationState:
     last_cut_round: int = -99                                # round of the last cut-in
     last_cut_type: str = ""                                  # and its type
     impatient_n: int = 0                                     # impatient cut-ins so far
+    held: dict[str, int] = field(default_factory=dict)       # types drawn where they could not
+                                                             # be, kept for a turn that can take
+                                                             # them (pushback, impatient)
     fast: bool = False
     agreed: bool = True                                      # the caller said yes to the change
                                                              # since the last price was quoted

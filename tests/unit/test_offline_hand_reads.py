@@ -6,6 +6,7 @@ a question ("What is the income change?")."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
@@ -170,3 +171,30 @@ def test_no_question_in_the_corpus_names_a_key_as_a_noun(convs):
           for s in re.findall(r"[^.?!]*\?", m.text)
           if any(f"the {lab}" in s.lower() for lab in _KEY_NOUNS.values())]
     assert not qs, qs[:3]
+
+
+# ---- the type mix: an objection drawn where there is nothing to object to is kept --------------
+def test_a_pushback_drawn_on_a_turn_with_nothing_to_object_to_waits_for_one(scenarios):
+    """Seed 7 before: 209 of 242 pushback draws fell on turns with no fee, requirement or rule
+    and were re-planned as other types, so a skeptical caller's pushbacks went to nods and
+    questions (realised pushback 14% against IHBench Appendix A's 24.5%, normal 31%)."""
+    from bargein.generators.plan_state import Unit
+
+    s = scenarios[0]
+    probs = {t: 0.01 for t in s.intent.interruption_probs}
+    probs["pushback"] = 0.95
+    s = s.with_(intent=s.intent.with_(interruption_probs=probs, interruption_rate=0.9, id=""), id="")
+    planner = RulePlanner(s)
+    st = planner.new_state(random.Random(0))
+    st.round, st.n_messages = 3, 6
+    plain = Unit(kind="inform", stage=st.stage, text="Let me pull that up for you now, it only "
+                 "takes a moment while the system loads everything.")
+    fee = Unit(kind="inform", stage=st.stage, text="Just so you know, there is a $75 change fee on "
+               "this fare, and it is charged when the change goes through today.")
+    drawn = [planner._interruption(st, plain, random.Random(seed))[0] for seed in range(10)]
+    assert "pushback" not in drawn              # nothing in it to object to
+    assert st.held.get("pushback") == 1
+    for seed in range(5):                       # the next turn with a fee takes the objection
+        probe = dataclasses.replace(st, held=dict(st.held))
+        assert planner._interruption(probe, fee, random.Random(seed))[0] == "pushback"
+        assert not probe.held.get("pushback")
