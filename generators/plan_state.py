@@ -23,7 +23,8 @@ MIN_CUT_WORDS = 10                  # shorter content is not interrupted
 EXPLANATION_WORDS = 12              # impatience needs something to skip
 UNIT_OVERHEAD = 0.6                 # a unit costs 1 / (1 - this * rate) rounds
 # (0.72 before a goal's last rounds, go-ahead questions and accepted-alternative steps became
-# uncuttable; at 0.66 the realised cut rate on seed 7 is 0.42 against a profile mean of 0.49)
+# uncuttable; at 0.66 the realised cut rate on seed 7 is 0.42 against a profile mean of 0.49;
+# 0.52 since a fresh cut drawn where its type cannot be made is owed to a later turn: 0.41)
 ELIGIBLE_SHARE = 0.52               # share of assistant turns that can be cut (not the farewell,
                                     # not too short, not a third cut in a row on re-said content,
                                     # a cut the agents can realise): the per-turn chance is rate /
