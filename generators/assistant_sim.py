@@ -203,7 +203,10 @@ class RuleAssistant:
         if kind == "accept":
             return P.pick(rng, "assistant", "ack_accept")
         if kind == "plain" and rng.random() < 0.6:
-            return P.compose(rng, "assistant", "turn_ack")
+            said = P.compose(rng, "assistant", "turn_ack")
+            if _ALL_TAKEN.search(said) and not info.get("value"):
+                return P.pick(rng, "assistant", "ack_plain")  # "Then what?" -- not "that's
+            return said                                      # everything I needed there"
         return ""
 
     def _take_up(self, key: str, value: str, rng: random.Random) -> str:

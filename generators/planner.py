@@ -296,8 +296,9 @@ class RulePlanner:
         if rec.type == "filler":
             return cut.model_copy(update={"text": rec.remainder}), None
         if rec.type == "pushback":
-            for k in cut.keys:
-                st.stated.setdefault(k, "")              # settled by the alternative offered
+            named = [k for k in cut.keys if P.label(k).lower() in st.dispute.lower()]
+            for k in named or cut.keys:                  # settled by the alternative offered;
+                st.stated.setdefault(k, "")              # the rest is still asked for
             return Unit(kind="inform", stage=cut.stage, purpose="deescalate"), None
         if rec.type == "impatient":
             st.units = _trimmed(st, lambda u: u.kind in ("ask", "close") or bool(
@@ -441,6 +442,12 @@ class RulePlanner:
                                             # end the call at the cap with the request unfinished
         if not unit.text and unit.kind == "ask" and st.pending is not None:
             return None, {}                 # a bare question after a recovery: too short
+        slip = self._slip_read_out(st, unit)
+        if slip and "correction" not in exclude and "correction" in self._feasible(st, unit):
+            c = st.correction(slip)         # the agent is about to say the right value of one the
+            return "correction", {          # caller misstated: they catch their slip now, or the
+                "key": slip, "label": P.label(slip),     # call ends with two values for it
+                "old": c.first_value, "new": c.corrected_value}
         p = min(0.95, intent.interruption_rate / ELIGIBLE_SHARE)
         if unit.purpose == "alt_step":      # a code being read out: nobody cuts in on that; the
             if rng.random() < p:            # cut is owed to a later turn (the rate holds)
@@ -481,8 +488,7 @@ class RulePlanner:
                 # a caller disposed to object (or to hurry the agent) with nothing to object to
                 # here (no fee, requirement or rule; nothing left to skip): the urge is kept for
                 # the next turn that holds one, so the profile's share of the type is not all
-                # handed to the types that always fit (a nod, a question); this turn may still
-                # be cut some other way
+                # handed to the types that always fit (a nod, a question)
                 st.held = {**st.held, drawn: 1}
             if drawn not in feasible:       # the cut itself is owed to a later turn (the
                 if not pay:                 # profile's rate holds), not handed to whichever
@@ -506,6 +512,21 @@ class RulePlanner:
         n = P.n_words(unit.text)
         return any(EDGE_WORDS <= P.n_words(unit.text[:o.end]) <= n - EDGE_WORDS
                    for o in G.objects_in(unit.text, G.PUSHBACK_KINDS))
+
+    @staticmethod
+    def _slip_read_out(st: ConversationState, unit: Unit) -> str | None:
+        """A value the caller misstated (a planned correction still to come) whose right form
+        this turn says: "(816) 506-8377" said, "a reminder text at (816) 560-8377" about to be."""
+        if not unit.text:
+            return None
+        for key in st.correctable():
+            c = st.correction(key)
+            f = st.facts.get(key)
+            right = {c.corrected_value} | ({f.spoken} if f and f.value == c.corrected_value
+                                           and f.spoken else set())
+            if c.corrected_value != c.first_value and any(v and v in unit.text for v in right):
+                return key
+        return None
 
     def _feasible(self, st: ConversationState, unit: Unit) -> list[str]:
         closing = unit.kind == "close"
@@ -543,6 +564,8 @@ class RulePlanner:
                                             # hurried caller skips once, then lets the agent talk
             if t == "impatient" and st.round == 0:
                 continue                    # the greeting and first question: nothing heard yet
+            if t == "impatient" and st.asked_for_patience():
+                continue                    # "please speak slowly", then "skip ahead, please"
             if t == "filler" and st.pending is not None and st.pending.type == "filler":
                 continue                    # a nod on the rest of a sentence already nodded at
                                             # chops it into fragments ("with the new plan, |
@@ -653,6 +676,8 @@ class RulePlanner:
                 anchor = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "")
                 st.dispute = "" if anchor == "that" else anchor
                 st.dispute_kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
+                st.disputed_ask = plan.unit.keys if plan.unit is not None and plan.unit.kind == "ask" \
+                    else ()
             if interruption.type == "normal" and d.get("variant") == "clarify":
                 st.clarified += 1
             if interruption.type == "correction":
@@ -697,10 +722,14 @@ class RulePlanner:
             st.last_user = {"kind": "unknown"}
         elif plan.user_action == "accept":
             st.last_user = {"kind": "accept"}
-            step = alternative_step(content) if plan.unit and plan.unit.purpose == "deescalate" \
-                else None
+            deescalated = plan.unit is not None and plan.unit.purpose == "deescalate"
+            step = alternative_step(content) if deescalated else None
+            rest = tuple(k for k in st.disputed_ask if k not in st.stated) if deescalated else ()
+            if rest:                        # what the disputed question asked besides the
+                st.units.appendleft(Unit(   # disputed detail is still asked ("your full name
+                    kind="ask", stage=plan.unit.stage or st.stage, keys=rest))   # and ...")
             if step is not None:            # "a one-time code instead" -- "fine": the code is
-                st.units.appendleft(Unit(   # asked for and read out before anyone is verified
+                st.units.appendleft(Unit(
                     kind="ask", stage=plan.unit.stage or st.stage, text=step["assistant"],
                     purpose="alt_step"))
         elif plan.user_action in ("ack", "choose"):

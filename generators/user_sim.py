@@ -359,6 +359,9 @@ def impatient_line(heard_content: str, context: tuple[str, ...], rng: random.Ran
              and not (_READ_CLAIM.search(c) and _RECORDS.search(heard_content))]
     tails = [t for t in P.bank("user", "impatient_core_tail")
              if not (_ACTION_TAIL.search(t) and not _PENDING.search(heard_content))]
+    before = " ".join(context).lower()      # a caller does not repeat their own words ("What's
+    cores = [c for c in cores if c.lower() not in before] or cores      # the bottom line?" twice)
+    tails = [t for t in tails if not t or t.lower() not in before] or tails
     opener = rng.choice(P.bank("user", "impatient_open"))
     core = rng.choice(cores)
     tail = rng.choice(tails)
