@@ -505,8 +505,9 @@ class RulePlanner:
         needs to push back on it), or the dispute the caller keeps up."""
         if unit.purpose == "deescalate":
             return True
-        if unit.kind == "ask" and any(sensitive_key(st, k) for k in unit.keys) and not unit.text:
-            return True
+        if unit.kind == "ask" and any(sensitive_key(st, k) and not (unit.text and st.in_text(k, unit.text))
+                                      for k in unit.keys):
+            return True                 # (a value read out from the file is confirmed, not given)
         if not unit.text:
             return False
         n = P.n_words(unit.text)
