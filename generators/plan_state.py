@@ -36,7 +36,9 @@ CLOSING_TYPES = ("filler", "topic_switch", "normal")
 _SYNONYMS = {"phone": ("mobile", "cell", "phone"), "email": ("email", "e-mail")}
 _PHRASES = {"full_name": ("your name", "the name on"), "date_of_birth": ("birth date",),
             "home_address": ("your address",), "email": ("email address",),
-            "old_carrier_account": ("account number with them",)}
+            "old_carrier_account": ("account number with them",),
+            "last_login_date": ("last sign in", "last signed in", "last sign-in"),
+            "account_created_year": ("year was the workspace", "workspace first created")}
 READBACK_KINDS = {"email", "work_email", "date", "address", "name", "choice", "time", "amount"}
 _CLOSING = re.compile(r"\banything else (?:i|we) can\b", re.I)
 _GENERIC = {"number", "name", "date", "code", "info", "details", "detail", "id", "type", "time"}

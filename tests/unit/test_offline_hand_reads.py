@@ -198,3 +198,15 @@ def test_a_pushback_drawn_on_a_turn_with_nothing_to_object_to_waits_for_one(scen
         probe = dataclasses.replace(st, held=dict(st.held))
         assert planner._interruption(probe, fee, random.Random(seed))[0] == "pushback"
         assert not probe.held.get("pushback")
+
+
+def test_a_question_in_its_own_words_is_answered_in_full():
+    """Seed 7: "Roughly when did you last sign in successfully, and about what year was the
+    workspace first created?" -- "2022." and then "Our records show a last sign-in on ...,
+    so that matches" (the sign-in was never asked of the caller's plan)."""
+    from bargein.generators.plan_state import asked_keys
+
+    text = ("I'll ask three quick questions about the account. Roughly when did you last sign in "
+            "successfully, and about what year was the workspace first created?")
+    assert asked_keys(text, ("last_login_date", "account_created_year", "lost_device")) == \
+        ("last_login_date", "account_created_year")
