@@ -576,6 +576,10 @@ class RulePlanner:
                                             # acknowledge
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
+            if t == "normal" and unit.purpose == "deescalate":
+                continue                    # nor a detail of their own cutting into the answer
+                                            # they asked for ("is there another way?" -- "we |
+                                            # Sorry, my email is ...")
             if t == "impatient" and unit.text and _OPTIONS.search(unit.text):
                 continue                    # the options of a choice the caller is about to
                                             # make ("a replacement, or a refund") are not skipped

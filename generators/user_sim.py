@@ -347,6 +347,9 @@ _PENDING = re.compile(r"\b(?:I can|we can|I could|we could|I'll|I'm going to|I'd
                       r"let me)\b", re.I)
 
 
+_MANNER = frozenset("please skip short shorter quick quickly speed move just".split())
+
+
 def impatient_line(heard_content: str, context: tuple[str, ...], rng: random.Random) -> str:
     """An impatient cut-in that fits what was heard: "I understood the first time" only about
     something said before, "I read that in the email" never about a records check, "let's just
@@ -364,7 +367,11 @@ def impatient_line(heard_content: str, context: tuple[str, ...], rng: random.Ran
     tails = [t for t in tails if not t or t.lower() not in before] or tails
     opener = rng.choice(P.bank("user", "impatient_open"))
     core = rng.choice(cores)
-    tail = rng.choice(tails)
+    said = set(re.findall(r"[a-z']+", f"{opener} {core}".lower()))
+    # "just the short version, please. Move on, please.": a tail repeats no word of the cut-in's
+    # manner ("please", "skip", "short") already said
+    tail = rng.choice([t for t in tails if not (set(re.findall(r"[a-z']+", t.lower()))
+                                                & said & _MANNER)] or [""])
     if opener and not opener.rstrip().endswith((".", "!", "?")) and not core.startswith(("I ", "I'")):
         core = core[:1].lower() + core[1:]
     return P.tidy(P.join(opener, core, tail))

@@ -210,3 +210,30 @@ def test_a_question_in_its_own_words_is_answered_in_full():
             "successfully, and about what year was the workspace first created?")
     assert asked_keys(text, ("last_login_date", "account_created_year", "lost_device")) == \
         ("last_login_date", "account_created_year")
+
+
+# ---- hand-read of seed 4242 (this shift) ------------------------------------------------------
+def test_an_impatient_cut_in_says_please_once():
+    """conv-84f79434555e8d83 #11: "Okay, sure, just the short version, please. Move on, please." """
+    from bargein.generators.user_sim import impatient_line
+
+    heard = "If you've changed insurers recently, let me know, because"
+    lines = [impatient_line(heard, (), random.Random(s)) for s in range(400)]
+    for x in lines:
+        words = re.findall(r"[a-z']+", x.lower())
+        assert words.count("please") <= 1 and words.count("skip") <= 1, x
+    assert sum("please" in x.lower() for x in lines) >= 20
+
+
+def test_no_detail_of_the_callers_own_cuts_into_the_alternative_they_asked_for(scenarios):
+    """conv-76c9e9efbb3a080a #21: "Is there really nothing else?" -- "What I can do is this: we |"
+    -- "Sorry, before you go on, my email is ...". """
+    from bargein.generators.plan_state import Unit
+
+    planner = RulePlanner(scenarios[0])
+    st = planner.new_state(random.Random(0))
+    st.round, st.n_messages = 4, 8
+    alt = Unit(kind="inform", stage=st.stage, purpose="deescalate",
+               text="I understand. What I can do is this: we could check a detail from your last "
+                    "bill instead. Would that work for you?")
+    assert "normal" not in planner._feasible(st, alt)
