@@ -1136,7 +1136,7 @@ _JOINERS = frozenset("and but so because which then or if when while since thoug
 
 def place_cut(text: str, content_start: int, fraction: float, rng: random.Random,
               min_word: int = 0, protected: set[int] | frozenset[int] = frozenset(),
-              at_boundary: bool = False) -> int | None:
+              at_boundary: bool = False, max_word: int | None = None) -> int | None:
     """A word index ``k`` inside the content: >= 3 content words heard, >= 3 words unheard.
 
     Prefers cuts inside a sentence (the heard part does not end with punctuation), nearest to
@@ -1147,6 +1147,8 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
     first = next((i for i, (s, _) in enumerate(spans) if s >= content_start), len(spans))
     lo = max(first + EDGE_WORDS, min_word, EDGE_WORDS)
     hi = len(spans) - EDGE_WORDS
+    if max_word is not None:            # ``max_word``: the heard part must end by that word
+        hi = min(hi, max_word)
     if lo > hi:
         return None
     cands = [k for k in range(lo, hi + 1) if k not in protected] or list(range(lo, hi + 1))

@@ -272,7 +272,9 @@ class RuleUser:
                         message[:content_start + greeting.end()]) + 2)   # and the first words after
                 k = place_cut(message, content_start, fraction, rng, min_word=min_word,
                               at_boundary=up.type == "filler",
-                              protected=P.protected_cuts(message, self.values))
+                              protected=P.protected_cuts(message, self.values),
+                              max_word=_before_value(message, content_start, up)
+                              if up.type == "correction" else None)
             if k is None:
                 errors.append({"attempt": attempt, "error": "no cut point inside the content"})
                 break
@@ -345,6 +347,15 @@ _RECORDS = re.compile(r"\b(?:I have|I see|I've found|I'm looking at|our records|
 _ACTION_TAIL = re.compile(r"just do it", re.I)
 _PENDING = re.compile(r"\b(?:I can|we can|I could|we could|I'll|I'm going to|I'd like to|shall I|"
                       r"let me)\b", re.I)
+
+
+def _before_value(message: str, content_start: int, up: UserPlan) -> int | None:
+    """For a correction: the last word before the turn says the corrected value itself (the
+    caller catches their slip before the agent reads out the right form, never after it: "I'm
+    checking whether (716) 527-8218 | -- the port number is wrong, it's (716) 527-8218")."""
+    new = up.detail.get("new", "")
+    at = message.find(new, content_start) if new else -1
+    return P.n_words(message[:at]) if at >= 0 else None
 
 
 _MANNER = frozenset("please skip short shorter quick quickly speed move just".split())

@@ -237,3 +237,20 @@ def test_no_detail_of_the_callers_own_cuts_into_the_alternative_they_asked_for(s
                text="I understand. What I can do is this: we could check a detail from your last "
                     "bill instead. Would that work for you?")
     assert "normal" not in planner._feasible(st, alt)
+
+
+def test_a_slip_is_caught_before_the_agent_reads_out_the_right_value():
+    """conv-76c9e9efbb3a080a #13 (seed 4242): the agent said "(716) 527-8218", and the caller
+    then cut in "the port number is wrong. It's (716) 527-8218"."""
+    from bargein.generators.user_sim import RuleUser, UserPlan
+
+    message = ("I'm checking whether (716) 527-8218 can move over from Veridian Wireless. Please "
+               "don't cancel your old service yet, because cancelling first can lose the number.")
+    up = UserPlan(action="interrupt", interrupt=True, type="correction", cut_fraction=0.6,
+                  detail={"key": "port_number", "label": "port number",
+                          "old": "(716) 527-8281", "new": "(716) 527-8218"})
+    for seed in range(10):
+        out = RuleUser(values=("(716) 527-8218", "(716) 527-8281")).interject(
+            up, message, 0, ("Can I take the number you're porting?", "It's (716) 527-8281.",
+                             "Great, (716) 527-8281 for the port number."), random.Random(seed))
+        assert "527-8218" not in out.heard and "527-8218" in out.interjection, out.heard
