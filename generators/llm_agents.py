@@ -207,8 +207,11 @@ class LLMAgents:
             answer = P.join(P.pair(d, "topic_switch")["assistant"], P.pick(rng, "assistant", "back_to_task"))
             asked = content_words(rec.interjection) - content_words(rec.heard_text) - _GENERIC_ASK
 
+            again = content_words(plan.unit.text or "") if plan.unit is not None else frozenset()
+
             def settle(t: AssistantTurn) -> AssistantTurn:
-                return t if not asked or content_words(t.text) & asked \
+                # (a word the cut turn says again, "this order", names nothing of the request)
+                return t if not asked or (content_words(t.text) - again) & asked \
                     else t.model_copy(update={"acknowledgement": answer})
         so_far = self._so_far
         if so_far is None or len(so_far.messages) != len(messages):

@@ -21,6 +21,7 @@ import random
 import re
 from collections import deque
 
+from bargein.generators import grounded as G
 from bargein.generators import phrases as P
 from bargein.verify.text import contains_phrase, content_words
 from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the planner's vocabulary)
@@ -458,13 +459,19 @@ class RulePlanner:
             if rng.random() < p:            # on content said for the third time, reads as a loop; the cut
                 st.owed += 1                # is owed to a later turn (the profile's rate holds)
             return None, {}
-        pay = st.owed > 0 and (st.chain == 0 or not resumes)
-        if rng.random() >= p and not pay:
-            return None, {}
         feasible = [t for t in self._feasible(st, unit) if t not in exclude]
         if unit.text[:1].islower():         # the rest of a cut sentence: only a backchannel fits
             feasible = [t for t in feasible if t == "filler"]
+        if "pushback" in feasible and not self._objectionable(st, unit):
+            feasible.remove("pushback")     # nothing in the turn to object to
         probs = intent.interruption_probs
+        for t in HELD_TYPES:                # a pushback or a skip the profile drew on a turn that
+            if st.held.get(t) and t in feasible and unit.kind != "close":   # could not take
+                st.held = {**st.held, t: 0}     # it comes at the first turn that can
+                return t, self._detail(st, unit, t, rng)
+        pay = st.owed > 0 and (st.chain == 0 or not resumes)
+        if rng.random() >= p and not pay:
+            return None, {}
         if unit.kind == "close":                # only a few types fit "anything else?": draw
             itype = _draw(rng, list(probs), probs)  # from the full profile, keep those that fit
             if itype not in feasible:
@@ -474,10 +481,38 @@ class RulePlanner:
                 if not pay:                     # no type fits this turn at all: the cut is owed
                     st.owed += 1                # to a later one (the profile's rate holds)
                 return None, {}
-            itype = _draw(rng, feasible, probs)
+            # a fresh cut is drawn from the whole profile; a cut owed from an earlier turn is
+            # paid with a type that fits this one
+            drawn = _draw(rng, feasible if pay else [t for t in probs if t not in exclude], probs)
+            if drawn in HELD_TYPES and drawn not in feasible:
+                # a caller disposed to object (or to hurry the agent) with nothing to object to
+                # here (no fee, requirement or rule; nothing left to skip): the urge is kept for
+                # the next turn that holds one, so the profile's share of the type is not all
+                # handed to the types that always fit (a nod, a question)
+                st.held = {**st.held, drawn: 1}
+            if drawn not in feasible:       # the cut itself is owed to a later turn (the
+                if not pay:                 # profile's rate holds), not handed to whichever
+                    st.owed += 1            # type always fits (a nod on every resumed turn)
+                return None, {}
+            itype = drawn
         if pay:
             st.owed -= 1
         return itype, self._detail(st, unit, itype, rng)
+
+    def _objectionable(self, st: ConversationState, unit: Unit) -> bool:
+        """Whether the turn holds something a caller can object to: an identity detail asked
+        for, a fee, requirement or rule stated away from its edges (what the user simulator
+        needs to push back on it), or the dispute the caller keeps up."""
+        if unit.purpose == "deescalate":
+            return True
+        if unit.kind == "ask" and any(sensitive_key(st, k) and not (unit.text and st.in_text(k, unit.text))
+                                      for k in unit.keys):
+            return True                 # (a value read out from the file is confirmed, not given)
+        if not unit.text:
+            return False
+        n = P.n_words(unit.text)
+        return any(EDGE_WORDS <= P.n_words(unit.text[:o.end]) <= n - EDGE_WORDS
+                   for o in G.objects_in(unit.text, G.PUSHBACK_KINDS))
 
     @staticmethod
     def _slip_read_out(st: ConversationState, unit: Unit) -> str | None:
@@ -541,6 +576,10 @@ class RulePlanner:
                                             # acknowledge
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
+            if t == "normal" and unit.purpose == "deescalate":
+                continue                    # nor a detail of their own cutting into the answer
+                                            # they asked for ("is there another way?" -- "we |
+                                            # Sorry, my email is ...")
             if t == "impatient" and unit.text and _OPTIONS.search(unit.text):
                 continue                    # the options of a choice the caller is about to
                                             # make ("a replacement, or a refund") are not skipped
@@ -930,8 +969,9 @@ _UNSURE = re.compile(r"\b(?:not (?:completely |entirely |totally |really |quite 
 _OPTIONS = re.compile(r"\b(?:two|three|both|a couple of) options\b|\beither\b[^.?!]{3,90}\bor\b|"
                       r"\b(?:we|you|I) (?:can|could) [^.?!]{3,90}, or \w+", re.I)
 MAX_SIDE = 2                        # side questions (topic switches) in one call
+HELD_TYPES = ("pushback", "impatient")   # kept for a later turn when drawn where they cannot be
 MAX_IMPATIENT = 3                   # "skip ahead" cut-ins in one call
-IMPATIENT_GAP = 5                   # rounds after an impatient cut before the next one (unless
+IMPATIENT_GAP = 3                   # rounds after an impatient cut before the next one (unless
                                     # another kind of cut came between)
 
 
@@ -1096,7 +1136,7 @@ _JOINERS = frozenset("and but so because which then or if when while since thoug
 
 def place_cut(text: str, content_start: int, fraction: float, rng: random.Random,
               min_word: int = 0, protected: set[int] | frozenset[int] = frozenset(),
-              at_boundary: bool = False) -> int | None:
+              at_boundary: bool = False, max_word: int | None = None) -> int | None:
     """A word index ``k`` inside the content: >= 3 content words heard, >= 3 words unheard.
 
     Prefers cuts inside a sentence (the heard part does not end with punctuation), nearest to
@@ -1107,6 +1147,8 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
     first = next((i for i, (s, _) in enumerate(spans) if s >= content_start), len(spans))
     lo = max(first + EDGE_WORDS, min_word, EDGE_WORDS)
     hi = len(spans) - EDGE_WORDS
+    if max_word is not None:            # ``max_word``: the heard part must end by that word
+        hi = min(hi, max_word)
     if lo > hi:
         return None
     cands = [k for k in range(lo, hi + 1) if k not in protected] or list(range(lo, hi + 1))

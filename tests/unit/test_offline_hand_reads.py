@@ -6,6 +6,7 @@ a question ("What is the income change?")."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
@@ -170,3 +171,86 @@ def test_no_question_in_the_corpus_names_a_key_as_a_noun(convs):
           for s in re.findall(r"[^.?!]*\?", m.text)
           if any(f"the {lab}" in s.lower() for lab in _KEY_NOUNS.values())]
     assert not qs, qs[:3]
+
+
+# ---- the type mix: an objection drawn where there is nothing to object to is kept --------------
+def test_a_pushback_drawn_on_a_turn_with_nothing_to_object_to_waits_for_one(scenarios):
+    """Seed 7 before: 209 of 242 pushback draws fell on turns with no fee, requirement or rule
+    and were re-planned as other types, so a skeptical caller's pushbacks went to nods and
+    questions (realised pushback 14% against IHBench Appendix A's 24.5%, normal 31%)."""
+    from bargein.generators.plan_state import Unit
+
+    s = scenarios[0]
+    probs = {t: 0.01 for t in s.intent.interruption_probs}
+    probs["pushback"] = 0.95
+    s = s.with_(intent=s.intent.with_(interruption_probs=probs, interruption_rate=0.9, id=""), id="")
+    planner = RulePlanner(s)
+    st = planner.new_state(random.Random(0))
+    st.round, st.n_messages = 3, 6
+    plain = Unit(kind="inform", stage=st.stage, text="Let me pull that up for you now, it only "
+                 "takes a moment while the system loads everything.")
+    fee = Unit(kind="inform", stage=st.stage, text="Just so you know, there is a $75 change fee on "
+               "this fare, and it is charged when the change goes through today.")
+    drawn = [planner._interruption(st, plain, random.Random(seed))[0] for seed in range(10)]
+    assert "pushback" not in drawn              # nothing in it to object to
+    assert st.held.get("pushback") == 1
+    for seed in range(5):                       # the next turn with a fee takes the objection
+        probe = dataclasses.replace(st, held=dict(st.held))
+        assert planner._interruption(probe, fee, random.Random(seed))[0] == "pushback"
+        assert not probe.held.get("pushback")
+
+
+def test_a_question_in_its_own_words_is_answered_in_full():
+    """Seed 7: "Roughly when did you last sign in successfully, and about what year was the
+    workspace first created?" -- "2022." and then "Our records show a last sign-in on ...,
+    so that matches" (the sign-in was never asked of the caller's plan)."""
+    from bargein.generators.plan_state import asked_keys
+
+    text = ("I'll ask three quick questions about the account. Roughly when did you last sign in "
+            "successfully, and about what year was the workspace first created?")
+    assert asked_keys(text, ("last_login_date", "account_created_year", "lost_device")) == \
+        ("last_login_date", "account_created_year")
+
+
+# ---- hand-read of seed 4242 (this shift) ------------------------------------------------------
+def test_an_impatient_cut_in_says_please_once():
+    """conv-84f79434555e8d83 #11: "Okay, sure, just the short version, please. Move on, please." """
+    from bargein.generators.user_sim import impatient_line
+
+    heard = "If you've changed insurers recently, let me know, because"
+    lines = [impatient_line(heard, (), random.Random(s)) for s in range(400)]
+    for x in lines:
+        words = re.findall(r"[a-z']+", x.lower())
+        assert words.count("please") <= 1 and words.count("skip") <= 1, x
+    assert sum("please" in x.lower() for x in lines) >= 20
+
+
+def test_no_detail_of_the_callers_own_cuts_into_the_alternative_they_asked_for(scenarios):
+    """conv-76c9e9efbb3a080a #21: "Is there really nothing else?" -- "What I can do is this: we |"
+    -- "Sorry, before you go on, my email is ...". """
+    from bargein.generators.plan_state import Unit
+
+    planner = RulePlanner(scenarios[0])
+    st = planner.new_state(random.Random(0))
+    st.round, st.n_messages = 4, 8
+    alt = Unit(kind="inform", stage=st.stage, purpose="deescalate",
+               text="I understand. What I can do is this: we could check a detail from your last "
+                    "bill instead. Would that work for you?")
+    assert "normal" not in planner._feasible(st, alt)
+
+
+def test_a_slip_is_caught_before_the_agent_reads_out_the_right_value():
+    """conv-76c9e9efbb3a080a #13 (seed 4242): the agent said "(716) 527-8218", and the caller
+    then cut in "the port number is wrong. It's (716) 527-8218"."""
+    from bargein.generators.user_sim import RuleUser, UserPlan
+
+    message = ("I'm checking whether (716) 527-8218 can move over from Veridian Wireless. Please "
+               "don't cancel your old service yet, because cancelling first can lose the number.")
+    up = UserPlan(action="interrupt", interrupt=True, type="correction", cut_fraction=0.6,
+                  detail={"key": "port_number", "label": "port number",
+                          "old": "(716) 527-8281", "new": "(716) 527-8218"})
+    for seed in range(10):
+        out = RuleUser(values=("(716) 527-8218", "(716) 527-8281")).interject(
+            up, message, 0, ("Can I take the number you're porting?", "It's (716) 527-8281.",
+                             "Great, (716) 527-8281 for the port number."), random.Random(seed))
+        assert "527-8218" not in out.heard and "527-8218" in out.interjection, out.heard
