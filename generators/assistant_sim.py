@@ -175,7 +175,8 @@ class RuleAssistant:
             if unit.purpose == "readback" and _ALL_TAKEN.search(said):
                 said = P.pick(rng, "assistant", "ack_plain")   # not "that's all I need" + a read-back
             ack.append(said)
-            if plan.stage_lead and rng.random() < 0.5 and not _DONE_OPEN.match(unit.text or ""):
+            if plan.stage_lead and rng.random() < 0.5 and not _DONE_OPEN.match(unit.text or "") \
+                    and info.get("kind") != "unknown":   # nothing settled: no "that's done"
                 ack.append(P.pick(rng, "assistant", "lead_on"))  # not "Moving on. Done. You're ..."
         return AssistantTurn(acknowledgement=P.join(*ack), content=self.content(plan, rng))
 
@@ -196,12 +197,16 @@ class RuleAssistant:
             return P.pick(rng, "assistant", "ack_plain")
         if kind == "hidden":
             return self._take_up(info.get("key", ""), info.get("value", ""), rng)
-        if kind == "unknown":
-            return P.pick(rng, "assistant", "ack_unknown")
+        if kind == "unknown":       # a detail not at hand, or an answer the caller is not
+            return P.pick(rng, "assistant",   # sure of: nothing is settled
+                          "ack_unsure" if info.get("value") else "ack_unknown")
         if kind == "accept":
             return P.pick(rng, "assistant", "ack_accept")
         if kind == "plain" and rng.random() < 0.6:
-            return P.compose(rng, "assistant", "turn_ack")
+            said = P.compose(rng, "assistant", "turn_ack")
+            if _ALL_TAKEN.search(said) and not info.get("value"):
+                return P.pick(rng, "assistant", "ack_plain")  # "Then what?" -- not "that's
+            return said                                      # everything I needed there"
         return ""
 
     def _take_up(self, key: str, value: str, rng: random.Random) -> str:
@@ -218,15 +223,30 @@ class RuleAssistant:
         return P.pick(rng, "assistant", "recover_hidden_fact_sad" if is_distressing(value)
                       else "recover_hidden_fact", fact=P.second_person(value))
 
+    @staticmethod
+    def _question(keys: tuple[str, ...], rng: random.Random) -> str:
+        """The question for ``keys``: a value with a question of its own (``ask_for.<key>``:
+        "What's changed with your family's income?") is asked with it, never by its key read out
+        as a noun ("What is the income change?"); the rest by their labels."""
+        banks = P.bank_keys("assistant")
+        own_q = [k for k in keys if f"ask_for.{k}" in banks]
+        rest = [k for k in keys if k not in own_q]
+        qs = []
+        if rest or not keys:
+            labels = " and ".join(P.label(k) for k in rest) or "details"
+            own = bool(rest) and all(_own_attribute(P.label(k)) for k in rest)
+            qs.append(P.pick(rng, "assistant", "ask" if own else "ask_the", label=labels))
+        qs += [rng.choice(P.bank("assistant", f"ask_for.{k}")) for k in own_q]
+        low = [q if re.match(r"I\b", q) else q[:1].lower() + q[1:] for q in qs[1:]]
+        return " ".join([qs[0]] + [f"And {q}" for q in low])
+
     def content(self, plan: RoundPlan, rng: random.Random, lead: bool = True) -> str:
         unit = plan.unit
         assert unit is not None
         if unit.text:
             return unit.text
         if unit.kind == "ask":
-            labels = " and ".join(P.label(k) for k in unit.keys) or "details"
-            own = bool(unit.keys) and all(_own_attribute(P.label(k)) for k in unit.keys)
-            q = P.pick(rng, "assistant", "ask" if own else "ask_the", label=labels)
+            q = self._question(unit.keys, rng)
             if not lead:
                 return q
             r = rng.random()
@@ -234,7 +254,8 @@ class RuleAssistant:
                 return q
             if r < 0.6:
                 return P.join(P.pick(rng, "assistant", "ask_lead"), q)
-            why = stage_reason(self.scenario, unit.stage, labels) if rng.random() < 0.6 else ""
+            asked = " and ".join(P.label(k) for k in unit.keys) or "details"
+            why = stage_reason(self.scenario, unit.stage, asked) if rng.random() < 0.6 else ""
             return P.join(q, why or P.pick(rng, "assistant", "ask_reason"))
         if unit.kind == "close":
             if "cap" in unit.keys:

@@ -72,6 +72,9 @@ _CHARGE = {"fee", "fees", "charge", "charges", "penalty", "surcharge", "deposit"
            "fine", "copay"}
 
 
+_SERVICE_SPANS = frozenset({"window", "windows", "slot", "slots", "timeslot", "timeframe"})
+
+
 def _sentence_of(content: str, o: Obj) -> str:
     start = max(content.rfind(". ", 0, o.start), content.rfind("? ", 0, o.start)) + 1
     ends = [i for i in (content.find(". ", o.end), content.find("? ", o.end)) if i >= 0]
@@ -156,6 +159,7 @@ def _fits(o: Obj, content: str) -> bool:
         return False                  # a noun phrase as said: "the late fee", not "raise grant ..."
     if o.kind == "fee":           # not a refund, waiver or credit: nobody disputes those
         if re.search(r"refund|waiv|credit|free|no charge|no fee|discount|off the|saving|no longer|"
+                     r"\b(?:lower|cheaper|reduced|smaller)\b|"
                      r"\bhold\b|authori[sz]|releas|not (?:fully |yet |actually )?charged|"
                      r"(?:don't|doesn't|won't|not) (?:be )?charge|without (?:a|any) \w+ ?fee|no \w+ fees?\b",
                      sent, re.I):
@@ -189,6 +193,10 @@ def _fits(o: Obj, content: str) -> bool:
                      sent, re.I):
             return False             # a benefit the caller is offered is nothing to object to
                                      # (a window "so you can export anything you need")
+        if head in _SERVICE_SPANS and not re.search(r"\b(?:within|outside|after)\b", sent, re.I):
+            return False             # a pickup or arrival window the business gives ("they'll
+                                     # email a two-hour pickup window"): a courtesy, not a rule the
+                                     # caller is held to (a "within a 30-day window" still is)
         rest = sent.replace(o.phrase, " ")
         # a rule that binds the caller ("must be returned within 30 days"), not one that only
         # bounds a service in their favour ("we match prices within fourteen days")
@@ -263,7 +271,10 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
     counted = re.search(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|"
                         r"twenty|thirty|forty|sixty|ninety)\b", head, re.I) and kind != "requirement"
     be = "are" if last.endswith("s") and not last.endswith(("ss", "us")) and not counted else "is"
-    why_bank = P.bank("assistant", f"recover_pb_why_{kind}")
+    wait = kind == "policy" and counted and re.search(
+        r"\b(?:minutes?|hours?|days?|weeks?|months?)$", head, re.I)   # "one business day": a wait,
+    why_bank = P.bank("assistant", "recover_pb_why_wait" if wait    # not a rule "I can't change"
+                      else f"recover_pb_why_{kind}")
     fresh = [w for w in why_bank if P.fill(w, obj=obj, head=head)[:40].lower() not in said.lower()]
     why = P.fill(rng.choice(fresh or list(why_bank)), where=f"assistant.recover_pb_why_{kind}",
                  obj=obj, head=head)

@@ -148,7 +148,7 @@ def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list
     # contradicts a time they give or correct to in the same call ("the new time is 10:15 AM")
     times = [v for f in facts if f.kind == "time" for v in (f.value,)]
     times += [v for c in corrections for v in (c.first_value, c.corrected_value)]
-    hidden = [h for h in hidden if not _contradicts_times(h.value, times)]
+    hidden = [h for h in hidden if not contradicts_times(h.value, times)]
     intent = UserIntent(profile=prof["profile"], interruption_probs=probs, interruption_rate=rate,
                         hidden_facts=tuple(hidden), provides=provides,
                         corrections=tuple(corrections))
@@ -159,21 +159,24 @@ _CLOCK = r"(\d{1,2})(?::(\d{2}))?\s*([AP])\.?M\.?"
 _BOUND = re.compile(r"\b(after|before|from|until|by)\s+" + _CLOCK, re.I)
 _HALF_DAY = re.compile(r"\b(mornings?|afternoons?|evenings?)\s+(?:only|are out|don't work)|"
                        r"\bonly (?:in the )?(mornings?|afternoons?|evenings?)\b", re.I)
+_LATE_DAY = re.compile(r"\blate (?:in the )?afternoons?\b|\blate-afternoon\b", re.I)   # from 3 PM
 
 
 def _minutes(h: str, m: str | None, ap: str) -> int:
     return (int(h) % 12 + (12 if ap.upper() == "P" else 0)) * 60 + int(m or 0)
 
 
-def _contradicts_times(value: str, times: list[str]) -> bool:
-    """Whether a hidden fact's time bound ("after 2:30 PM", "only mornings") excludes one of the
-    call's own times."""
+def contradicts_times(value: str, times: list[str]) -> bool:
+    """Whether a stated time bound ("after 2:30 PM", "only mornings", "late in the afternoon")
+    excludes one of the call's own times."""
     said = [_minutes(*m.groups()) for t in times for m in re.finditer(_CLOCK, t, re.I)]
     for b in _BOUND.finditer(value):
         bound = _minutes(b.group(2), b.group(3), b.group(4))
         late = b.group(1).lower() in ("after", "from")
         if any((t < bound) if late else (t > bound) for t in said):
             return True
+    if _LATE_DAY.search(value) and any(t < 15 * 60 for t in said):
+        return True
     for m in _HALF_DAY.finditer(value):
         morning = (m.group(1) or m.group(2)).lower().startswith("morning")
         excluded = morning if m.group(1) else not morning      # "mornings are out" / "only mornings"
@@ -204,7 +207,7 @@ def records_keys(entry: GoalEntry) -> set[str]:
     statement of a talking point ("The order ... is expected by {expected_delivery}", "The last
     time anything was watched ... was {last_watched}"), never asked in a question and never a
     read-back of what the caller said. A caller cannot volunteer or correct those."""
-    from bargein.generators.plan_state import asked_keys
+    from bargein.generators.plan_state import asked_keys, question_kind
 
     first: dict[str, str] = {}
     asked: set[str] = set()
@@ -213,7 +216,9 @@ def records_keys(entry: GoalEntry) -> set[str]:
             for sent in re.split(r"(?<=[.?!])\s+", tp):
                 for k in re.findall(r"\{(\w+)\}", sent):
                     first.setdefault(k, sent)
-                if sent.rstrip().endswith("?"):
+                # "Would you like me to hold {new_date} at {new_time}?" offers the business's
+                # slot: it asks the caller to accept it, not to say it
+                if sent.rstrip().endswith("?") and question_kind(sent) != "offer":
                     asked |= set(re.findall(r"\{(\w+)\}", sent))
                     asked |= set(asked_keys(sent, tuple(entry.facts)))
     return {k for k, sent in first.items()

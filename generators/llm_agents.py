@@ -207,8 +207,11 @@ class LLMAgents:
             answer = P.join(P.pair(d, "topic_switch")["assistant"], P.pick(rng, "assistant", "back_to_task"))
             asked = content_words(rec.interjection) - content_words(rec.heard_text) - _GENERIC_ASK
 
+            again = content_words(plan.unit.text or "") if plan.unit is not None else frozenset()
+
             def settle(t: AssistantTurn) -> AssistantTurn:
-                return t if not asked or content_words(t.text) & asked \
+                # (a word the cut turn says again, "this order", names nothing of the request)
+                return t if not asked or (content_words(t.text) - again) & asked \
                     else t.model_copy(update={"acknowledgement": answer})
         so_far = self._so_far
         if so_far is None or len(so_far.messages) != len(messages):
@@ -624,12 +627,18 @@ _ASKS_MORE = re.compile(
     re.I)
 
 
+# ... or saying it was not heard, which asks for it again (seen on the 1.5B model as an
+# impatient cut-in: "I'm sorry, I didn't hear what you just said.")
+_MISSED = re.compile(r"\b(?:didn't|did not|couldn't|could not|can't|cannot) (?:quite )?"
+                     r"(?:catch|hear|follow)\b", re.I)
+
+
 def asks_for_more(text: str) -> str:
     """The words of ``text`` asking to hear more, read back or repeated ('' when none)."""
     for s, e in sentences(text):
         sent = re.sub(r"^(?:(?:i'm |i am )?sorry|okay|ok|well|um|uh|so|actually)[,.]?\s+", "",
                       text[s:e].strip().replace("\u2019", "'"), flags=re.I)
-        m = _ASKS_MORE.search(sent)
+        m = _ASKS_MORE.search(sent) or _MISSED.search(sent)
         if m:
             return sent[m.start():].strip()
     return ""
@@ -645,6 +654,16 @@ def check_user_interjection(up: UserPlan, message: str, content_start: int, hear
         if not e.startswith(_VALUE_ERRORS)]
     if up.type == "correction" and not said(interjection, up.detail.get("new", "")):
         errs.append(f"the correction must give the corrected value {up.detail.get('new')!r}")
+    d = up.detail
+    if up.type == "normal" and d.get("value") and d.get("variant") in ("hidden", "volunteer"):
+        # the detail the caller volunteers is said (in any form, or for a statement its own
+        # words): seen on the 1.5B model, a caller planned to volunteer "Lawrence Barrett" said
+        # "I'm sorry, I didn't catch that. Could you please repeat?", and the assistant's take-up
+        # of the name then presented a value the caller never gave
+        fact = content_words(d["value"]) - content_words(heard)
+        if not said(interjection, d["value"]) and not (fact and content_words(interjection) & fact):
+            errs.append(f"the interjection must tell the {d.get('label') or 'detail'} "
+                        f"{d['value']!r}: that is what the caller cuts in to say")
     return errs
 
 

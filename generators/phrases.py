@@ -367,6 +367,9 @@ _NAME_LINKS = frozenset({"and", "of", "&", "de", "the"})
 _SPELL_LINKS = frozenset({"at", "dot", "dash", "underscore", "hyphen"})
 
 
+_HONORIFICS = frozenset({"Dr.", "Mr.", "Mrs.", "Ms.", "Mx.", "Prof.", "St."})
+
+
 def protected_cuts(text: str, values: tuple[str, ...] = ()) -> set[int]:
     """Word indices ``k`` after which a cut would split one thing that is said as a whole: a
     proper name or title ("Premium | Select", "Rice, Duncan | and Mitchell"), a date or time
@@ -403,7 +406,8 @@ def protected_cuts(text: str, values: tuple[str, ...] = ()) -> set[int]:
             i += 1
             continue
         j = i
-        while j + 1 < n and not words[j].endswith((".", "?", "!", ":", ";")):
+        while j + 1 < n and (not words[j].endswith((".", "?", "!", ":", ";"))
+                             or words[j] in _HONORIFICS):      # "Dr. | Joe Roy" is one name
             nxt = words[j + 1]
             if capital(nxt):
                 j += 1

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from collections import deque
 
 from bargein.generators import phrases as P
+from bargein.generators.intents import contradicts_times
 from bargein.records import InterruptionType, Scenario, UserFact
 from bargein.records.plan import Recovery, RoundPlan, Unit, UnitKind, UserAction  # noqa: F401 - re-exported
 
@@ -23,8 +24,9 @@ MIN_CUT_WORDS = 10                  # shorter content is not interrupted
 EXPLANATION_WORDS = 12              # impatience needs something to skip
 UNIT_OVERHEAD = 0.6                 # a unit costs 1 / (1 - this * rate) rounds
 # (0.72 before a goal's last rounds, go-ahead questions and accepted-alternative steps became
-# uncuttable; at 0.66 the realised cut rate on seed 7 is 0.42 against a profile mean of 0.49)
-ELIGIBLE_SHARE = 0.66               # share of assistant turns that can be cut (not the farewell,
+# uncuttable; at 0.66 the realised cut rate on seed 7 is 0.42 against a profile mean of 0.49;
+# 0.52 since a fresh cut drawn where its type cannot be made is owed to a later turn: 0.41)
+ELIGIBLE_SHARE = 0.52               # share of assistant turns that can be cut (not the farewell,
                                     # not too short, not a third cut in a row on re-said content,
                                     # a cut the agents can realise): the per-turn chance is rate /
                                     # this share, so the realised share of cut turns matches
@@ -33,7 +35,10 @@ OVERLAP_MS = {"filler": (100, 350), "default": (150, 600)}
 CLOSING_TYPES = ("filler", "topic_switch", "normal")
 _SYNONYMS = {"phone": ("mobile", "cell", "phone"), "email": ("email", "e-mail")}
 _PHRASES = {"full_name": ("your name", "the name on"), "date_of_birth": ("birth date",),
-            "home_address": ("your address",), "email": ("email address",)}
+            "home_address": ("your address",), "email": ("email address",),
+            "old_carrier_account": ("account number with them",),
+            "last_login_date": ("last sign in", "last signed in", "last sign-in"),
+            "account_created_year": ("year was the workspace", "workspace first created")}
 READBACK_KINDS = {"email", "work_email", "date", "address", "name", "choice", "time", "amount"}
 _CLOSING = re.compile(r"\banything else (?:i|we) can\b", re.I)
 _GENERIC = {"number", "name", "date", "code", "info", "details", "detail", "id", "type", "time"}
@@ -311,6 +316,8 @@ def answer_question(text: str, rng: random.Random) -> tuple[str, str] | None:
     return kind, P.compose(rng, "user", f"qa_{kind}")
 
 
+_PACE = re.compile(r"\b(?:slow(?:ly|er)?|simple|first language|hard of hearing|"
+                   r"take (?:it|things) (?:slow|easy)|bear with me)\b", re.I)
 _CHECK_WHETHER = re.compile(r"\b(?:check|see|look)\s+(?:whether|if)\s+([^?]{3,80})\?", re.I)
 
 
@@ -354,8 +361,15 @@ class ConversationState:
     delivered: set[str] = field(default_factory=set)         # stages with a delivered turn
     dispute_kind: str = "policy"                             # fee | requirement | policy
     persisted: int = 0                                       # pushbacks kept up on that dispute
+    disputed_ask: tuple[str, ...] = ()                       # what the disputed question asked for
     chain: int = 0                                           # rounds cut in a row (so far)
     owed: int = 0                                            # cuts a run cap held back
+    last_cut_round: int = -99                                # round of the last cut-in
+    last_cut_type: str = ""                                  # and its type
+    impatient_n: int = 0                                     # impatient cut-ins so far
+    held: dict[str, int] = field(default_factory=dict)       # types drawn where they could not
+                                                             # be, kept for a turn that can take
+                                                             # them (pushback, impatient)
     fast: bool = False
     agreed: bool = True                                      # the caller said yes to the change
                                                              # since the last price was quoted
@@ -453,8 +467,27 @@ class ConversationState:
         until = pair.get("until")
         if until and re.search(until, f"{self.said} {self.current}", re.I):
             return False        # "I'd rather not fly overnight" once the flight is already held
+        if isinstance(pair, dict) and contradicts_times(pair.get("user", ""), self.call_times()):
+            return False        # "I can only do late afternoons" in a call that books 10:15 AM
         return (not when or re.search(when, text, re.I) is not None) and \
             (not unless or re.search(unless, text, re.I) is None)
+
+    def call_times(self) -> list[str]:
+        """The clock times of this call: its time facts and every value a correction names."""
+        times = [f.value for f in self.scenario.kb.user_facts if f.kind == "time"]
+        return times + [v for c in self.scenario.intent.corrections
+                        for v in (c.first_value, c.corrected_value)]
+
+    def asked_for_patience(self) -> bool:
+        """Whether the caller has asked the agent to slow down or keep it simple ("I'm hard of
+        hearing, so please speak slowly"): after that they do not hurry it along."""
+        for key, idx in self.used_pairs.items():
+            bank = P.bank("pairs", key)
+            if any(isinstance(bank[i], dict) and _PACE.search(bank[i].get("user", ""))
+                   for i in idx if i < len(bank)):
+                return True
+        return any(f.key in self.stated and _PACE.search(f.value)
+                   for f in self.scenario.intent.hidden_facts)
 
     def side_asked(self) -> int:
         """Side questions (topic-switch pairs) the caller has asked in this call."""

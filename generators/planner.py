@@ -21,6 +21,7 @@ import random
 import re
 from collections import deque
 
+from bargein.generators import grounded as G
 from bargein.generators import phrases as P
 from bargein.verify.text import contains_phrase, content_words
 from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the planner's vocabulary)
@@ -295,8 +296,9 @@ class RulePlanner:
         if rec.type == "filler":
             return cut.model_copy(update={"text": rec.remainder}), None
         if rec.type == "pushback":
-            for k in cut.keys:
-                st.stated.setdefault(k, "")              # settled by the alternative offered
+            named = [k for k in cut.keys if P.label(k).lower() in st.dispute.lower()]
+            for k in named or cut.keys:                  # settled by the alternative offered;
+                st.stated.setdefault(k, "")              # the rest is still asked for
             return Unit(kind="inform", stage=cut.stage, purpose="deescalate"), None
         if rec.type == "impatient":
             st.units = _trimmed(st, lambda u: u.kind in ("ask", "close") or bool(
@@ -440,6 +442,12 @@ class RulePlanner:
                                             # end the call at the cap with the request unfinished
         if not unit.text and unit.kind == "ask" and st.pending is not None:
             return None, {}                 # a bare question after a recovery: too short
+        slip = self._slip_read_out(st, unit)
+        if slip and "correction" not in exclude and "correction" in self._feasible(st, unit):
+            c = st.correction(slip)         # the agent is about to say the right value of one the
+            return "correction", {          # caller misstated: they catch their slip now, or the
+                "key": slip, "label": P.label(slip),     # call ends with two values for it
+                "old": c.first_value, "new": c.corrected_value}
         p = min(0.95, intent.interruption_rate / ELIGIBLE_SHARE)
         if unit.purpose == "alt_step":      # a code being read out: nobody cuts in on that; the
             if rng.random() < p:            # cut is owed to a later turn (the rate holds)
@@ -451,13 +459,19 @@ class RulePlanner:
             if rng.random() < p:            # on content said for the third time, reads as a loop; the cut
                 st.owed += 1                # is owed to a later turn (the profile's rate holds)
             return None, {}
-        pay = st.owed > 0 and (st.chain == 0 or not resumes)
-        if rng.random() >= p and not pay:
-            return None, {}
         feasible = [t for t in self._feasible(st, unit) if t not in exclude]
         if unit.text[:1].islower():         # the rest of a cut sentence: only a backchannel fits
             feasible = [t for t in feasible if t == "filler"]
+        if "pushback" in feasible and not self._objectionable(st, unit):
+            feasible.remove("pushback")     # nothing in the turn to object to
         probs = intent.interruption_probs
+        for t in HELD_TYPES:                # a pushback or a skip the profile drew on a turn that
+            if st.held.get(t) and t in feasible and unit.kind != "close":   # could not take
+                st.held = {**st.held, t: 0}     # it comes at the first turn that can
+                return t, self._detail(st, unit, t, rng)
+        pay = st.owed > 0 and (st.chain == 0 or not resumes)
+        if rng.random() >= p and not pay:
+            return None, {}
         if unit.kind == "close":                # only a few types fit "anything else?": draw
             itype = _draw(rng, list(probs), probs)  # from the full profile, keep those that fit
             if itype not in feasible:
@@ -467,10 +481,53 @@ class RulePlanner:
                 if not pay:                     # no type fits this turn at all: the cut is owed
                     st.owed += 1                # to a later one (the profile's rate holds)
                 return None, {}
-            itype = _draw(rng, feasible, probs)
+            # a fresh cut is drawn from the whole profile; a cut owed from an earlier turn is
+            # paid with a type that fits this one
+            drawn = _draw(rng, feasible if pay else [t for t in probs if t not in exclude], probs)
+            if drawn in HELD_TYPES and drawn not in feasible:
+                # a caller disposed to object (or to hurry the agent) with nothing to object to
+                # here (no fee, requirement or rule; nothing left to skip): the urge is kept for
+                # the next turn that holds one, so the profile's share of the type is not all
+                # handed to the types that always fit (a nod, a question)
+                st.held = {**st.held, drawn: 1}
+            if drawn not in feasible:       # the cut itself is owed to a later turn (the
+                if not pay:                 # profile's rate holds), not handed to whichever
+                    st.owed += 1            # type always fits (a nod on every resumed turn)
+                return None, {}
+            itype = drawn
         if pay:
             st.owed -= 1
         return itype, self._detail(st, unit, itype, rng)
+
+    def _objectionable(self, st: ConversationState, unit: Unit) -> bool:
+        """Whether the turn holds something a caller can object to: an identity detail asked
+        for, a fee, requirement or rule stated away from its edges (what the user simulator
+        needs to push back on it), or the dispute the caller keeps up."""
+        if unit.purpose == "deescalate":
+            return True
+        if unit.kind == "ask" and any(sensitive_key(st, k) and not (unit.text and st.in_text(k, unit.text))
+                                      for k in unit.keys):
+            return True                 # (a value read out from the file is confirmed, not given)
+        if not unit.text:
+            return False
+        n = P.n_words(unit.text)
+        return any(EDGE_WORDS <= P.n_words(unit.text[:o.end]) <= n - EDGE_WORDS
+                   for o in G.objects_in(unit.text, G.PUSHBACK_KINDS))
+
+    @staticmethod
+    def _slip_read_out(st: ConversationState, unit: Unit) -> str | None:
+        """A value the caller misstated (a planned correction still to come) whose right form
+        this turn says: "(816) 506-8377" said, "a reminder text at (816) 560-8377" about to be."""
+        if not unit.text:
+            return None
+        for key in st.correctable():
+            c = st.correction(key)
+            f = st.facts.get(key)
+            right = {c.corrected_value} | ({f.spoken} if f and f.value == c.corrected_value
+                                           and f.spoken else set())
+            if c.corrected_value != c.first_value and any(v and v in unit.text for v in right):
+                return key
+        return None
 
     def _feasible(self, st: ConversationState, unit: Unit) -> list[str]:
         closing = unit.kind == "close"
@@ -502,8 +559,14 @@ class RulePlanner:
             if t == "impatient" and self._rounds_left(st) <= 3:
                 continue                    # the call is at its length cap: what follows the skip
                                             # is the wrap-up, which would skip the steps left
+            if t == "impatient" and (st.impatient_n >= MAX_IMPATIENT or (
+                    st.last_cut_type == "impatient" and st.round - st.last_cut_round < IMPATIENT_GAP)):
+                continue                    # "skip that" on every other turn reads as a loop: a
+                                            # hurried caller skips once, then lets the agent talk
             if t == "impatient" and st.round == 0:
                 continue                    # the greeting and first question: nothing heard yet
+            if t == "impatient" and st.asked_for_patience():
+                continue                    # "please speak slowly", then "skip ahead, please"
             if t == "filler" and st.pending is not None and st.pending.type == "filler":
                 continue                    # a nod on the rest of a sentence already nodded at
                                             # chops it into fragments ("with the new plan, |
@@ -513,6 +576,10 @@ class RulePlanner:
                                             # acknowledge
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
+            if t == "normal" and unit.purpose == "deescalate":
+                continue                    # nor a detail of their own cutting into the answer
+                                            # they asked for ("is there another way?" -- "we |
+                                            # Sorry, my email is ...")
             if t == "impatient" and unit.text and _OPTIONS.search(unit.text):
                 continue                    # the options of a choice the caller is about to
                                             # make ("a replacement, or a refund") are not skipped
@@ -605,6 +672,8 @@ class RulePlanner:
             st.pending, st.pending_unit = None, None
         st.chain = st.chain + 1 if interruption is not None else 0
         if interruption is not None:
+            st.last_cut_round, st.last_cut_type = st.round, interruption.type
+            st.impatient_n += interruption.type == "impatient"
             d = interruption.detail
             if interruption.type == "pushback":
                 st.persisted = st.persisted + 1 if d.get("variant") == "persist" else 0
@@ -612,6 +681,8 @@ class RulePlanner:
                 anchor = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "")
                 st.dispute = "" if anchor == "that" else anchor
                 st.dispute_kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
+                st.disputed_ask = plan.unit.keys if plan.unit is not None and plan.unit.kind == "ask" \
+                    else ()
             if interruption.type == "normal" and d.get("variant") == "clarify":
                 st.clarified += 1
             if interruption.type == "correction":
@@ -656,14 +727,22 @@ class RulePlanner:
             st.last_user = {"kind": "unknown"}
         elif plan.user_action == "accept":
             st.last_user = {"kind": "accept"}
-            step = alternative_step(content) if plan.unit and plan.unit.purpose == "deescalate" \
-                else None
+            deescalated = plan.unit is not None and plan.unit.purpose == "deescalate"
+            step = alternative_step(content) if deescalated else None
+            rest = tuple(k for k in st.disputed_ask if k not in st.stated) if deescalated else ()
+            if rest:                        # what the disputed question asked besides the
+                st.units.appendleft(Unit(   # disputed detail is still asked ("your full name
+                    kind="ask", stage=plan.unit.stage or st.stage, keys=rest))   # and ...")
             if step is not None:            # "a one-time code instead" -- "fine": the code is
-                st.units.appendleft(Unit(   # asked for and read out before anyone is verified
+                st.units.appendleft(Unit(
                     kind="ask", stage=plan.unit.stage or st.stage, text=step["assistant"],
                     purpose="alt_step"))
         elif plan.user_action in ("ack", "choose"):
             st.last_user = {"kind": "plain"}
+            if plan.user_action == "choose" and _UNSURE.search(plan.user_facts.get("reply", "")):
+                # "I'm not completely sure": nothing was settled, so no "Brilliant, that's
+                # sorted" (an unknown with the caller's words: an answer they are unsure of)
+                st.last_user = {"kind": "unknown", "value": plan.user_facts["reply"]}
             reply = plan.user_facts.get("reply", "") or plan.user_facts.get("option", "")
             if plan.user_action == "choose" and reply and not re.search(
                     r"\b(?:no|not|don't|rather|instead|neither)\b", reply, re.I):
@@ -884,9 +963,16 @@ _ACTS = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:I'm (?:now )?(?:applying|setting|swi
                    r"switch|upgrade|downgrade|process) (?:the|your|it|that)\b|The change is going through\b)",
                    re.I)
 # a turn that lays out the options of a choice ("We can send a replacement, ..., or refund")
+_UNSURE = re.compile(r"\b(?:not (?:completely |entirely |totally |really |quite )?sure|"
+                     r"(?:have|need) to check|don't (?:remember|recall|know)|can't (?:say|remember)|"
+                     r"no idea|not certain)\b", re.I)
 _OPTIONS = re.compile(r"\b(?:two|three|both|a couple of) options\b|\beither\b[^.?!]{3,90}\bor\b|"
                       r"\b(?:we|you|I) (?:can|could) [^.?!]{3,90}, or \w+", re.I)
 MAX_SIDE = 2                        # side questions (topic switches) in one call
+HELD_TYPES = ("pushback", "impatient")   # kept for a later turn when drawn where they cannot be
+MAX_IMPATIENT = 3                   # "skip ahead" cut-ins in one call
+IMPATIENT_GAP = 3                   # rounds after an impatient cut before the next one (unless
+                                    # another kind of cut came between)
 
 
 def _offer_taken(plan: RoundPlan) -> bool:
@@ -1050,7 +1136,7 @@ _JOINERS = frozenset("and but so because which then or if when while since thoug
 
 def place_cut(text: str, content_start: int, fraction: float, rng: random.Random,
               min_word: int = 0, protected: set[int] | frozenset[int] = frozenset(),
-              at_boundary: bool = False) -> int | None:
+              at_boundary: bool = False, max_word: int | None = None) -> int | None:
     """A word index ``k`` inside the content: >= 3 content words heard, >= 3 words unheard.
 
     Prefers cuts inside a sentence (the heard part does not end with punctuation), nearest to
@@ -1061,10 +1147,15 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
     first = next((i for i, (s, _) in enumerate(spans) if s >= content_start), len(spans))
     lo = max(first + EDGE_WORDS, min_word, EDGE_WORDS)
     hi = len(spans) - EDGE_WORDS
+    if max_word is not None:            # ``max_word``: the heard part must end by that word
+        hi = min(hi, max_word)
     if lo > hi:
         return None
     cands = [k for k in range(lo, hi + 1) if k not in protected] or list(range(lo, hi + 1))
     if at_boundary:
+        # a question heard whole is answered, never nodded at: "Could I get the student ID
+        # number? It's on the card | Yep." leaves it unanswered (the nod comes before it)
+        cands = [k for k in cands if "?" not in text[content_start:spans[k - 1][1]]]
         # a backchannel lands where a listener nods: after a clause or a sentence ("..., |" or
         # "| and ..."), never between a determiner and its noun or a verb and its particle
         edge = [k for k in cands if (text[spans[k - 1][1] - 1] in ".!,:;"

@@ -272,7 +272,9 @@ class RuleUser:
                         message[:content_start + greeting.end()]) + 2)   # and the first words after
                 k = place_cut(message, content_start, fraction, rng, min_word=min_word,
                               at_boundary=up.type == "filler",
-                              protected=P.protected_cuts(message, self.values))
+                              protected=P.protected_cuts(message, self.values),
+                              max_word=_before_value(message, content_start, up)
+                              if up.type == "correction" else None)
             if k is None:
                 errors.append({"attempt": attempt, "error": "no cut point inside the content"})
                 break
@@ -347,6 +349,18 @@ _PENDING = re.compile(r"\b(?:I can|we can|I could|we could|I'll|I'm going to|I'd
                       r"let me)\b", re.I)
 
 
+def _before_value(message: str, content_start: int, up: UserPlan) -> int | None:
+    """For a correction: the last word before the turn says the corrected value itself (the
+    caller catches their slip before the agent reads out the right form, never after it: "I'm
+    checking whether (716) 527-8218 | -- the port number is wrong, it's (716) 527-8218")."""
+    new = up.detail.get("new", "")
+    at = message.find(new, content_start) if new else -1
+    return P.n_words(message[:at]) if at >= 0 else None
+
+
+_MANNER = frozenset("please skip short shorter quick quickly speed move just".split())
+
+
 def impatient_line(heard_content: str, context: tuple[str, ...], rng: random.Random) -> str:
     """An impatient cut-in that fits what was heard: "I understood the first time" only about
     something said before, "I read that in the email" never about a records check, "let's just
@@ -359,9 +373,16 @@ def impatient_line(heard_content: str, context: tuple[str, ...], rng: random.Ran
              and not (_READ_CLAIM.search(c) and _RECORDS.search(heard_content))]
     tails = [t for t in P.bank("user", "impatient_core_tail")
              if not (_ACTION_TAIL.search(t) and not _PENDING.search(heard_content))]
+    before = " ".join(context).lower()      # a caller does not repeat their own words ("What's
+    cores = [c for c in cores if c.lower() not in before] or cores      # the bottom line?" twice)
+    tails = [t for t in tails if not t or t.lower() not in before] or tails
     opener = rng.choice(P.bank("user", "impatient_open"))
     core = rng.choice(cores)
-    tail = rng.choice(tails)
+    said = set(re.findall(r"[a-z']+", f"{opener} {core}".lower()))
+    # "just the short version, please. Move on, please.": a tail repeats no word of the cut-in's
+    # manner ("please", "skip", "short") already said
+    tail = rng.choice([t for t in tails if not (set(re.findall(r"[a-z']+", t.lower()))
+                                                & said & _MANNER)] or [""])
     if opener and not opener.rstrip().endswith((".", "!", "?")) and not core.startswith(("I ", "I'")):
         core = core[:1].lower() + core[1:]
     return P.tidy(P.join(opener, core, tail))

@@ -313,6 +313,45 @@ def test_a_cut_found_impossible_in_code_spends_none_of_the_agents_tries(tmp_path
     assert refused_cuts > 0                # the seeds do plan cuts in the first round
 
 
+def test_a_volunteered_detail_left_out_of_the_cut_in_is_refused(tmp_path):
+    """Seen on the 1.5B model: a caller planned to volunteer their name ("Lawrence Barrett")
+    cut in with "I'm sorry, I didn't catch that. Could you please repeat?"; the assistant's
+    take-up of the name then presented a value the caller never gave, and the call failed.
+    The instrument for the other side is the offline caller's own volunteered and hidden-fact
+    cut-ins on 8 scenarios: none is refused."""
+    import random
+
+    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+    from bargein.generators.llm_agents import check_user_interjection
+    from bargein.generators.scenarios import generate_scenarios
+    from bargein.generators.user_sim import user_plan
+
+    seen: list = []
+
+    class Watch(RuleAgents):
+        async def user_interject(self, plan, message, cs, ctx, heard, rng, sample):
+            got = await super().user_interject(plan, message, cs, ctx, heard, rng, sample)
+            up = user_plan(plan)
+            if up.type == "normal" and up.detail.get("variant") in ("hidden", "volunteer") \
+                    and up.detail.get("value"):
+                seen.append((up, message, cs, got.heard, got.interjection, ctx))
+            return got
+
+    def refused(up, message, cs, heard, line, ctx):
+        return [e for e in check_user_interjection(up, message, cs, heard, line, ctx)
+                if e.startswith("the interjection must tell")]
+
+    for scn in generate_scenarios(8, 7, workdir=tmp_path, progress=False).outputs:
+        for seed in range(2):
+            _run_sync(simulate(scn, random.Random(seed), Watch(scn)))
+    assert len(seen) >= 5
+    assert [x[4] for x in seen if refused(*x)] == []
+    up, message, cs, heard, _, ctx = seen[0]
+    (err,) = refused(up, message, cs, heard, "I'm sorry, I didn't catch that. Could you please "
+                     "repeat?", ctx)
+    assert repr(up.detail["value"]) in err
+
+
 def test_an_impatient_cut_in_that_asks_to_hear_more_is_refused():
     """Seen on the 1.5B model, told to ask the assistant to skip reading the itinerary back:
     "I'm sorry, could you please just read the itinerary back for me?". The instrument for the
@@ -324,7 +363,8 @@ def test_an_impatient_cut_in_that_asks_to_hear_more_is_refused():
     from bargein.generators.llm_agents import asks_for_more
 
     seen = ["I'm sorry, could you please just read the itinerary back for me? I need to understand "
-            "the details.", "Please read the itinerary back for me.", "Can you explain the fee again?"]
+            "the details.", "Please read the itinerary back for me.", "Can you explain the fee again?",
+            "I'm sorry, I didn't hear what you just said."]
     assert all(asks_for_more(s) for s in seen)
     rng = random.Random(1)
     lines = {P.compose(rng, "user", "impatient_core") for _ in range(400)}

@@ -5,10 +5,11 @@ caller may not skip, time constraints against the call's own times, who the call
 from __future__ import annotations
 
 import random
+import re
 
 from bargein.generators import phrases as P
 from bargein.generators.grounded import objects_in
-from bargein.generators.intents import _contradicts_times
+from bargein.generators.intents import contradicts_times
 from bargein.generators.plan_state import answer_question
 from bargein.generators.planner import _CALLER_TASK, _unheard_price, resume_text
 from bargein.records.plan import Recovery
@@ -27,6 +28,11 @@ def test_a_hypothetical_fee_is_no_pushback_object():
     assert not objects_in(cond, ("fee", "policy"))
     assert [o.phrase for o in objects_in("The new policy has to show up in our system before "
                                          "the renewal can go through.", ("fee", "policy"))]
+    # the lower charge of a downgrade the caller asked for (hand-read of seed 90210: "Whoa,
+    # my next charge? Nobody told me about that." and a gold offering to waive it)
+    assert not objects_in("Your next charge will be at the new, lower price.", ("fee",))
+    assert [o.phrase for o in objects_in("Your next charge will include a $9 activation fee.",
+                                         ("fee",))]
 
 
 def test_a_resumption_starts_at_the_antecedent_of_a_pointing_sentence():
@@ -50,11 +56,34 @@ def test_an_approval_the_caller_owes_and_a_price_in_miles_are_not_skippable():
 
 
 def test_time_constraints_against_the_calls_times():
-    assert _contradicts_times("can only do appointments after 2:30 PM", ["10:15 AM"])
-    assert _contradicts_times("can only do appointments after 2:30 PM", ["3:00 PM", "2:15 PM"])
-    assert not _contradicts_times("can only do appointments after 2:30 PM", ["3:00 PM"])
-    assert _contradicts_times("mornings are out with my shifts", ["9:40 AM"])
-    assert not _contradicts_times("is travelling with their 6-year-old", ["9:40 AM"])
+    assert contradicts_times("can only do appointments after 2:30 PM", ["10:15 AM"])
+    assert contradicts_times("can only do appointments after 2:30 PM", ["3:00 PM", "2:15 PM"])
+    assert not contradicts_times("can only do appointments after 2:30 PM", ["3:00 PM"])
+    assert contradicts_times("mornings are out with my shifts", ["9:40 AM"])
+    assert not contradicts_times("is travelling with their 6-year-old", ["9:40 AM"])
+    assert contradicts_times("I can only do appointments late in the afternoon", ["10:15 AM"])
+    assert not contradicts_times("I can only do appointments late in the afternoon", ["4:30 PM"])
+
+
+def test_a_time_constraint_the_call_then_breaks_is_never_said(tmp_path):
+    """"I can only do appointments late in the afternoon" / "I'll look for late-afternoon
+    times", then the call books 10:15 AM (hand-read of seed 90210): a normal-interjection pair
+    that bounds the time is drawn only where the call's own times keep to it."""
+    from doubles.offline_calls import scenario_batch
+    from bargein.generators.plan_state import ConversationState
+
+    pair = next(p for p in P.bank("pairs", "normal_constraint.healthcare")
+                if "late in the afternoon" in p["user"])
+    scns = [s for s in scenario_batch(40, 3, tmp_path)
+            if s.goal.name in ("reschedule_appointment", "schedule_specialist_appointment")]
+    seen = {True: 0, False: 0}
+    for scn in scns:
+        st = ConversationState(scenario=scn, target_messages=30)
+        times = st.call_times()
+        fits = st._fits_goal(pair)
+        assert not (fits and contradicts_times(pair["user"], times)), (scn.id, times)
+        seen[fits] += 1
+    assert seen[False], "no scenario with a morning time in the batch"
 
 
 def test_the_caller_is_the_person_the_record_describes():
@@ -126,3 +155,27 @@ def test_a_dont_instruction_and_plural_digits_agreement():
     assert _CALLER_TASK.search("Please don't cancel your old service yet, or we could lose the number.")
     assert P.tidy("But the last four digits of my card still bothers me.") == \
         "But the last four digits of my card still bother me."
+
+
+def test_a_slot_the_business_offers_is_its_own_value_not_the_callers():
+    """"Let me see... it's R F, seven seven six six eight five. And the new time is 10:15 AM."
+    before any slot was offered (hand-read of seed 90210): "Would you like me to hold {new_date}
+    at {new_time}?" offers the clinic's slot; it does not ask the caller for it, so the caller
+    neither volunteers nor corrects it."""
+    from bargein.generators.catalogue_loader import load_catalogue
+    from bargein.generators.intents import records_keys
+
+    goal = load_catalogue().domains["healthcare"].goals["reschedule_appointment"]
+    assert {"new_date", "new_time"} <= records_keys(goal)
+
+
+def test_a_wait_pushed_back_on_is_explained_as_a_wait():
+    """"I can't change one business day myself; it's set the same way for everyone." (hand-read
+    of seed 31337): a duration is no rule to change; the gold says why it takes that long."""
+    from bargein.generators.grounded import recover_pushback
+
+    for seed in range(20):
+        gold = recover_pushback(random.Random(seed), "policy", "one business day")
+        assert "one business day" in gold and not re.search(r"change one business day|"
+                                                             r"one business day is the standard rule",
+                                                             gold), gold

@@ -69,6 +69,12 @@ def test_asked_keys_finds_labels_and_synonyms_in_order():
     assert asked_keys(q, ("full_name", "phone_number", "account_number")) == ("phone_number", "full_name")
     assert asked_keys("What is your account number?", ("account_number", "full_name")) == ("account_number",)
     assert asked_keys("Is that still correct?", ("billing_address",)) == ()
+    # "... your account number with them and the six-digit transfer PIN?" answered with the
+    # PIN alone, and the account never asked again (hand-read of seed 31337)
+    q = ("Could you read me two things from Veridian Wireless: your account number with them "
+         "and the six-digit transfer PIN?")
+    assert asked_keys(q, ("old_carrier_account", "transfer_pin")) == ("old_carrier_account",
+                                                                       "transfer_pin")
 
 
 def test_choose_option_picks_one_listed_option():
@@ -450,3 +456,132 @@ def test_no_stage_lead_before_a_done_report_and_no_all_done_before_a_read_back(s
         plan = plan.model_copy(update={"unit": readback, "assistant_action": "ask"})
         turn = agent.normal(plan, random.Random(seed))
         assert not re.search(r"all I need|everything I needed", turn.acknowledgement), turn
+
+
+def test_a_caller_who_asked_for_patience_does_not_hurry_the_agent(scenarios):
+    """"Sorry, I should mention, I'm hard of hearing, so please speak slowly." and on the very
+    next turn "Okay, okay, I've been through this part twice now. Move on, please." (hand-read
+    of seed 90210): after asking for slowness the caller never cuts in impatiently."""
+    from bargein.generators.plan_state import ConversationState
+    from bargein.generators.planner import RulePlanner
+    from bargein.records.plan import Unit
+
+    key = "normal_constraint"
+    bank = P.bank("pairs", key)
+    slow = next(i for i, p in enumerate(bank) if isinstance(p, dict) and "speak slowly" in p["user"])
+    text = ("Standard with Ads at 7.99 a month includes short ad breaks, streams in full HD "
+            "rather than 4K, and allows two screens at once instead of four screens.")
+    unit = Unit(kind="inform", stage=None, text=text)
+    for scn in scenarios[:6]:
+        planner = RulePlanner(scn)
+        st = ConversationState(scenario=scn, target_messages=40)
+        st.round = 4
+        before = planner._feasible(st, unit)
+        st.used_pairs[key] = {slow}
+        assert st.asked_for_patience()
+        after = planner._feasible(st, unit)
+        assert "impatient" in before and "impatient" not in after, (before, after)
+
+
+def _said(value: str, text: str) -> bool:
+    return bool(value) and value in text
+
+
+@pytest.fixture(scope="module")
+def wide_convs(tmp_path_factory) -> list[Conversation]:
+    scns = scenario_batch(48, 90210, tmp_path_factory.mktemp("wide"))
+    return [run(s, n) for n, s in enumerate(scns)]
+
+
+def test_a_misstated_value_is_caught_before_the_agent_says_the_right_one(wide_convs):
+    """The caller volunteered "(816) 506-8377", the agent noted it, and the call ended with "a
+    reminder text at (816) 560-8377" and no correction (hand-read of seed 90210): once the
+    agent is about to say the right form of a value the caller misstated, the caller corrects
+    it, so no call carries two values for one fact."""
+    checked = 0
+    for c in wide_convs:
+        for corr in c.scenario.intent.corrections:
+            if corr.first_value == corr.corrected_value:
+                continue
+            msgs = c.messages
+            first = next((i for i, m in enumerate(msgs) if m.role == "user"
+                          and _said(corr.first_value, m.text)), None)
+            if first is None:
+                continue
+            later = next((i for i, m in enumerate(msgs) if i > first and m.role == "assistant"
+                          and _said(corr.corrected_value, m.text)), None)
+            if later is None:
+                continue
+            checked += 1
+            fixed = any(m.role == "user" and _said(corr.corrected_value, m.text)
+                        for m in msgs[first + 1:later + 2])
+            assert fixed, (c.id, corr.key, msgs[later].text)
+    assert checked, "no misstated value read out in the batch"
+
+
+def test_the_rest_of_a_disputed_question_is_still_asked(wide_convs):
+    """"Could I get the patient's full name and date of birth?" -- "is it safe to give you my
+    date of birth?" -- an alternative for the date of birth, and then "I've got Charles
+    Rodriguez's record open" with the name never given (hand-read of seed 90210)."""
+    checked = 0
+    for c in wide_convs:
+        name = next((f.value for f in c.scenario.kb.user_facts if f.key == "full_name"), "")
+        if not name:
+            continue
+        for i, m in enumerate(c.messages):
+            it = m.interruption
+            if not (it and it.type == "pushback" and "date of birth" in c.messages[i + 1].text
+                    and "full name" in it.heard_text):
+                continue
+            checked += 1
+            assert any(x.role == "user" and name in x.text for x in c.messages), c.id
+            said_by_agent = next((j for j, x in enumerate(c.messages) if j > i
+                                  and x.role == "assistant" and name in x.text), None)
+            if said_by_agent is not None:
+                assert any(x.role == "user" and name in x.text
+                           for x in c.messages[:said_by_agent]), (c.id, c.messages[said_by_agent].text)
+    assert checked, "no pushback on a date of birth asked together with the name"
+
+
+def test_an_impatient_caller_does_not_repeat_their_own_words():
+    """"Okay, okay, we can skip the script. What's the bottom line?" and six turns later "Yep,
+    yep, you don't need to walk me through it. What's the bottom line?" (hand-read of seed
+    90210)."""
+    from bargein.generators.user_sim import impatient_line
+
+    heard = "Your Gold status sets your waitlist priority if space runs out, but right now"
+    context = ("Thank you, Jodi. I see your account.", "Okay, okay, we can skip the script. "
+               "What's the bottom line?")
+    tails = [t for t in P.bank("user", "impatient_core_tail") if t]
+    lines = [impatient_line(heard, context, random.Random(s)) for s in range(200)]
+    assert not [x for x in lines if "bottom line" in x.lower()]
+    assert not [x for x in lines if "skip the script" in x.lower()]
+    assert {t for t in tails for x in lines if t in x} - {"What's the bottom line?"}, lines[:5]
+
+
+def test_nothing_given_is_not_thanked_as_everything_needed(scenarios):
+    """"Okay, fine, carry on. Then what?" -- "Perfect, that's everything I needed there." (five
+    times in 60 points of seed 31337): only a turn that gave something is "all I need"."""
+    from bargein.generators.assistant_sim import RuleAssistant
+    from bargein.records.plan import RoundPlan, Unit
+
+    agent = RuleAssistant(scenarios[0])
+    unit = Unit(kind="inform", stage=None, text="Most ports finish within a few hours.")
+    plan = RoundPlan(round=3, stage=None, assistant_action="inform", unit=unit,
+                     ack={"kind": "plain"})
+    for seed in range(150):
+        ack = agent.normal(plan, random.Random(seed)).acknowledgement
+        assert not re.search(r"all I need|everything I needed", ack), (seed, ack)
+    given = {agent.normal(RoundPlan(round=3, stage=None, assistant_action="inform", unit=unit,
+                                    ack={"kind": "plain", "value": "Ryan Chan 4471"}),
+                          random.Random(seed)).acknowledgement for seed in range(150)}
+    assert any(re.search(r"all I need|everything I needed", a) for a in given)
+
+
+def test_a_title_and_the_name_after_it_are_never_cut_apart():
+    """"... your blood pressure check with Dr. | Joe Roy on ..." with the rest "Joe Roy on
+    Wednesday ..." as the continuation (hand-read of seed 31337)."""
+    text = "It shows your blood pressure check with Dr. Joe Roy on Wednesday, September 17, 2025."
+    words = text.split()
+    k = words.index("Dr.") + 1
+    assert k in P.protected_cuts(text) and k + 1 in P.protected_cuts(text)

@@ -1,0 +1,256 @@
+"""Defects of the offline agents found by independent hand-reads of the fifth shift (1.8% of
+points), each checked at its cause: a nod after a question heard whole, impatient cut-ins in a
+row, "that's settled" after "I'm not sure", a credit union offering "a detail from your last
+bill", pushback on a service window the business gives, and a fact's key read out as a noun in
+a question ("What is the income change?")."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import re
+
+import pytest
+
+from bargein.generators import grounded as G
+from bargein.generators import phrases as P
+from bargein.generators.assistant_sim import RuleAssistant
+from bargein.generators.planner import RulePlanner, place_cut
+from doubles.offline_calls import run, scenario_batch  # noqa: E402
+from bargein.records import INTERRUPTION_TYPES, Conversation, Scenario
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory) -> list[Scenario]:
+    return scenario_batch(40, 4242, tmp_path_factory.mktemp("scn"))
+
+
+@pytest.fixture(scope="module")
+def convs(scenarios) -> list[Conversation]:
+    """Every scenario with a caller who cuts in often (more points to look at)."""
+    return [run(s.with_(intent=s.intent.with_(interruption_rate=0.6, id=""), id=""), n)
+            for n, s in enumerate(scenarios)]
+
+
+# ---- a question heard whole is answered, not nodded at ---------------------------------------
+def test_a_nod_never_lands_after_a_question_heard_whole():
+    text = ("Now, on with the upgrade. Could I get your loyalty number? It begins with M A, "
+            "and it's on the back of your card or in the app.")
+    start = text.index("Could")
+    for seed in range(40):
+        k = place_cut(text, start, random.Random(seed).random(), random.Random(seed),
+                      at_boundary=True)
+        heard = P.prefix_words(text, k) if k else ""
+        assert k is None or "?" not in heard[start:], heard
+
+
+def test_no_filler_in_the_corpus_follows_a_heard_question(convs):
+    # ("Where was I? Right." is the agent's own resume lead, not a question to the caller)
+    bad = [(c.id, u.index, m.heard_text[-60:]) for c in convs for m, u in c.interruptions
+           if m.interruption.type == "filler"
+           and "?" in m.heard_text.replace("Where was I?", "")]
+    assert not bad, bad[:5]
+    assert sum(m.interruption.type == "filler" for c in convs for m, _ in c.interruptions) >= 10
+
+
+# ---- a hurried caller skips once, then lets the agent talk -----------------------------------
+def test_impatient_cut_ins_do_not_come_in_runs(scenarios):
+    """Seed 7 before the fix: one call cut in 'skip ahead' at messages 6, 10, 12 and 16."""
+    hurried = [s.with_(intent=s.intent.with_(interruption_rate=0.65, id="",
+                                             interruption_probs={**{t: 0.02 for t in s.intent.interruption_probs},
+                                                                 "impatient": 0.9}), id="")
+               for s in scenarios[:25]]
+    total = 0
+    for n, s in enumerate(hurried):
+        c = run(s, n)
+        cuts = [(k, p.type) for k, p in enumerate(c.plan) if p.interrupt]
+        imp = [k for k, t in cuts if t == "impatient"]
+        total += len(imp)
+        assert len(imp) <= 3, (c.id, cuts)
+        for (i, a), (j, b) in zip(cuts, cuts[1:]):
+            assert not (a == b == "impatient" and j - i < 5), (c.id, cuts)
+    assert total >= 25                  # the hurried callers still cut in impatiently
+
+
+# ---- "I'm not completely sure" is not acknowledged as settled --------------------------------
+_SETTLED = re.compile(r"\b(?:settled|sorted|that's all I need|that part is done|step done|"
+                      r"that's everything|that's great|wonderful|perfect)\b", re.I)
+_UNSURE_REPLY = re.compile(r"\b(?:not (?:completely )?sure|have to check|don't remember|"
+                           r"can't say for certain)\b", re.I)
+
+
+def test_an_unsure_answer_is_not_acknowledged_as_settled(scenarios):
+    seen = 0
+    for n, s in enumerate(scenarios):
+        c = run(s, 1000 + n)
+        for a, b in zip(c.messages, c.messages[1:]):
+            if a.role == "user" and a.interruption is None and _UNSURE_REPLY.search(a.text) \
+                    and b.role == "assistant" and a.index > 0 \
+                    and c.messages[a.index - 1].interruption is None:
+                seen += 1
+                first = re.split(r"(?<=[.!?])\s", b.text)[:2]
+                assert not _SETTLED.search(" ".join(first)), (c.id, a.index, a.text, b.text[:120])
+    assert seen >= 1
+
+
+def test_the_agent_takes_an_unsure_answer_as_open(scenarios):
+    """The round after a reply "Hmm, I'm not completely sure.": its acknowledgement is one of
+    the unsure ones and no "that's settled, moving on" lead follows it."""
+    scn = scenarios[0]
+    planner, rng = RulePlanner(scn), random.Random(3)
+    st = planner.new_state(rng)
+    first = planner.plan(st, rng, frozenset(INTERRUPTION_TYPES))    # a round without a cut
+    said = first.model_copy(update={"user_action": "choose",
+                                    "user_facts": {"reply": "Hmm, I'm not completely sure."}})
+    planner.apply(st, said, first.unit.text or "Is there anything else I should know?", None, rng)
+    nxt = planner.plan(st, rng, frozenset(INTERRUPTION_TYPES))
+    assert nxt.ack.get("kind") == "unknown"
+    unsure = set(P.bank("assistant", "ack_unsure"))
+    leads = set(P.bank("assistant", "lead_on"))
+    for seed in range(20):
+        turn = RuleAssistant(scn).normal(nxt.model_copy(update={"stage_lead": True}),
+                                         random.Random(seed))
+        assert turn.acknowledgement in unsure, turn.acknowledgement
+        assert not any(lead in turn.acknowledgement for lead in leads)
+
+
+# ---- an alternative the business has --------------------------------------------------------
+@pytest.mark.parametrize("domain", ["financial_services", "education", "government", "ecommerce",
+                                    "travel", "professional_services", "healthcare", "saas"])
+def test_only_a_business_that_bills_offers_a_detail_from_the_last_bill(domain):
+    """Seen: a credit union offering to "check a detail from your last bill"."""
+    texts = [G.recover_pushback(random.Random(seed), "requirement", "your date of birth",
+                                domain=domain) for seed in range(300)]
+    assert not [t for t in texts if re.search(r"\bbills?\b", t)]
+
+
+def test_a_telecom_and_a_bank_keep_their_own_record_checks():
+    tel = [G.recover_pushback(random.Random(s), "requirement", "your date of birth", domain="telecom")
+           for s in range(300)]
+    bank = [G.recover_pushback(random.Random(s), "requirement", "your date of birth",
+                               domain="financial_services") for s in range(300)]
+    assert any("last bill" in t for t in tel)
+    assert any("last statement" in t for t in bank)
+
+
+# ---- a service window is not a rule to push back on ------------------------------------------
+def test_a_pickup_window_is_no_object_to_push_back_on():
+    """Seen: "Sorry, I can't go along with a two-hour pickup window" against the courier's
+    courtesy of emailing one."""
+    text = ("The carrier will collect it from 8285 Thornton St, Cleveland. They'll email a "
+            "two-hour pickup window the evening before, and you only need to leave it somewhere "
+            "they can reach.")
+    found = [o.phrase for o in G.objects_in(text, G.PUSHBACK_KINDS)]
+    assert not [f for f in found if "window" in f], found
+
+
+def test_a_window_the_caller_must_act_within_still_is():
+    text = "Changes must be made within the 24-hour window before departure, and not after it."
+    assert [o for o in G.objects_in(text, G.PUSHBACK_KINDS) if "window" in o.phrase]
+
+
+# ---- a value is asked for with a question, not by its key read out as a noun ------------------
+_KEY_NOUNS = {"income_change": "income change", "cancel_reason": "cancel reason",
+              "change_type": "change type", "entity_type": "entity type",
+              "insurance_status": "insurance status", "monthly_transactions": "monthly transactions",
+              "lost_device": "reason for the reset", "annual_income": "annual income"}
+
+
+@pytest.mark.parametrize("key", sorted(_KEY_NOUNS))
+def test_a_value_is_asked_for_in_words_a_person_asks_with(key):
+    """Seen: "What is the income change?" -- the fact key read out as a noun."""
+    for seed in range(20):
+        q = RuleAssistant._question((key,), random.Random(seed))
+        assert _KEY_NOUNS[key] not in q.lower() and q.endswith("?"), q
+    pair = RuleAssistant._question(("full_name", key), random.Random(0))
+    assert "full name" in pair and _KEY_NOUNS[key] not in pair.lower() and " And " in pair, pair
+
+
+def test_no_question_in_the_corpus_names_a_key_as_a_noun(convs):
+    qs = [(c.id, m.index, s) for c in convs for m in c.messages if m.role == "assistant"
+          for s in re.findall(r"[^.?!]*\?", m.text)
+          if any(f"the {lab}" in s.lower() for lab in _KEY_NOUNS.values())]
+    assert not qs, qs[:3]
+
+
+# ---- the type mix: an objection drawn where there is nothing to object to is kept --------------
+def test_a_pushback_drawn_on_a_turn_with_nothing_to_object_to_waits_for_one(scenarios):
+    """Seed 7 before: 209 of 242 pushback draws fell on turns with no fee, requirement or rule
+    and were re-planned as other types, so a skeptical caller's pushbacks went to nods and
+    questions (realised pushback 14% against IHBench Appendix A's 24.5%, normal 31%)."""
+    from bargein.generators.plan_state import Unit
+
+    s = scenarios[0]
+    probs = {t: 0.01 for t in s.intent.interruption_probs}
+    probs["pushback"] = 0.95
+    s = s.with_(intent=s.intent.with_(interruption_probs=probs, interruption_rate=0.9, id=""), id="")
+    planner = RulePlanner(s)
+    st = planner.new_state(random.Random(0))
+    st.round, st.n_messages = 3, 6
+    plain = Unit(kind="inform", stage=st.stage, text="Let me pull that up for you now, it only "
+                 "takes a moment while the system loads everything.")
+    fee = Unit(kind="inform", stage=st.stage, text="Just so you know, there is a $75 change fee on "
+               "this fare, and it is charged when the change goes through today.")
+    drawn = [planner._interruption(st, plain, random.Random(seed))[0] for seed in range(10)]
+    assert "pushback" not in drawn              # nothing in it to object to
+    assert st.held.get("pushback") == 1
+    for seed in range(5):                       # the next turn with a fee takes the objection
+        probe = dataclasses.replace(st, held=dict(st.held))
+        assert planner._interruption(probe, fee, random.Random(seed))[0] == "pushback"
+        assert not probe.held.get("pushback")
+
+
+def test_a_question_in_its_own_words_is_answered_in_full():
+    """Seed 7: "Roughly when did you last sign in successfully, and about what year was the
+    workspace first created?" -- "2022." and then "Our records show a last sign-in on ...,
+    so that matches" (the sign-in was never asked of the caller's plan)."""
+    from bargein.generators.plan_state import asked_keys
+
+    text = ("I'll ask three quick questions about the account. Roughly when did you last sign in "
+            "successfully, and about what year was the workspace first created?")
+    assert asked_keys(text, ("last_login_date", "account_created_year", "lost_device")) == \
+        ("last_login_date", "account_created_year")
+
+
+# ---- hand-read of seed 4242 (this shift) ------------------------------------------------------
+def test_an_impatient_cut_in_says_please_once():
+    """conv-84f79434555e8d83 #11: "Okay, sure, just the short version, please. Move on, please." """
+    from bargein.generators.user_sim import impatient_line
+
+    heard = "If you've changed insurers recently, let me know, because"
+    lines = [impatient_line(heard, (), random.Random(s)) for s in range(400)]
+    for x in lines:
+        words = re.findall(r"[a-z']+", x.lower())
+        assert words.count("please") <= 1 and words.count("skip") <= 1, x
+    assert sum("please" in x.lower() for x in lines) >= 20
+
+
+def test_no_detail_of_the_callers_own_cuts_into_the_alternative_they_asked_for(scenarios):
+    """conv-76c9e9efbb3a080a #21: "Is there really nothing else?" -- "What I can do is this: we |"
+    -- "Sorry, before you go on, my email is ...". """
+    from bargein.generators.plan_state import Unit
+
+    planner = RulePlanner(scenarios[0])
+    st = planner.new_state(random.Random(0))
+    st.round, st.n_messages = 4, 8
+    alt = Unit(kind="inform", stage=st.stage, purpose="deescalate",
+               text="I understand. What I can do is this: we could check a detail from your last "
+                    "bill instead. Would that work for you?")
+    assert "normal" not in planner._feasible(st, alt)
+
+
+def test_a_slip_is_caught_before_the_agent_reads_out_the_right_value():
+    """conv-76c9e9efbb3a080a #13 (seed 4242): the agent said "(716) 527-8218", and the caller
+    then cut in "the port number is wrong. It's (716) 527-8218"."""
+    from bargein.generators.user_sim import RuleUser, UserPlan
+
+    message = ("I'm checking whether (716) 527-8218 can move over from Veridian Wireless. Please "
+               "don't cancel your old service yet, because cancelling first can lose the number.")
+    up = UserPlan(action="interrupt", interrupt=True, type="correction", cut_fraction=0.6,
+                  detail={"key": "port_number", "label": "port number",
+                          "old": "(716) 527-8281", "new": "(716) 527-8218"})
+    for seed in range(10):
+        out = RuleUser(values=("(716) 527-8218", "(716) 527-8281")).interject(
+            up, message, 0, ("Can I take the number you're porting?", "It's (716) 527-8281.",
+                             "Great, (716) 527-8281 for the port number."), random.Random(seed))
+        assert "527-8218" not in out.heard and "527-8218" in out.interjection, out.heard
