@@ -10,36 +10,63 @@ accuracy, ``template_fail_rate`` (content-free templates judged RQ fail; goal >=
 shipped judge) and ``paraphrase_pass_rate`` (good answers in other words judged RQ pass; goal
 >= 0.80 for the model judge), each with its count.
 
-The control set is split by case (:func:`bargein.scorers.control_set.dev_cases`): judge prompts
-were worked on against the ``dev`` cases only; the model judge is reported on the ``heldout``
-part (``--part``), on a stratified subset of ``--limit`` judgments (round-robin over axis, type
-and category in a stable hashed order, no random seed), since each judgment takes tens of
-seconds on a shared CPU. The smoke judge runs on the whole control set and on the same subset.
+The control set is split by case (:func:`bargein.scorers.control_set.split`, ``--part``):
+``dev`` (the cases prompts and checks were worked on from the start), ``heldout`` (the first
+held-out part, the hashed three quarters of ``ihbench_cases.yaml``: judged once each by judge
+versions v3, v4 and v5, so since v6 it is development material too) and ``heldout2`` (the
+default: 18 cases over the six types in ``scorers/control/ihbench_heldout2_cases.yaml``, written
+by hand on 2026-11-25 BEFORE judge v6 was changed, with their own content-free templates,
+echoes, restarts and over-apologies; commits 65bd481 and 5cc04ff; no model judged them before
+v6 was frozen at 93575a4). The model judge is reported on a stratified subset of ``--limit``
+judgments (round-robin over axis, type and category in a stable hashed order, no random seed),
+since each judgment takes tens of seconds on a shared CPU. The smoke judge runs on the whole
+control set and on the same subset.
 The local model (the packaged Qwen2.5-Coder GGUF through the in-process ``llamacpp`` provider,
 JSON-schema constrained, one thread) answers through the same judge class ``score`` uses: RQ one
 criterion at a time (``--rq-mode split``: a criterion that asks for something is asked for the
 words that meet it, one that forbids something for the words that break it), each verdict
-resting on a quote checked in code (words of the response that name something of the
-conversation, or that say again what is forbidden; the gates are also printed without that
-second check, from the same cached answers), TF in both orders, EAR's repair category and
-correctness (``--ear-limit``).
+resting on a quote checked in code, and a reply to a normal, correction, topic-switch or
+pushback cut-in that says only the interrupted message's own words failing without a model
+call; the first unmet criterion decides (the rest are not asked: same verdicts, fewer calls).
+TF in both orders, EAR's repair category and correctness (``--ear-limit``).
 
-Last held-out run (the one run of this judge version, after every choice was made on the dev
-part; 1.5B, one thread; ``--part heldout --limit 0 --gate-limit 54 --ear-limit 0 --rq-limit 0
---tf-limit 0``; criterion prompt v2, avoid prompt v1, quote checks v5: a number is one word,
-an avoid criterion forbids what it names and what the user heard but not the words the user
-just said (the interjection only for a rule about the user's words, or a real echo of it), a
-"met" quote must share two content words with the case or one name or number):
-paraphrase_pass_rate 0.759 (n 54; goal >= 0.80 NOT met), template_fail_rate 1.000 (n 36),
-gate kappa 0.716 (accuracy 0.856, n 90, unscorable 0); without the checks on the quotes 0.296 /
-0.750, kappa 0.041; the smoke judge on the same items 0.870 / 1.000, kappa 0.843. The judge
-before (quote checks v4) gave 0.685 / 1.000, kappa 0.635 on the same items, and the one before
-that 0.741 / 1.000, kappa 0.696. On the dev part (control-v2: the six hashed dev cases and the
-eleven cases of ``ihbench_dev_cases.yaml``): checks v5 0.882 (n 51) / 1.000 (n 34), kappa
-0.857; checks v4 0.784 / 0.971 (the avoid fix alone: 0.922 / 0.971).
+Judge v6 on heldout2, its one run (1.5B, one thread, niced, beside another model process;
+commit 93575a4; ``--part heldout2 --limit 0 --gate-limit 54 --ear-limit 0 --rq-limit 0
+--tf-limit 0 --minutes 68 --no-ungrounded``; 2091 s for the paraphrases, 736 s for the
+templates): paraphrase_pass_rate 0.833 (n 54: 45 passed; goal >= 0.80 met on this part),
+template_fail_rate 0.972 (n 36: 35 failed; goal >= 0.95 met), gate judge_kappa 0.777
+(accuracy 0.889, n 90, unscorable 0). The smoke judge on the same items: 0.704 / 1.000, kappa
+0.655. Read after the run (no change made since): the template that passed ("Sure thing, happy
+to do that. Anything else?", a filler case) passed because its one "do" criterion ("continues
+with the sailings not yet given, ...") was read as forbidding ("not" inside a noun's clause);
+three of the nine paraphrase failures are one criterion ("The explanation of how a move works
+stops.", read as asking, which the model then judged unmet), the others a criterion the model
+judged unmet (a reply's final "Shall I book it?" not seen as asking whether to book, "refund
+the fee this once" / "waive ... as a goodwill gesture" not seen as the waiver, a spoken email
+address). RQ over the other categories (echoes, ignores, wrong facts) was not run on heldout2.
 
-Re-measured on the dev part with the current prompts and checks v5 (``--part dev``; not on the
-held-out part): RQ over every category (``--rq-limit 40``) kappa 0.350 (accuracy 0.675, n 40;
+Judge v6 (quote checks v6: a rule naming a value is broken only by a quote that says it; a code
+of letters and digits is one word; one forbidden word beside new content is no violation; the
+user's own words are not forbidden by a rule naming them; "the rest is skipped" forbids the
+unsaid rest less its closing question; "the caller's wish not to give X" asks for something;
+plus the cut-in check) was chosen on the dev part and the first held-out part only, from the
+model's cached answers there: dev 0.922 (n 51) / 1.000 (n 34), kappa 0.904 (v5: 0.882 /
+1.000, kappa 0.857); first held-out part 0.833 (n 54) / 1.000 (n 36), kappa 0.800 (v5 on the
+same answers: 0.759 / 1.000, kappa 0.716); dev RQ over every category (``--rq-limit 40``) kappa
+0.595 (accuracy 0.825, n 40; v5 0.350; smoke 0.624): ignore 4/4 (v5 0/4), restart 5/6 (3/6),
+wrong fact 2/6 (2/6), echo 4/4, template 6/6, over-apology 3/3, good answers 9/11. A second
+reading of an unmet "do" criterion (another prompt) was tried on dev and dropped: it rescued 1
+of 13 failed paraphrases. Wrong facts are still mostly passed, and EAR correctness still
+judges wrong values correct (not worked on in v6).
+
+Judge v5 on the first held-out part, when it was still held out (one run; criterion prompt v2,
+avoid prompt v1, quote checks v5): paraphrase_pass_rate 0.759 (n 54; goal NOT met),
+template_fail_rate 1.000 (n 36), gate kappa 0.716 (accuracy 0.856, n 90); without the checks
+on the quotes 0.296 / 0.750, kappa 0.041; the smoke judge on the same items 0.870 / 1.000,
+kappa 0.843. v4 gave 0.685 / 1.000, kappa 0.635 there, v3 0.741 / 1.000, kappa 0.696.
+
+Measured with checks v5 on the dev part (``--part dev``; not on a held-out part): RQ over
+every category (``--rq-limit 40``) kappa 0.350 (accuracy 0.675, n 40;
 the smoke judge 0.624 on the same items): echo 4/4, template 6/6, over-apology 3/3, good
 answers 9/11, restart 3/6, wrong fact 2/6, ignore (carrying on as if nothing was said) 0/4, so
 the checks stop content-free and echoed replies but not a reply that is all case content and
@@ -122,7 +149,8 @@ def main() -> None:
                          "templates, for the gates")
     ap.add_argument("--tf-limit", type=int, default=16,
                     help="extra TF judgments (the pairwise judge, both orders) for its own kappa")
-    ap.add_argument("--part", default="heldout2", choices=("heldout2", "heldout", "dev", "dev+heldout", "all"),
+    ap.add_argument("--part", default="heldout2",
+                    choices=("heldout2", "heldout", "dev", "dev+heldout", "all"),
                     help="control-set part the model judge is reported on")
     ap.add_argument("--rq-limit", type=int, default=0,
                     help="RQ judgments over every category (not only the gates') for RQ's kappa")
@@ -136,7 +164,8 @@ def main() -> None:
     ap.add_argument("--paraphrase-share", type=float, default=0.75,
                     help="under --minutes, the share of the time the paraphrases may take before "
                          "the templates are judged (a paraphrase that passes needs every criterion "
-                         "asked; a template usually fails on the first); the templates get the rest")
+                         "asked; a template usually fails on the first); the templates get "
+                         "the rest")
     ap.add_argument("--step", type=int, default=6,
                     help="gate judgments per round under --minutes (a round is judged grouped by "
                          "case, so a local model reuses the shared prompt prefix)")

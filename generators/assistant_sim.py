@@ -38,7 +38,8 @@ _LOWERABLE = frozenset("the your it this that we so before one if now right let 
                        "most please".split())
 _NO_READBACK = frozenset({"code", "phone", "account", "card", "pin"})
 _ALL_TAKEN = re.compile(r"\b(all I need|everything I needed)\b", re.I)
-_DONE_OPEN = re.compile(r"\W*(?:all )?(?:done|set)\b", re.I)   # a stage that opens "Done." / "All done."
+_DONE_OPEN = re.compile(r"\W*(?:(?:all )?(?:done|set)|everything(?:'s| is) (?:set|done|in place)|"
+                        r"you're all set|that's everything)\b", re.I)   # "Done." / "Everything's set."
 
 
 _CREDIT = re.compile(r"\b(?:credit(?:ed)?|refund(?:ed)?|waive[ds]?|revers(?:e|ed)|"
@@ -154,6 +155,10 @@ class RuleAssistant:
             content = turn.content          # "So, as I was saying, the ..." continues a sentence
         if _THANKS.match(content):          # "Thanks." + "Thank you, Christine." thanks once
             ack = " ".join(p for p in re.split(r"(?<=[.!?])\s+", ack) if not _THANKS_ALONE.match(p))
+            ack = re.sub(r",\s*(?:thank you|thanks)(?: so much)?\.$", ".", ack, flags=re.I)
+            ack = re.sub(r"^(?:thanks|thank you)(?: so much)?,\s*", "", ack, flags=re.I)
+            ack = ack[:1].upper() + ack[1:]     # "Okay, Leslie Heath, thank you." / "Thanks, I've
+            # noted Leslie Heath." before "Thank you, Leslie.": thanked once too
         pieces = dedupe_markers([*re.split(r"(?<=[.!?])\s+", ack), content])  # no "Okay. Okay,"
         if ack and len(pieces) >= 2:
             ack, content = " ".join(pieces[:-1]), pieces[-1]

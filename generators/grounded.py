@@ -210,9 +210,12 @@ def end_word(message: str, content_start: int, obj: Obj) -> int:
     return sum(1 for s, _ in P.word_spans(message) if s < end)
 
 
-def _compose(rng: random.Random, file: str, kind_key: str, **slots: str) -> str:
+def _compose(rng: random.Random, file: str, kind_key: str, skip: re.Pattern | None = None,
+             **slots: str) -> str:
     opener = rng.choice(P.bank(file, f"{kind_key}_open"))
-    core = P.fill(rng.choice(P.bank(file, kind_key)), where=f"{file}.{kind_key}", **slots)
+    cores = [c for c in P.bank(file, kind_key) if skip is None or not skip.search(c)]
+    core = P.fill(rng.choice(cores or list(P.bank(file, kind_key))), where=f"{file}.{kind_key}",
+                  **slots)
     tail = rng.choice(P.bank(file, f"{kind_key}_tail"))
     slot_first = {str(v).split()[0] for v in slots.values() if str(v).split()}
     if opener and core[:1].isupper() and not core.startswith(("I ", "I'")) \
@@ -236,9 +239,16 @@ def object_kind(obj: Obj, content: str = "") -> str:
     return "document" if obj.kind == "requirement" and head in _DOCUMENT_HEADS else obj.kind
 
 
+# how big a charge is, judged: only of one whose amount was heard ("The permit fee |" -- "the
+# permit fee? That's a lot more than I expected" judges a number nobody has said yet)
+_SIZE_JUDGED = re.compile(r"\b(?:a lot more|more than I expected|steep|too much|expensive)\b", re.I)
+
+
 def pushback(rng: random.Random, obj: Obj, content: str = "") -> str:
-    return _compose(rng, "user", f"pushback_{object_kind(obj, content)}", obj=as_user(obj.phrase),
-                    head=_head(obj))
+    kind = object_kind(obj, content)
+    amount = re.search(r"\d|[$\u20ac\u00a3]", obj.phrase)
+    return _compose(rng, "user", f"pushback_{kind}", skip=None if kind != "fee" or amount
+                    else _SIZE_JUDGED, obj=as_user(obj.phrase), head=_head(obj))
 
 
 def clarify(rng: random.Random, obj: Obj) -> str:

@@ -254,3 +254,31 @@ def test_a_slip_is_caught_before_the_agent_reads_out_the_right_value():
             up, message, 0, ("Can I take the number you're porting?", "It's (716) 527-8281.",
                              "Great, (716) 527-8281 for the port number."), random.Random(seed))
         assert "527-8218" not in out.heard and "527-8218" in out.interjection, out.heard
+
+
+# ---- hand-read of seed 5151 (this shift) ------------------------------------------------------
+def test_a_fee_whose_amount_was_not_heard_is_not_called_too_much():
+    """conv-bcd57f3eb11ddd75 #15: "The permit fee |" -- "the permit fee? That's a lot more than I
+    expected" (the amount came after the cut)."""
+    from bargein.verify.objects import find_objects
+
+    text = "The permit fee is based on that estimated cost, and you pay it once the plans are approved."
+    obj = next(o for o in find_objects(text) if o.phrase.lower() == "the permit fee")
+    lines = [G.pushback(random.Random(s), obj, text) for s in range(200)]
+    assert not [x for x in lines if G._SIZE_JUDGED.search(x)]
+    priced = next(o for o in find_objects("There's a $75 change fee on this fare.") if "$75" in o.phrase)
+    assert any(G._SIZE_JUDGED.search(G.pushback(random.Random(s), priced, "There's a $75 change fee "
+                                                "on this fare.")) for s in range(200))
+
+
+def test_a_reason_for_cancelling_reads_as_the_caller_says_it():
+    """conv-d3269c8a330f1614 #18: "Of course, it's no longer needs it." (and the agent's "You
+    mentioned you no longer needs it")."""
+    from bargein.generators.catalogue_loader import load_catalogue
+
+    cat = load_catalogue()
+    goal = cat.domains["ecommerce"].goals["cancel_order_before_shipping"]
+    for option in goal.facts["cancel_reason"].params["options"]:
+        said = P.clause(option)
+        assert said and said.startswith("I "), option
+        assert not re.search(r"\bI \w+s\b", said), said     # "I no longer needs it"

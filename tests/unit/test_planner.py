@@ -446,12 +446,15 @@ def test_no_stage_lead_before_a_done_report_and_no_all_done_before_a_read_back(s
     agent = RuleAssistant(scenarios[0])
     leads = set(P.bank("assistant", "lead_on"))
     done = Unit(kind="inform", stage=None, text="Done. You're upgraded to Premium Select.")
+    done_too = Unit(kind="inform", stage=None, text="Everything's set. The stop runs for six months.")
     readback = Unit(kind="ask", stage=None, purpose="readback",
                     text="Let me read that back to make sure I have it right: 4471. Is that right?")
     for seed in range(60):
         plan = RoundPlan(round=3, stage=None, assistant_action="inform", unit=done,
                          stage_lead=True, ack={"kind": "plain"})
         turn = agent.normal(plan, random.Random(seed))
+        assert not any(lead in turn.acknowledgement for lead in leads), turn
+        turn = agent.normal(plan.model_copy(update={"unit": done_too}), random.Random(seed))
         assert not any(lead in turn.acknowledgement for lead in leads), turn
         plan = plan.model_copy(update={"unit": readback, "assistant_action": "ask"})
         turn = agent.normal(plan, random.Random(seed))
@@ -585,3 +588,32 @@ def test_a_title_and_the_name_after_it_are_never_cut_apart():
     words = text.split()
     k = words.index("Dr.") + 1
     assert k in P.protected_cuts(text) and k + 1 in P.protected_cuts(text)
+
+
+def test_the_agent_thanks_once_per_turn(scenarios):
+    """"Okay, Leslie Heath, thank you. Thank you, Leslie. I can see your account ..." (hand-read
+    of seed 27182)."""
+    from bargein.generators.assistant_sim import RuleAssistant
+    from bargein.records.plan import RoundPlan, Unit
+
+    agent = RuleAssistant(scenarios[0])
+    unit = Unit(kind="inform", stage=None, text="Thank you, Leslie. I can see your account and "
+                "your upcoming trip, booking ZVGGTM.")
+    for seed in range(80):
+        plan = RoundPlan(round=5, stage=None, assistant_action="inform", unit=unit,
+                         ack={"kind": "fact", "key": "full_name", "value": "Leslie Heath"})
+        turn = agent.respond(plan, random.Random(seed))
+        said = f"{turn.acknowledgement} {turn.content}".lower()
+        assert len(re.findall(r"\bthank(?:s| you)\b", said)) == 1, said
+
+
+def test_a_choice_put_to_the_caller_is_made():
+    """"You have two options ... Which would you prefer?" -- "Either is fine with me." and the
+    agent carried on with neither chosen (hand-read of seed 27182): the caller picks one."""
+    from bargein.generators.plan_state import answer_question
+
+    q = ("Because it arrived damaged, there's no pickup fee either way, and you don't need to "
+         "repack it in the original box. Which would you prefer?")
+    for seed in range(30):
+        kind, reply = answer_question(q, random.Random(seed))
+        assert kind == "which" and re.search(r"\bfirst\b", reply), reply
