@@ -208,6 +208,14 @@ _PARTITIVE = re.compile(r"\b(?:[Oo]ne|[Ee]ach|[Nn]either|[Ee]very one)\s+of\s+([
                         r"(are|were|have)\b")
 
 
+# "You return is confirmed.", "You plan review is scheduled": a sentence opening "You", one or
+# two plain words and a singular verb is a possessive that lost its "r" (no subject "you" takes
+# "is"); "What you need is" does not open a sentence
+_NOT_NOUN = frozenset("it that this there he she they we what which who one all both each "
+                      "said say know knew think thought mean meant see saw heard told asked".split())
+_YOU_NOUN = re.compile(r"(?:^|(?<=[.!?]\s))(You) ([a-z]+(?: [a-z]+)?) (is|was|has|isn't|wasn't|hasn't)\b")
+
+
 def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, int, str, str]]:
     """(start, end, replacement, rule) for casing and agreement errors in ``text``."""
     found: list[tuple[int, int, str, str]] = []
@@ -263,6 +271,11 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
             continue
         found.append((mm.start(3), mm.end(3), _AGREE_FIX[mm.group(3)], f"'{mm.group(1)} ... "
                       f"{mm.group(3)}': a gerund subject takes a singular verb"))
+    for mm in _YOU_NOUN.finditer(text):        # "You return is confirmed": "Your"
+        if set(mm.group(2).split()) & _NOT_NOUN:
+            continue                              # "You said it was", "You know that is"
+        found.append((mm.start(1), mm.end(1), "Your", f"'You {mm.group(2)} {mm.group(3)}': "
+                      "'Your' before a noun"))
     for mm in _A_AN.finditer(text):
         if mm.group(1) == "A" and re.search(r"(?:^|\s)[A-Z]\s+$", text[:mm.start()]):
             continue                                  # spelled letters: "M A and is"

@@ -55,7 +55,8 @@ def test_example_passes_every_check():
                            "escalation_addressed", "confirmation_has_object",
                            "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip",
                            "pushback_on_benefit", "pushback_on_cost", "impatient_at_readback",
-                           "reasks_given_value", "reasks_after_verified", "side_request_answered"}
+                           "reasks_given_value", "reasks_after_verified", "side_request_answered",
+                           "prompt_wording"}
 
 
 # ---- turn_alternation --------------------------------------------------------------------
