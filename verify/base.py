@@ -25,3 +25,14 @@ def _verdict(check: str, index: int | None, issue: str, *, edit: EditCommand | N
     return Verdict(check=check, message_index=index, issue=issue,
                    fixable=edit is not None if fixable is None else fixable,
                    evidence=evidence, edit=edit.to_str() if edit is not None else None)
+
+
+def replies_to(conv: Conversation, pos: int) -> list[tuple[str, str]]:
+    """(where, text) of the answers to the user message at ``pos``: the next assistant turn as
+    spoken, and the gold recovery written for it."""
+    msgs, out = conv.messages, []
+    if pos + 1 < len(msgs) and msgs[pos + 1].role == "assistant":
+        out.append(("next turn", msgs[pos + 1].spoken_text))
+    if msgs[pos].index in conv.gold_recoveries:
+        out.append(("gold recovery", conv.gold_recoveries[msgs[pos].index]))
+    return out

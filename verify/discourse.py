@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from bargein.records.conversation import Conversation, Message, Verdict
-from bargein.verify.base import _verdict, check
+from bargein.verify.base import _verdict, check, replies_to
 from bargein.verify.edits import set_edit
 from bargein.verify.quality import grammar_issues
 from bargein.verify.text import is_backchannel, normalise, sentences, tokens, word_ends
@@ -395,12 +395,7 @@ def escalation_addressed(conv: Conversation) -> list[Verdict]:
         mm = _ASK_ESCALATION.search(u.text)
         if not mm:
             continue
-        replies = []
-        if pos + 1 < len(msgs) and msgs[pos + 1].role == "assistant":
-            replies.append(("next turn", msgs[pos + 1].spoken_text))
-        if u.index in conv.gold_recoveries:
-            replies.append(("gold recovery", conv.gold_recoveries[u.index]))
-        for where, text in replies:
+        for where, text in replies_to(conv, pos):
             if not _ANSWERS_ESCALATION.search(text):
                 out.append(_verdict("escalation_addressed", u.index, f"the caller asks for a "
                                     f"{mm.group(1)} and the {where} does not take it up",

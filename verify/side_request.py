@@ -20,7 +20,7 @@ tell a paraphrased answer from none.
 from __future__ import annotations
 
 from bargein.records.conversation import Conversation, Verdict
-from bargein.verify.base import _verdict, check
+from bargein.verify.base import _verdict, check, replies_to
 from bargein.verify.text import content_words, sentences
 
 # how a side request opens and asks, naming no topic ("Oh, totally different question, can I
@@ -46,13 +46,8 @@ def side_request_answered(conv: Conversation) -> list[Verdict]:
         asked = content_words(u.text) - content_words(a.heard_text or "") - _ASKING
         if not asked:           # nothing nameable to take up: no judgement
             continue
-        replies = []
-        if pos + 2 < len(msgs) and msgs[pos + 2].role == "assistant":
-            replies.append(("next turn", msgs[pos + 2].spoken_text))
-        if u.index in conv.gold_recoveries:
-            replies.append(("gold recovery", conv.gold_recoveries[u.index]))
         planned = content_words(a.text)
-        for where, text in replies:
+        for where, text in replies_to(conv, pos + 1):
             if not content_words(text) & asked and not _says_something_new(text, planned):
                 out.append(_verdict("side_request_answered", u.index,
                                     "the caller's side request is answered by the cut turn said "

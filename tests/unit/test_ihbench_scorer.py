@@ -28,9 +28,9 @@ from bargein.scorers.judge_validation import validate_judge
 from bargein.scorers.stats import bootstrap_ci
 
 
-def item(kind: str, *, item_id: str = "ev1", depth: int = 0, rq=None, interjection=None) -> EvalItem:
+def item(kind: str, *, item_id: str = "ev1", depth: int = 0, rq=None, interjection=None,
+         heard: str = "Your claim needs three documents: a photo of") -> EvalItem:
     planned = "Your claim needs three documents: a photo of the damage, the police report and a receipt."
-    heard = "Your claim needs three documents: a photo of"
     inter = interjection or {"filler": "mm-hm", "correction": "Sorry, my policy number is 4471 0933.",
                              "topic_switch": "Can you check my outstanding invoices?",
                              "pushback": "I'm not comfortable sending that.",
@@ -421,15 +421,15 @@ def test_a_word_the_user_said_is_not_forbidden_by_a_rule_against_going_on():
     assert echoes("my policy number is 4471 0933", corr)
     assert not shows_violation("your policy number is 4471 0933", corr, "It does not argue.")
     # a word the user just said is theirs even when the heard text had it too
-    plan = item("correction", interjection="Sorry, correction, it's Business Plus, not Business.")
-    plan = plan.model_copy(update={"heard_text": "So that's the Business plan, twelve seats,"})
+    plan = item("correction", interjection="Sorry, correction, it's Business Plus, not Business.",
+                heard="So that's the Business plan, twelve seats,")
     sure = "The caller is not asked whether they are sure about the plan."
     assert "busin" not in forbidden_content(plan, sure) and "seats" in forbidden_content(plan, sure)
     assert not shows_violation("Business Plus", plan, sure)
     assert shows_violation("the Business plan, twelve seats", plan, sure)
     # a number is one word: 9080 shares "nine thousand" with 9550 but is not the same content
-    addr = item("correction", interjection="Sorry, wrong address, it's 9080 Meadowlark Drive.")
-    addr = addr.model_copy(update={"heard_text": "I've opened a review for 9550 Delmar"})
+    addr = item("correction", interjection="Sorry, wrong address, it's 9080 Meadowlark Drive.",
+                heard="I've opened a review for 9550 Delmar")
     old = "9550 Delmar Lane is no longer given as the address."
     assert not shows_violation("I've changed the address to 9080 Meadowlark Drive.", addr, old)
     assert shows_violation("the review for 9550 Delmar Lane", addr, old)
@@ -444,14 +444,14 @@ def test_checks_v6_values_codes_wishes_and_the_rest_that_is_skipped():
     from bargein.scorers.ihbench_judges import (criterion_kind, forbidden_content, named_values,
                                                 shows_violation, unsaid_part)
 
-    code = item("correction", interjection="Sorry, the reference is KL79QB, not KL79QD.")
-    code = code.model_copy(update={"heard_text": "I've found booking KL79QD"})
+    code = item("correction", interjection="Sorry, the reference is KL79QB, not KL79QD.",
+                heard="I've found booking KL79QD")
     rule = "KL79QD is no longer used."
     assert named_values(rule) == {"kl79qd"}
     assert not shows_violation("Got it, booking KL79QB", code, rule)
     assert shows_violation("your booking KL79QD", code, rule)
-    acct = item("normal", interjection="I changed banks last month.")
-    acct = acct.model_copy(update={"heard_text": "The first payment will come from your account ending 2291"})
+    acct = item("normal", interjection="I changed banks last month.",
+                heard="The first payment will come from your account ending 2291")
     old = "The old account ending 2291 is not used for the payment."
     assert not shows_violation("The first payment will need to come from your new bank.", acct, old)
     assert shows_violation("the payment comes from your account ending 2291", acct, old)
