@@ -46,6 +46,15 @@ def item(kind: str, *, item_id: str = "ev1", depth: int = 0, rq=None, interjecti
                     planned_text=planned, heard_text=heard, baseline="A baseline reply here.")
 
 
+def rule_holds(kind: str, interjection: str, heard: str, rule: str, *, kept: str, broken: str):
+    """A rule the judge's quote check reads: ``kept`` does not break it, ``broken`` does."""
+    from bargein.scorers.ihbench_judges import shows_violation
+
+    it = item(kind, interjection=interjection, heard=heard)
+    assert not shows_violation(kept, it, rule), kept
+    assert shows_violation(broken, it, rule), broken
+
+
 # ---- arithmetic ---------------------------------------------------------------------------
 def test_win_value_and_win_rate_with_ties():
     assert win_value("A", model_first=True) == 1.0 and win_value("B", model_first=False) == 1.0
@@ -428,11 +437,11 @@ def test_a_word_the_user_said_is_not_forbidden_by_a_rule_against_going_on():
     assert not shows_violation("Business Plus", plan, sure)
     assert shows_violation("the Business plan, twelve seats", plan, sure)
     # a number is one word: 9080 shares "nine thousand" with 9550 but is not the same content
-    addr = item("correction", interjection="Sorry, wrong address, it's 9080 Meadowlark Drive.",
-                heard="I've opened a review for 9550 Delmar")
-    old = "9550 Delmar Lane is no longer given as the address."
-    assert not shows_violation("I've changed the address to 9080 Meadowlark Drive.", addr, old)
-    assert shows_violation("the review for 9550 Delmar Lane", addr, old)
+    rule_holds("correction", "Sorry, wrong address, it's 9080 Meadowlark Drive.",
+               "I've opened a review for 9550 Delmar",
+               "9550 Delmar Lane is no longer given as the address.",
+               kept="I've changed the address to 9080 Meadowlark Drive.",
+               broken="the review for 9550 Delmar Lane")
 
 
 def test_checks_v6_values_codes_wishes_and_the_rest_that_is_skipped():
@@ -444,17 +453,15 @@ def test_checks_v6_values_codes_wishes_and_the_rest_that_is_skipped():
     from bargein.scorers.ihbench_judges import (criterion_kind, forbidden_content, named_values,
                                                 shows_violation, unsaid_part)
 
-    code = item("correction", interjection="Sorry, the reference is KL79QB, not KL79QD.",
-                heard="I've found booking KL79QD")
-    rule = "KL79QD is no longer used."
-    assert named_values(rule) == {"kl79qd"}
-    assert not shows_violation("Got it, booking KL79QB", code, rule)
-    assert shows_violation("your booking KL79QD", code, rule)
-    acct = item("normal", interjection="I changed banks last month.",
-                heard="The first payment will come from your account ending 2291")
-    old = "The old account ending 2291 is not used for the payment."
-    assert not shows_violation("The first payment will need to come from your new bank.", acct, old)
-    assert shows_violation("the payment comes from your account ending 2291", acct, old)
+    assert named_values("KL79QD is no longer used.") == {"kl79qd"}
+    rule_holds("correction", "Sorry, the reference is KL79QB, not KL79QD.",
+               "I've found booking KL79QD", "KL79QD is no longer used.",
+               kept="Got it, booking KL79QB", broken="your booking KL79QD")
+    rule_holds("normal", "I changed banks last month.",
+               "The first payment will come from your account ending 2291",
+               "The old account ending 2291 is not used for the payment.",
+               kept="The first payment will need to come from your new bank.",
+               broken="the payment comes from your account ending 2291")
     it = item("filler")
     assert shows_violation("the photo", it, "It does not list the photo again.")  # all forbidden
     assert not shows_violation("the police report and a photo of your receipt", it,
