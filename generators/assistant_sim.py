@@ -177,8 +177,10 @@ class RuleAssistant:
             if unit.purpose == "readback" and info.get("kind") == "fact":
                 info = {**info, "kind": "plain"}   # the value is read back next: no echo first
             said = self._ack(info, rng)
-            if unit.purpose == "readback" and _ALL_TAKEN.search(said):
-                said = P.pick(rng, "assistant", "ack_plain")   # not "that's all I need" + a read-back
+            if _ALL_TAKEN.search(said) and (unit.purpose == "readback" or not info.get("value")):
+                # "that's all I need there" neither before a read-back of it nor after a turn
+                # that gave nothing ("Then what?")
+                said = P.pick(rng, "assistant", "ack_plain")
             ack.append(said)
             if plan.stage_lead and rng.random() < 0.5 and not _DONE_OPEN.match(unit.text or "") \
                     and info.get("kind") != "unknown":   # nothing settled: no "that's done"
@@ -208,10 +210,7 @@ class RuleAssistant:
         if kind == "accept":
             return P.pick(rng, "assistant", "ack_accept")
         if kind == "plain" and rng.random() < 0.6:
-            said = P.compose(rng, "assistant", "turn_ack")
-            if _ALL_TAKEN.search(said) and not info.get("value"):
-                return P.pick(rng, "assistant", "ack_plain")  # "Then what?" -- not "that's
-            return said                                      # everything I needed there"
+            return P.compose(rng, "assistant", "turn_ack")
         return ""
 
     def _take_up(self, key: str, value: str, rng: random.Random) -> str:
