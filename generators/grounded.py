@@ -271,7 +271,8 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
     if own in P.bank_keys("assistant"):       # the domain's own ways, drawn twice as often
         alts += list(P.bank("assistant", own)) * 2
     unfit = f"alternatives_unfit.{domain}"    # generic ways the business has not got (an
-    if unfit in P.bank_keys("assistant"):     # airline sends no monthly bill)
+    pats = []                                 # airline sends no monthly bill)
+    if unfit in P.bank_keys("assistant"):
         pats = [re.compile(x, re.I) for x in P.bank("assistant", unfit)]
         alts = [a for a in alts if not any(p.search(a) for p in pats)] or alts
     obj = as_assistant(phrase)
@@ -285,6 +286,8 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
         r"\b(?:minutes?|hours?|days?|weeks?|months?)$", head, re.I)   # "one business day": a wait,
     why_bank = P.bank("assistant", "recover_pb_why_wait" if wait    # not a rule "I can't change"
                       else f"recover_pb_why_{kind}")
+    why_bank = [w for w in why_bank if not any(p.search(w) for p in pats)] or why_bank  # (a county
+    # fee is set by no "pricing rules")
     fresh = [w for w in why_bank if P.fill(w, obj=obj, head=head)[:40].lower() not in said.lower()]
     why = P.fill(rng.choice(fresh or list(why_bank)), where=f"assistant.recover_pb_why_{kind}",
                  obj=obj, head=head)
