@@ -129,6 +129,14 @@ _HYPOTHETICAL = re.compile(r"\b(?:if you(?:'d| had| were| ever| happen|'ve| have
                            r"if (?:you )?(?:later|ever))\b", re.I)
 
 
+# a detail another company holds ("read me two things from Veridian Wireless: your account number
+# with them and the transfer PIN"): the agent needs it to move the service, not to know who is
+# calling, so the identity reasons ("only matched against what's on file") would not be true of it
+_OTHER_ORG = re.compile(r"\b(?:from|with|at) (?:your )?(?:old|previous|former|other|current) "
+                        r"(?:carrier|provider|company|bank|insurer|school)\b|\bwith them\b|"
+                        r"\bfrom (?!us\b|our\b)[A-Z][\w&'-]+ [A-Z]")
+
+
 _BRING = re.compile(r"\b(?:bring|have with you|show (?:us|at|them)|carry|hand in|upload|send us|"
                     r"mail us|post us|at check-in|on the day)\b", re.I)
 
@@ -182,7 +190,8 @@ def _fits(o: Obj, content: str) -> bool:
         return (bool(_REQUEST_CUE.search(sent)) and first in _LEADS
                 and bool(_IDENTITY.search(o.phrase))
                 and not re.search(r"\berror\b|\bthat code\b", sent, re.I)
-                and not _BRING.search(sent))   # "bring a photo ID" to a visit: no check on this call
+                and not _BRING.search(sent)    # "bring a photo ID" to a visit: no check on this call
+                and not _OTHER_ORG.search(sent))
     if o.kind == "policy":           # the rule is stated around it, not just named by it
         if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive|match|"
                      r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace|"

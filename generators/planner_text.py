@@ -153,10 +153,16 @@ _SENSITIVE_WORDS = ("birth", "ssn", "social", "card", "account", "pin", "passwor
 _OTHER_PERSON = frozenset("family joint parent child partner recipient dependent other spouse".split())
 
 
+# a detail another company issued for a transfer ("old_carrier_account", "transfer_pin", the
+# "port_number" being moved): the agent needs it to move the service, not to know who is calling,
+# so "I'm only matching it against what's on file" would be no true answer to a caller's worry
+_OTHER_ORG = ("old", "carrier", "transfer", "port")
+
+
 def sensitive_key(st: ConversationState, key: str) -> bool:
     """An identity or account detail a careful caller may not want to give on a call."""
     f = st.facts.get(key)
-    if not f or key.split("_")[0] in _OTHER_PERSON:
+    if not f or key.split("_")[0] in _OTHER_PERSON or key.split("_")[0] in _OTHER_ORG:
         return False
     return f.kind in _SENSITIVE_KINDS or any(w in key for w in _SENSITIVE_WORDS)
 
