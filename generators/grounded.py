@@ -191,7 +191,10 @@ def _fits(o: Obj, content: str) -> bool:
                 and bool(_IDENTITY.search(o.phrase))
                 and not re.search(r"\berror\b|\bthat code\b", sent, re.I)
                 and not _BRING.search(sent)    # "bring a photo ID" to a visit: no check on this call
-                and not _OTHER_ORG.search(sent))
+                and not _OTHER_ORG.search(sent)
+                # "the last four digits of your Social Security number": the digits are asked
+                # for, not the number ("nobody asked me for my Social Security number")
+                and not re.search(r"\bdigits of\s*$", content[:o.start]))
     if o.kind == "policy":           # the rule is stated around it, not just named by it
         if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive|match|"
                      r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace|"
@@ -284,7 +287,8 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
     if unfit in P.bank_keys("assistant"):
         pats = [re.compile(x, re.I) for x in P.bank("assistant", unfit)]
         alts = [a for a in alts if not any(p.search(a) for p in pats)] or alts
-    obj = as_assistant(phrase)
+    obj = re.sub(r"^an?\s+(?=\S+\s)", "the ", as_assistant(phrase))   # the caller heard it:
+    # "the breakdown of the 40 dollar enrolment fee", not "of a 40 dollar enrolment fee"
     head = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj, flags=re.I)
     noun = re.split(r"\s+of\s+", head)[0]            # "last four digits of the card": digits
     last = noun.split()[-1].lower() if noun.split() else ""

@@ -491,6 +491,11 @@ def _possessive(text: str, labels: list[str]) -> str:
 _STATED = re.compile(r"\b(?:[Mm]y|[Tt]he) \{label\} (?:is|are|should be) \{(value|new)\}")
 
 
+_OWN_DETAIL = re.compile(r"^(?:full_name|date_of_birth|(?:account_|contact_)?email|phone_number|"
+                         r"home_address)$")
+_HEDGE = re.compile(r"\bI (?:think|believe)\b|\bif I remember\b", re.I)
+
+
 def fact_wordings(key: str) -> tuple[str, ...]:
     """How a caller says ``key`` when its label is no noun they would use of it ("the check was
     for {value}", not "the check amount is ..."): the bank ``state_<key>``, or ()."""
@@ -504,6 +509,8 @@ def pick_fact_line(rng: random.Random, bank: str, key: str, **slots: str) -> str
     any other way ("I gave you the wrong {label}") is not drawn."""
     lines = [t for t in P.bank("user", bank) if set(re.findall(r"\{(\w+)\}", t)) <= set(slots)] \
         or list(P.bank("user", bank))
+    if _OWN_DETAIL.match(key):          # nobody is unsure of their own name ("Lance Wood, I believe.")
+        lines = [t for t in lines if not _HEDGE.search(t)] or lines
     line = rng.choice(lines)
     wordings = fact_wordings(key)
     if not wordings or "{label}" not in line:

@@ -85,3 +85,15 @@ def test_correction_of_a_date_reads_as_a_caller_says_it():
     # the rest name no fact at all ("Sorry, my mistake, it's Sunday, July 20, not Friday, July 18.")
     assert all("last visit" not in line.lower() and "Sunday, July 20" in line
                for line in set(lines) - set(worded)), lines
+
+
+def test_nobody_is_unsure_of_their_own_name():
+    """Seen in a hand read of seed 9001: "Lance Wood, I believe." as the caller's own name."""
+    rng = random.Random(2)
+    for _ in range(80):
+        line = pick_fact_line(rng, "answer_fact", "full_name", value="Lance Wood", label="full name")
+        assert not re.search(r"\bI (?:think|believe)\b", line), line
+    # an order number may still be read off uncertainly
+    lines = {pick_fact_line(rng, "answer_fact", "order_number", value="H H, one two",
+                            label="order number") for _ in range(200)}
+    assert any(re.search(r"\bI (?:think|believe)\b", line) for line in lines)

@@ -308,3 +308,13 @@ def test_a_county_fee_is_not_set_by_pricing_rules_nor_avoided_by_a_cheaper_optio
     # the same draws for a mobile plan still may offer a cheaper option
     assert any("cheaper option" in G.recover_pushback(random.Random(s), "fee", "$48.84",
                                                       domain="telecom") for s in range(60))
+
+
+def test_the_number_behind_its_last_four_digits_is_not_what_was_asked_for():
+    """Seen in a hand read of seed 9001: "nobody asked me for my Social Security number last time"
+    and a gold "We only use your Social Security number ..." when only its last four digits were
+    asked for."""
+    text = ("And to finish verifying, your date of birth and the last four digits of your Social "
+            "Security number?")
+    found = [o.phrase for o in G.objects_in(text, ("requirement",))]
+    assert "the last four digits" in found and "your Social Security number" not in found, found
