@@ -42,12 +42,17 @@ _TASK_DONE = re.compile(r"\b(?:let me know|tell me) (?:once|when) (?:you've|you 
                         r"finished|restarted|signed in)\b", re.I)
 
 
+_TASK_REPORT = re.compile(r"\b(?:tell me|let me know) what (?:you see|it says|comes up|happens)\b", re.I)
+
+
 def _task_asked(text: str) -> str:
     """What the turn's last sentence asks the caller to do now and report back ("read it to
     me when you see it": ``code``; "let me know once you've signed": ``sign``; "tell me once
     you've entered it": ``done``), or '' (a question is answered as a question)."""
     sents = [x.strip() for x in re.findall(r"[^.?!]+[.?!]*", text) if x.strip()]
     last = sents[-1] if sents else ""
+    if _TASK_REPORT.search(last):      # "run a speed test and tell me what you see?": the
+        return "report"                # caller does it and says what they saw, not "yes, it is"
     if not last or last.endswith("?"):
         return ""
     if _TASK_CODE.search(last):

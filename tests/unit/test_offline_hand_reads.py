@@ -318,3 +318,16 @@ def test_the_number_behind_its_last_four_digits_is_not_what_was_asked_for():
             "Security number?")
     found = [o.phrase for o in G.objects_in(text, ("requirement",))]
     assert "the last four digits" in found and "your Social Security number" not in found, found
+
+
+def test_asked_to_run_a_test_and_say_what_they_see_the_caller_reports_it():
+    """Seen in a hand read of seed 9001: "Could you ... run a speed test ... and tell me what you
+    see?" answered "Yes, yes, it is. Go on." """
+    from bargein.generators.planner_text import _task_asked
+
+    asked = ("Your gateway is back online and I'm seeing a clean signal. Could you open a web page "
+             "or run a speed test on one of your devices and tell me what you see?")
+    assert _task_asked(asked) == "report"
+    assert _task_asked("Is that the right address?") == ""
+    for line in P.bank("user", "task_done_report"):
+        assert not re.match(r"(?:yes|yeah|yep)\b", line, re.I), line
