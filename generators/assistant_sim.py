@@ -273,10 +273,10 @@ class RuleAssistant:
             if not lead:
                 return q
             r = rng.random()
-            if r < 0.35:                        # a plain question, as agents mostly ask
+            if r < 0.5:                         # a plain question, as agents mostly ask
                 return q
-            if r < 0.6:
-                return P.join(P.pick(rng, "assistant", "ask_lead"), q)
+            if r < 0.58:                        # ("I need one detail from you" before asking
+                return P.join(P.pick(rng, "assistant", "ask_lead"), q)   # it: now and then)
             asked = " and ".join(P.label(k) for k in unit.keys) or "details"
             why = stage_reason(self.scenario, unit.stage, asked) if rng.random() < 0.6 else ""
             return P.join(q, why or P.pick(rng, "assistant", "ask_reason"))

@@ -299,6 +299,9 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
         r"\b(?:minutes?|hours?|days?|weeks?|months?)$", head, re.I)   # "one business day": a wait,
     why_bank = P.bank("assistant", "recover_pb_why_wait" if wait    # not a rule "I can't change"
                       else f"recover_pb_why_{kind}")
+    own_why = f"recover_pb_why_{kind}.{domain}"
+    if not wait and own_why in P.bank_keys("assistant"):   # the line of business's own reasons
+        why_bank = why_bank + P.bank("assistant", own_why)
     why_bank = [w for w in why_bank if not any(p.search(w) for p in pats)] or why_bank  # (a county
     # fee is set by no "pricing rules")
     fresh = [w for w in why_bank if P.fill(w, obj=obj, head=head)[:40].lower() not in said.lower()]
