@@ -6,7 +6,10 @@ Generates ``generate conversations --scenarios 50 --seed 7`` (offline) into a te
 directory (or reads ``--workdir`` if it holds the outputs) and prints, one ``name=value`` a line:
 
 * ``user_distinct2`` / ``assistant_distinct2`` (and ``*_distinct1``): distinct n-grams over all
-  n-grams of that role's messages, corpus-wide;
+  n-grams of that role's messages, corpus-wide (the figure the release card shows: a cut
+  message counts with its planned text, so the unsaid remainder counts here and again in the
+  turn that says it); ``assistant_distinct2_spoken``: the same over what was said (a cut
+  message up to the cut), for comparison;
 * ``templated_sentence_share``: share of assistant sentences made of templates: a sequence of
   phrase-bank entries and talking-point / knowledge-base sentences, however their slots are
   filled (an opener + core + tail, a resume lead + a talking point, a re-filled talking point
@@ -80,6 +83,8 @@ def main() -> None:
         texts = [m.text for c in accepted for m in c.messages if m.role == role]
         print(f"{role}_distinct1={distinct(texts, 1):.3f}")
         print(f"{role}_distinct2={distinct(texts, 2):.3f}")
+    spoken = [m.spoken_text for c in accepted for m in c.messages if m.role == "assistant"]
+    print(f"assistant_distinct2_spoken={distinct(spoken, 2):.3f}")
     share, n_templates, n_inter = templating(accepted)
     print(f"templated_sentence_share={share:.3f}")
     print(f"recurring_sentence_share={recurring_sentence_share(accepted):.3f}")

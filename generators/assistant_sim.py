@@ -307,7 +307,7 @@ class RuleAssistant:
         unfinished = any(x.split(".")[0] in self.before for b in ("outcome_escalated", "outcome_terminated",
                                                                   "closing_cap")
                          for x in P.bank("assistant", b))
-        if re.search(r"(?:thanks|thank you|cheers|appreciate)", last, re.I):
+        if re.search(r"\b(?:thanks|thank you|cheers|appreciate)\b", last, re.I):
             first = P.pick(rng, "assistant", "bye_thanked")
         elif not unfinished and rng.random() < 0.35:
             first = P.pick(rng, "assistant", "bye_done")
