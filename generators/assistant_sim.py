@@ -206,7 +206,8 @@ class RuleAssistant:
             if self.kinds.get(key) == "name" and len(value.split()) >= 2 and value[:1].isupper() \
                     and value.split()[0] not in upcoming and rng.random() < 0.6:
                 return P.pick(rng, "assistant", "ack_name", first=value.split()[0])
-            if value and not sensitive and P.n_words(value) <= 6 and not P.clause(value) and not \
+            if value and not sensitive and P.n_words(value) <= 6 and not P.clause(value) and \
+                    value not in upcoming and not \
                     re.match(r"(?:for|at|in|on|to|from|with|by|about|since|until|because)\b", value, re.I):
                 # ("Thank you, I have for an online order this morning.")
                 return P.pick(rng, "assistant", "ack_fact", value=value)

@@ -309,8 +309,10 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
                  obj=obj, head=head)
     why = re.sub(rf"^((?:The )?{re.escape(head if why.startswith('The ') else obj)}) is\b",
                  rf"\1 {be}", why, flags=re.I)
-    parts = [P.tidy(P.join(rng.choice(P.bank("assistant", "pb_empathy_open")),
-                           rng.choice(P.bank("assistant", f"pb_empathy_{kind}")))),
+    cores = P.bank("assistant", f"pb_empathy_{kind}")
+    fresh_cores = [c for c in cores if c[:30].lower() not in said.lower()]   # a persisting caller
+    parts = [P.tidy(P.join(rng.choice(P.bank("assistant", "pb_empathy_open")),      # is not told
+                           rng.choice(fresh_cores or list(cores)))),                # the same again
              why,
              P.compose(rng, "assistant", "pb_offer", alternative=rng.choice(
                  [a for a in alts if a not in said and not _shares_tail(a, why)]

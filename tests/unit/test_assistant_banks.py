@@ -161,3 +161,21 @@ def test_rewording_keeps_every_value_and_every_question(catalogue):
             assert out.count("?") == tp.count("?") and out[-1:] == tp[-1:], (tp, out)
             changed += out != tp
     assert changed > len(tps)          # most talking points have a rewording that applies
+
+
+def test_every_offer_opener_fits_every_offer_core():
+    """Seen: "One option is that the other option is for me to ..." (an opener and a core that
+    each frame the offer): every opener + core is one plain offer, grammatical."""
+    for opener in P.bank("assistant", "pb_offer_open"):
+        for core in P.bank("assistant", "pb_offer"):
+            said = P.tidy(P.join(opener, P.fill(core, alternative="send you a secure link")))
+            assert not grammar_issues(said), said
+            assert len(re.findall(r"\b(?:option|alternatively|instead|another way)\b", said, re.I)) <= 1, said
+
+
+def test_a_persisting_caller_is_not_told_the_same_understanding_again():
+    first = G.recover_pushback(random.Random(1), "requirement", "your date of birth", domain="healthcare")
+    for seed in range(40):
+        again = G.recover_pushback(random.Random(seed), "requirement", "your date of birth",
+                                   said=first, domain="healthcare")
+        assert first.split(".")[0].split(",")[-1].strip().lower()[:30] not in again.lower(), (first, again)
