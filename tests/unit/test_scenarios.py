@@ -312,3 +312,15 @@ def test_a_tax_year_is_the_year_before_the_call_whatever_its_date():
     cat = load_catalogue()
     entry = cat.goal("professional_services", "request_filing_extension")
     assert entry.facts["tax_year"].kind == "year"
+
+
+def test_a_patient_balance_is_less_than_the_bill_insurance_paid_most_of():
+    """Seen in a hand read of seed 27183: "The total billed was $481.46. Cascade Health HMO
+    paid most of it ..., leaving $527.77 as your portion"."""
+    entry = load_catalogue().goal("healthcare", "explain_medical_bill")
+    for seed in range(200):
+        m = FactMaker(seed=seed, today=date(2025, 6, 2))
+        billed = m.make("billed_amount", entry.facts["billed_amount"]).value
+        balance = m.make("patient_balance", entry.facts["patient_balance"]).value
+        amount = lambda v: float(v.strip("$").replace(",", ""))   # noqa: E731
+        assert amount(balance) * 2 < amount(billed), (billed, balance)
