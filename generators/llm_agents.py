@@ -605,8 +605,19 @@ def assistant_voice(text: str) -> list[str]:
             "customer who phoned: say what the customer says, in the customer's own words"]
 
 
+def instruction_echo(text: str) -> list[str]:
+    """The verifier's ``prompt_wording`` rule on one caller line, as a re-ask error for that
+    line (not a whole round planned again when the round's checks find it). Seen on the 1.5B
+    model in an accepted call: "Please provide me with the exact words I heard." twice."""
+    from bargein.verify.wording import instruction_words
+
+    found = instruction_words(text)
+    return [f"{found[0]!r} is the wording of your instructions, not what a caller says; say only "
+            "what the caller says on the phone"] if found else []
+
+
 def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
-    errs = _echo(utterance) + assistant_voice(utterance) + [
+    errs = _echo(utterance) + instruction_echo(utterance) + assistant_voice(utterance) + [
         e for e in check_reply(up, utterance) if not e.startswith(_VALUE_ERRORS)]
     if up.action == "answer":
         missing = [v for v in up.facts.values() if v and not said(utterance, v)]
@@ -649,7 +660,13 @@ def check_user_interjection(up: UserPlan, message: str, content_start: int, hear
     more = asks_for_more(interjection) if up.type == "impatient" else ""
     errs = ([f"{more!r} asks to hear more; an impatient caller wants the assistant to skip "
              "this and move on: say that, in your own words"] if more else [])
-    errs += _echo(interjection) + assistant_voice(interjection) + [
+    missed = _MISSED.search(interjection.replace("\u2019", "'"))
+    if not more and missed and up.type != "filler":
+        # the caller heard the words it reacts to (seen on the 1.5B model, told to ask about "a
+        # two-hour pickup window": "Hold on, a two-hour pickup window? I didn't hear that!")
+        errs.append(f"{missed.group(0)!r}: you did hear what the assistant said; react to it "
+                    "as the direction says, without saying you did not hear it")
+    errs += _echo(interjection) + instruction_echo(interjection) + assistant_voice(interjection) + [
         e for e in check_interjection(up, message, content_start, heard, interjection, context)
         if not e.startswith(_VALUE_ERRORS)]
     if up.type == "correction" and not said(interjection, up.detail.get("new", "")):
