@@ -451,8 +451,22 @@ _META = ("breaks the plan", "your answer", "direction for your", "planned conten
 _ABOUT_CALLER = re.compile(r"\bthe (?:caller|customer)(?:'s)? (?:mentioned|said|told|gave|is|has|wants)\b", re.I)
 
 
+# the assistant saying it did not follow a caller who spoke plainly (every simulated caller line
+# is checked as clear). Seen on the 1.5B model: "Sorry, I misunderstood your question." before
+# the next question, after a side request it had just answered (in an accepted call), and
+# "Sorry, I didn't understand." after "I have a meeting in about fifteen minutes."
+_CONFUSED = re.compile(r"\b(?:i (?:didn't|did not|couldn't|could not|don't|do not) (?:quite )?"
+                       r"(?:understand|catch|follow|hear)\b|i misunderstood|i'm not sure (?:what|i) "
+                       r"(?:you|understand)|(?:could|can) you (?:please )?(?:repeat|rephrase|say that again))",
+                       re.I)
+
+
 def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     errs = [e for e in check_turn(plan, turn) if not e.startswith(_VALUE_ERRORS)]
+    lost = _CONFUSED.search(turn.text.replace("\u2019", "'"))
+    if lost:
+        errs.append(f"{lost.group(0)!r}: the caller was clear; respond to what they said, "
+                    "without saying you did not understand")
     if any(w in turn.text.lower() for w in _META) or _ABOUT_CALLER.search(turn.text):
         # seen: a re-ask's errors, and a direction's note, read out as speech
         errs.append("the turn repeats the instructions or errors; say only what the assistant "

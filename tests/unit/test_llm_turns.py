@@ -349,3 +349,31 @@ def test_the_callers_sentence_in_the_assistants_turn_is_refused():
     ok = "Thanks. Just checking I heard you right: H H, one three eight nine, four zero zero five?"
     assert callers_words(ok, caller) == []
     assert callers_words("Yes, that's correct. I've found it.", ["Yes, that's correct."]) == []
+
+
+def test_an_assistant_saying_it_did_not_follow_a_clear_caller_is_refused():
+    """Seen on the 1.5B model: "Sorry, I misunderstood your question. Can you please provide me
+    with the project name ..." (an accepted call, after a side request it had just answered),
+    and "Sorry, I didn't understand." after "I have a meeting in about fifteen minutes." The
+    other side: the offline assistant's own resume leads ("Let me say that again.") pass."""
+    import random as _random
+
+    from bargein.generators import phrases as P
+
+    plan = RoundPlan(round=3, stage="find_order", assistant_action="ask",
+                     unit=Unit(kind="inform", stage="find_order",
+                               text="Do you have your order number nearby?"))
+    for seen in ("Sorry, I didn't understand. Do you have your order number nearby?",
+                 "Sorry, I misunderstood your question. Do you have your order number nearby?",
+                 "Could you please repeat that? Do you have your order number nearby?"):
+        errs = check_assistant(plan, AssistantTurn(content=seen))
+        assert any("the caller was clear" in e for e in errs), seen
+    ok = AssistantTurn(acknowledgement="A meeting soon, understood; I'll be quick.",
+                       content="Do you have your order number nearby?")
+    assert check_assistant(plan, ok) == []
+    rng = _random.Random(3)
+    leads = {P.pick(rng, "assistant", "resume_lead_full") for _ in range(200)}
+    assert len(leads) > 5
+    for lead in leads:
+        turn = AssistantTurn(content=f"{lead} Do you have your order number nearby?")
+        assert not any("the caller was clear" in e for e in check_assistant(plan, turn)), lead
