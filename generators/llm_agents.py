@@ -461,8 +461,22 @@ _CONFUSED = re.compile(r"\b(?:i (?:didn't|did not|couldn't|could not|don't|do no
                        re.I)
 
 
+# the closing question asked before the call's end (seen on the 1.5B model in an accepted call:
+# "Is there anything else I can help with on order HH-6085-7028?" as the third message, before
+# the damaged item was even named)
+_CLOSING = re.compile(r"\b(?:anything else (?:i|we) can (?:help|do|assist)|(?:is there )?anything else "
+                      r"(?:you need|for you|today)|will that be all|is that all for today)\b", re.I)
+
+
 def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     errs = [e for e in check_turn(plan, turn) if not e.startswith(_VALUE_ERRORS)]
+    unit = plan.unit
+    closing = _CLOSING.search(turn.text)
+    if closing and plan.assistant_action not in ("close", "farewell", "outcome") \
+            and not (unit is not None and (unit.kind in ("close", "farewell", "outcome")
+                                           or _CLOSING.search(unit.text or ""))):
+        errs.append(f"{closing.group(0)!r} closes the call, which is not over: deliver only the "
+                    "content of this turn")
     lost = _CONFUSED.search(turn.text.replace("\u2019", "'"))
     if lost:
         errs.append(f"{lost.group(0)!r}: the caller was clear; respond to what they said, "

@@ -377,3 +377,22 @@ def test_an_assistant_saying_it_did_not_follow_a_clear_caller_is_refused():
     for lead in leads:
         turn = AssistantTurn(content=f"{lead} Do you have your order number nearby?")
         assert not any("the caller was clear" in e for e in check_assistant(plan, turn)), lead
+
+
+def test_the_closing_question_before_the_end_is_refused():
+    """Seen on the 1.5B model in an accepted call: "Is there anything else I can help with on
+    order HH-6085-7028?" as the third message. At a closing step, or where the planned content
+    asks it, it stays."""
+    plan = RoundPlan(round=1, stage="find_order", assistant_action="inform",
+                     unit=Unit(kind="inform", stage="find_order", text="The email matches the order."))
+    early = AssistantTurn(content="The email matches the order. Is there anything else I can help "
+                                  "with on order HH-6085-7028?")
+    assert any("closes the call" in e for e in check_assistant(plan, early))
+    assert check_assistant(plan, AssistantTurn(content="The email matches the order, thanks.")) == []
+    text = "Your refund is on its way. Is there anything else I can help with today?"
+    close = RoundPlan(round=9, stage="wrap_up", assistant_action="close",
+                      unit=Unit(kind="close", stage="wrap_up", text=text))
+    assert check_assistant(close, AssistantTurn(content=text)) == []
+    planned = RoundPlan(round=9, stage="confirm_plan", assistant_action="inform",
+                        unit=Unit(kind="inform", stage="confirm_plan", text=text))
+    assert check_assistant(planned, AssistantTurn(content=text)) == []
