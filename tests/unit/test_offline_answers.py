@@ -10,7 +10,7 @@ import pytest
 
 from bargein.generators import phrases as P
 from bargein.generators.plan_state import answer_question, question_kind
-from bargein.generators.planner import place_cut, resume_text, unheard_question
+from bargein.generators.planner_cut import place_cut, resume_text, unheard_question
 from bargein.records.plan import Recovery
 
 # hand-labelled: how a caller answers each question (from the catalogue's keyless questions)

@@ -11,7 +11,8 @@ from bargein.generators import phrases as P
 from bargein.generators.grounded import objects_in
 from bargein.generators.intents import contradicts_times
 from bargein.generators.plan_state import answer_question
-from bargein.generators.planner import _CALLER_TASK, _unheard_price, resume_text
+from bargein.generators.planner_text import _CALLER_TASK, _unheard_price
+from bargein.generators.planner_cut import resume_text
 from bargein.records.plan import Recovery
 
 
@@ -119,7 +120,7 @@ def test_a_photo_id_to_bring_is_no_identity_check_and_is_cut_whole():
 
 
 def test_a_talking_point_that_leans_back_and_a_moot_fallback():
-    from bargein.generators.planner import _IF_DECLINED, _LEANS_BACK
+    from bargein.generators.planner_text import _IF_DECLINED, _LEANS_BACK
     assert _LEANS_BACK.match("If that doesn't suit, I can put you on the cancellation list.")
     assert _LEANS_BACK.match("If you'd missed the cutoff, we could still do an off-cycle correction.")
     assert not _LEANS_BACK.match("If you'd like a temporary phone, any store can help.")
@@ -138,7 +139,7 @@ def test_requirement_alternatives_stay_on_this_call():
 
 
 def test_prices_choices_and_reports_of_work_are_never_trimmed():
-    from bargein.generators.planner import _essential
+    from bargein.generators.planner_text import _essential
     from bargein.records.plan import Unit
 
     def unit(kind, text):

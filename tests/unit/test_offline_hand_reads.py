@@ -15,7 +15,8 @@ import pytest
 from bargein.generators import grounded as G
 from bargein.generators import phrases as P
 from bargein.generators.assistant_sim import RuleAssistant
-from bargein.generators.planner import RulePlanner, place_cut
+from bargein.generators.planner import RulePlanner
+from bargein.generators.planner_cut import place_cut
 from doubles.offline_calls import run, scenario_batch  # noqa: E402
 from bargein.records import INTERRUPTION_TYPES, Conversation, Scenario
 

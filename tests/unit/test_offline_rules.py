@@ -13,7 +13,7 @@ import pytest
 
 from bargein.generators import grounded as G
 from bargein.generators import phrases as P
-from bargein.generators.planner import _ACTS, _essential
+from bargein.generators.planner_text import _ACTS, _essential
 from bargein.generators.plan_state import ConversationState, Unit
 from bargein.generators.scenarios import generate_scenarios
 from doubles.offline_calls import run, scenario_batch  # noqa: E402
@@ -228,7 +228,7 @@ def test_a_backchannel_after_a_number_and_a_comma_is_not_inside_a_quantity():
 
 
 def test_an_offer_the_caller_turned_down_is_not_made_again():
-    from bargein.generators.planner import _drop_declined, _offered_words
+    from bargein.generators.planner_text import _drop_declined, _offered_words
     words = _offered_words("You qualify for a full refund. Before I do that, would you rather "
                            "keep the membership on a quarterly plan instead?")
     assert words == {"quarterly", "membership"} or "quarterly" in words
@@ -254,7 +254,7 @@ def test_the_caller_does_what_the_turn_asks_and_says_so():
     """'read it to me when you see it' -- 'Thank you, that's clear' left the code unread and
     the call went on verified; 'let me know once you've signed' -- 'Right, I hadn't realised
     that' and the next turn said 'I've received the signed form' (hand-read, seed 8675)."""
-    from bargein.generators.planner import _task_asked
+    from bargein.generators.planner_text import _task_asked
     assert _task_asked("It can take up to a minute to arrive, so just read it to me when you "
                        "see it.") == "code"
     assert _task_asked("The form lists what's shared. Let me know once you've signed and I'll "
@@ -292,7 +292,7 @@ def test_side_remarks_reach_only_goals_they_fit():
 def test_a_read_back_question_restarts_at_its_sentence_not_after_a_title():
     """'Heather Taylor on Friday, October 3, 2025. Is that the one ...?' resumed after 'Dr.'
     (hand-read, seed 8675)."""
-    from bargein.generators.planner import resume_text
+    from bargein.generators.planner_cut import resume_text
     from bargein.records.plan import Recovery
     text = "I have your checkup with Dr. Ana Ruiz on Friday, May 2. Is that the one to move?"
     rec = Recovery(type="normal", message_index=1, planned_text=text, remainder="",
@@ -303,7 +303,7 @@ def test_a_read_back_question_restarts_at_its_sentence_not_after_a_title():
 
 def test_someone_elses_name_is_no_identity_detail_to_refuse(scenarios):
     """'I'm not comfortable giving out my family member over the phone' (seed 8675)."""
-    from bargein.generators.planner import sensitive_key
+    from bargein.generators.planner_text import sensitive_key
     scn = scenarios[0]
     st = ConversationState(scenario=scn, target_messages=30)
     keys = {f.key: f for f in scn.kb.user_facts}
@@ -317,7 +317,7 @@ def test_someone_elses_name_is_no_identity_detail_to_refuse(scenarios):
 
 
 def test_the_options_of_a_choice_are_not_skipped_by_impatience():
-    from bargein.generators.planner import _OPTIONS
+    from bargein.generators.planner_text import _OPTIONS
     assert _OPTIONS.search("You have two options. We can send a replacement, which ships "
                            "within three business days, or refund the $461.02 to your card.")
     assert _OPTIONS.search("You can either close the membership, or switch to monthly billing.")
@@ -328,7 +328,7 @@ def test_an_accepted_fee_or_policy_alternative_is_carried_out():
     """'see whether there's a credit on the account' -- 'let's go with that' -- 'The payment
     went through' (seed 8675): every generic fee, policy and document alternative has the step
     that carries it out."""
-    from bargein.generators.planner import alternative_step
+    from bargein.generators.planner_text import alternative_step
     for kind in ("fee", "policy", "document"):
         for alt in P.bank("assistant", f"alternatives_{kind}"):
             step = alternative_step(f"What I can do is this: I could {alt}. Would that help?")
@@ -339,7 +339,7 @@ def test_an_accepted_fee_or_policy_alternative_is_carried_out():
 def test_a_conditional_instruction_to_the_caller_is_not_skipped():
     """'If you haven't heard back by then, | file the formal appeal anyway' -- 'skip it' --
     'Anything else?' (seed 24601)."""
-    from bargein.generators.planner import _CALLER_TASK
+    from bargein.generators.planner_text import _CALLER_TASK
     assert _CALLER_TASK.search("If you haven't heard back by then, file the formal appeal anyway "
                                "to keep your rights.")
     assert not _CALLER_TASK.search("If you haven't chosen a car yet, I can pre-approve you.")
@@ -386,7 +386,7 @@ def test_a_label_inside_another_word_is_no_correction(scenarios):
 def test_no_nod_right_after_a_question_heard_whole():
     """'Are you the patient, or are you calling on their behalf? |' -- 'Oh yeah.' and the
     question was never answered (seed 31337)."""
-    from bargein.generators.planner import place_cut
+    from bargein.generators.planner_cut import place_cut
     text = ("I have the record here. Are you the patient, or are you calling on their behalf? If "
             "you're calling for someone else, I'll just check you're listed as a representative.")
     q_end = len(text[:text.index("behalf?") + len("behalf?")].split())

@@ -11,10 +11,10 @@ from bargein.verify.objects import system_keys
 import pytest
 
 from bargein.generators import phrases as P
-from bargein.generators.planner import (
-    EDGE_WORDS, MAX_MESSAGES, MIN_MESSAGES, asked_keys, choose_option, place_cut,
-    stage_units,
+from bargein.generators.plan_state import (
+    EDGE_WORDS, MAX_MESSAGES, MIN_MESSAGES, asked_keys, choose_option, stage_units,
 )
+from bargein.generators.planner_cut import place_cut
 from bargein.generators.scenarios import generate_scenarios
 from bargein.generators.llm_messages import user_messages as llm_messages
 from bargein.generators.user_sim import RuleUser, UserPlan, user_plan
@@ -399,7 +399,7 @@ def test_skipping_ahead_never_skips_the_report_that_the_work_was_done(scenarios)
 def test_a_clause_value_is_not_read_back_as_a_thing():
     """"So I've got that noted correctly, that's did not make or authorise the purchase, yes?"
     (hand-read of seed 8080): a value that is a clause about the caller is not read back."""
-    from bargein.generators.planner import _readable
+    from bargein.generators.planner_text import _readable
 
     assert not _readable("did not make or authorise the purchase")
     assert not _readable("doesn't recognise the merchant")
