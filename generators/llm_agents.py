@@ -193,8 +193,12 @@ class LLMAgents:
             own = assistant_sim.hidden_acks(self.scenario, d.get("key", ""))
             taken = rng.choice(list(own)) if own else P.pick(
                 rng, "assistant", "recover_hidden_fact", fact=P.second_person(value))
+
             fact = content_words(value) - content_words(rec.heard_text)
 
+            # the direction asks for no take-up at all: told to take the fact up itself, the 1.5B
+            # model said the caller's words as its own ("I have a meeting in about fifteen
+            # minutes."), then "Sorry, I didn't understand.", and the round was planned again
             def settle(t: AssistantTurn) -> AssistantTurn:
                 return t if content_words(t.text) & fact else t.model_copy(update={"acknowledgement": taken})
         elif rec is not None and rec.type == "topic_switch" and rec.detail.get("pair"):

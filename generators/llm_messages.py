@@ -171,8 +171,8 @@ def _recovery_how(plan: RoundPlan) -> str:
         # answered by the booking's next question, without a word about the child
         v = d["value"]
         told = about_you(v, "they") if is_statement(v) else f"their {P.label(d.get('label', 'details'))} is {v}"
-        return (f"They just told you that {told}: take that up in the acknowledgement, naming it "
-                "in one short sentence, then restart your cut sentence from its beginning.")
+        return (f"They just told you that {told}. Your reply to that is written for you: leave "
+                "the acknowledgement empty and restart your cut sentence from its beginning.")
     return "Answer what they added or asked, then restart your cut sentence from its beginning."
 
 
