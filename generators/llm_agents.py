@@ -217,6 +217,20 @@ class LLMAgents:
                 # (a word the cut turn says again, "this order", names nothing of the request)
                 return t if not asked or (content_words(t.text) - again) & asked \
                     else t.model_copy(update={"acknowledgement": answer})
+        elif rec is None and plan.ack.get("kind") == "hidden":
+            # likewise the take-up of a circumstance the caller volunteered in a plain reply: the
+            # offline agent's (the catalogue's response to it) when the model's words name none
+            # of it; the direction asks for no acknowledgement. Seen on the 1.5B model: "I'm
+            # moving to a new place in 14 days ..." answered by the next talking point alone, or
+            # "I see. I understand that you need to take care of it by yourself.", six answers in
+            # two plans, and the call failed
+            rule = assistant_sim.RuleAssistant(self.scenario)
+            rule.before = next((m.spoken_text for m in reversed(messages) if m.role == "assistant"), "")
+            taken = rule._take_up(plan.ack.get("key", ""), plan.ack.get("value", ""), rng)
+            fact = content_words(plan.ack.get("value", "")) - content_words(rule.before)
+
+            def settle(t: AssistantTurn) -> AssistantTurn:
+                return t if fact and content_words(t.text) & fact else t.model_copy(update={"acknowledgement": taken})
         so_far = self._so_far
         if so_far is None or len(so_far.messages) != len(messages):
             from bargein.generators.conversation import _partial

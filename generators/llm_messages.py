@@ -120,13 +120,9 @@ def _ack(info: dict[str, str]) -> str:
     if kind == "fact":
         return f"the caller gave their {P.label(info.get('key', 'details'))}; thank them briefly"
     if kind == "hidden":
-        # a note to the assistant, in words it cannot read out as speech about "the caller"
-        # (seen: "The caller mentioned that I'm cutting household subscriptions ...; take it
-        # into account." spoken as the turn's first sentence)
-        value = info.get("value", "")
-        heard = about_you(value, "they") if is_statement(value) else value
-        return (f"they just told you that {heard}; respond to that in one short sentence of "
-                "your own, speaking to them")
+        # the take-up is computed (LLMAgents.assistant_turn): told to respond to it in a sentence
+        # of its own, the 1.5B model said the next talking point alone, six answers in a row
+        return ""
     if kind == "unknown":
         return "the caller does not have that at hand; say that is fine"
     if kind == "accept":

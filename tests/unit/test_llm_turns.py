@@ -167,8 +167,9 @@ def test_a_fact_about_the_caller_is_said_to_them():
     assert about_me("has two dogs and they need a quiet room") == "I have two dogs and I need a quiet room"
     assert about_me("wants someone to call them back") == "I want someone to call me back"
     assert "budget pressure" not in msgs[-1]["content"].split("<plan>")[0]
-    note = _ack({"kind": "hidden", "value": "is cutting household subscriptions"})
-    assert "they are cutting household subscriptions" in note and "the caller" not in note
+    # the assistant's take-up of a hidden fact is computed, never asked of the model
+    # (test_a_circumstance_volunteered_in_a_reply_is_taken_up)
+    assert _ack({"kind": "hidden", "value": "is cutting household subscriptions"}) == ""
 
 
 def test_an_address_said_without_its_underscore_is_another_address():
@@ -396,3 +397,37 @@ def test_the_closing_question_before_the_end_is_refused():
     planned = RoundPlan(round=9, stage="confirm_plan", assistant_action="inform",
                         unit=Unit(kind="inform", stage="confirm_plan", text=text))
     assert check_assistant(planned, AssistantTurn(content=text)) == []
+
+
+def test_a_circumstance_volunteered_in_a_reply_is_taken_up(tmp_path):
+    """Seen on the 1.5B model: "I'm moving to a new place in 14 days and will not be at this
+    address much longer." (a plain reply) answered by the next talking point alone, six answers
+    in two plans, and the call failed. The take-up is the offline agent's when the model's turn
+    names nothing of it; the verifier's check (the instrument) finds it taken up."""
+    import random
+
+    from bargein.generators.conversation import _partial
+    from bargein.generators.llm_agents import LLMAgents, turn_verdicts
+    scn, conv, plan = _first_plan(tmp_path, lambda p: (
+        p.recovery is None and p.ack.get("kind") == "hidden" and p.unit is not None and p.unit.text))
+
+    class Model:
+        def __init__(self):
+            self.sent = []
+
+        async def structured(self, messages, schema, **kw):
+            self.sent.append(messages)
+            return schema(acknowledgement="Thanks, I have that.", content=plan.unit.text)
+
+    model = Model()
+    i = plan.message_index
+    turn = asyncio.run(LLMAgents(scn, model, "test").assistant_turn(
+        plan, list(conv.messages[:i]), random.Random(0), 0))
+    assert len(model.sent) == 1 and "Acknowledge first" not in model.sent[0][-1]["content"]
+    assert turn.acknowledgement not in ("", "Thanks, I have that.") and plan.unit.text in turn.content
+    so_far = _partial(scn, list(conv.messages[:i]), [p for p in conv.plan if p.message_index < i],
+                      {k: g for k, g in conv.gold_recoveries.items() if k < i}, "test")
+    assert not [e for e in turn_verdicts(so_far, plan, turn.text) if e.startswith("hidden_fact")]
+    # without the take-up, the same turn is what the check refuses
+    bare = turn_verdicts(so_far, plan, plan.unit.text)
+    assert [e for e in bare if e.startswith("hidden_fact")]
