@@ -104,6 +104,8 @@ FACT_KINDS: dict[str, frozenset[str]] = {
     "integer": frozenset({"min", "max", "unit", "step"}),
     "code": frozenset({"format"}),                   # '#' digit, '?' capital letter
     "choice": frozenset({"options"}),
+    "year": frozenset({"offset"}),                   # the scenario's year plus offset ("the 2024
+                                                     # return" when "today" is in 2025)
     "company": frozenset(),
 }
 
@@ -217,6 +219,9 @@ class FactMaker:
             d += timedelta(days=self.rng.choice((-3, -2, -1, 1, 2, 3, 7)))
             return fact.with_(value=d.strftime("%A, %B %-d, %Y"),
                               spoken=date_spoken(d, weekday=True), id="")
+        if spec.kind == "year":     # "sorry, the 2023 return"
+            y = str(int(fact.value) - 1)
+            return fact.with_(value=y, spoken="", id="")
         if spec.kind == "choice" and len(spec.params["options"]) < 2:
             raise ConfigError(f"fact {fact.key!r}: a choice with one option has no alternative")
         for _ in range(50):
@@ -317,6 +322,10 @@ class FactMaker:
             if not weekdays_only or d.weekday() < 5:
                 break
         return d.strftime("%A, %B %-d, %Y"), date_spoken(d, weekday=True)
+
+    def _year(self, offset: int = 0):
+        y = str(self.today.year + int(offset))
+        return y, y
 
     def _time(self, start_hour: int = 9, end_hour: int = 17, step_min: int = 15):
         slots = [(h, m) for h in range(int(start_hour), int(end_hour))

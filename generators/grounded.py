@@ -129,6 +129,14 @@ _HYPOTHETICAL = re.compile(r"\b(?:if you(?:'d| had| were| ever| happen|'ve| have
                            r"if (?:you )?(?:later|ever))\b", re.I)
 
 
+# a detail another company holds ("read me two things from Veridian Wireless: your account number
+# with them and the transfer PIN"): the agent needs it to move the service, not to know who is
+# calling, so the identity reasons ("only matched against what's on file") would not be true of it
+_OTHER_ORG = re.compile(r"\b(?:from|with|at) (?:your )?(?:old|previous|former|other|current) "
+                        r"(?:carrier|provider|company|bank|insurer|school)\b|\bwith them\b|"
+                        r"\bfrom (?!us\b|our\b)[A-Z][\w&'-]+ [A-Z]")
+
+
 _BRING = re.compile(r"\b(?:bring|have with you|show (?:us|at|them)|carry|hand in|upload|send us|"
                     r"mail us|post us|at check-in|on the day)\b", re.I)
 
@@ -182,7 +190,11 @@ def _fits(o: Obj, content: str) -> bool:
         return (bool(_REQUEST_CUE.search(sent)) and first in _LEADS
                 and bool(_IDENTITY.search(o.phrase))
                 and not re.search(r"\berror\b|\bthat code\b", sent, re.I)
-                and not _BRING.search(sent))   # "bring a photo ID" to a visit: no check on this call
+                and not _BRING.search(sent)    # "bring a photo ID" to a visit: no check on this call
+                and not _OTHER_ORG.search(sent)
+                # "the last four digits of your Social Security number": the digits are asked
+                # for, not the number ("nobody asked me for my Social Security number")
+                and not re.search(r"\bdigits of\s*$", content[:o.start]))
     if o.kind == "policy":           # the rule is stated around it, not just named by it
         if re.search(r"\b(?:offer|discount|half price|free|bonus|credit|refund|waive|match|"
                      r"guarantee|qualif|eligible|entitled|covered|protect|extend|extra time|grace|"
@@ -271,10 +283,12 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
     if own in P.bank_keys("assistant"):       # the domain's own ways, drawn twice as often
         alts += list(P.bank("assistant", own)) * 2
     unfit = f"alternatives_unfit.{domain}"    # generic ways the business has not got (an
-    if unfit in P.bank_keys("assistant"):     # airline sends no monthly bill)
+    pats = []                                 # airline sends no monthly bill)
+    if unfit in P.bank_keys("assistant"):
         pats = [re.compile(x, re.I) for x in P.bank("assistant", unfit)]
         alts = [a for a in alts if not any(p.search(a) for p in pats)] or alts
-    obj = as_assistant(phrase)
+    obj = re.sub(r"^an?\s+(?=\S+\s)", "the ", as_assistant(phrase))   # the caller heard it:
+    # "the breakdown of the 40 dollar enrolment fee", not "of a 40 dollar enrolment fee"
     head = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj, flags=re.I)
     noun = re.split(r"\s+of\s+", head)[0]            # "last four digits of the card": digits
     last = noun.split()[-1].lower() if noun.split() else ""
@@ -285,6 +299,8 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
         r"\b(?:minutes?|hours?|days?|weeks?|months?)$", head, re.I)   # "one business day": a wait,
     why_bank = P.bank("assistant", "recover_pb_why_wait" if wait    # not a rule "I can't change"
                       else f"recover_pb_why_{kind}")
+    why_bank = [w for w in why_bank if not any(p.search(w) for p in pats)] or why_bank  # (a county
+    # fee is set by no "pricing rules")
     fresh = [w for w in why_bank if P.fill(w, obj=obj, head=head)[:40].lower() not in said.lower()]
     why = P.fill(rng.choice(fresh or list(why_bank)), where=f"assistant.recover_pb_why_{kind}",
                  obj=obj, head=head)

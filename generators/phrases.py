@@ -347,9 +347,9 @@ def clause(value: str) -> str | None:
         return v.rstrip(".")                    # a whole clause ("parents separated this year")
     if _PREDICATE.match(v):
         return first_person(v)
-    if re.match(r"(?:found|bought|got|paid|sent|saw|don't|didn't)\b", v):
+    if re.match(r"(?:found|bought|got|paid|sent|saw|don't|didn't|did not|never)\b", v):
         return "I " + v.rstrip(".")            # "found it cheaper elsewhere": "I found ..."
-    if first.endswith("ing") and first.isalpha() and len(first) > 4:
+    if first.endswith("ing") and first.isalpha() and len(first) > 4 and v[:1].islower():
         return "I'm " + v.rstrip(".")
     if (first.endswith("ed") and first.isalpha() and len(first) > 4 and v[:1].islower()
             and len(v.split()) >= 3):               # "ordered the wrong size": "I ordered ..."

@@ -93,6 +93,8 @@ class CallerRounds:
         # the rest of a cut sentence ("or a subscription ...?") is answered as the whole question
         asked = st.pending.planned_text if st.pending is not None and st.pending.type == "filler" \
             else unit.text
+        if unit.kind != "close" and _task_asked(unit.text or "") == "report":
+            return "choose", {"reply": rng.choice(P.bank("user", "task_done_report"))}
         answered = answer_question(asked, rng) if unit.kind == "ask" and unit.text else None
         if answered is not None:        # a question asking for no fact: answered, not acknowledged
             kind, reply = answered

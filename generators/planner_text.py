@@ -42,12 +42,17 @@ _TASK_DONE = re.compile(r"\b(?:let me know|tell me) (?:once|when) (?:you've|you 
                         r"finished|restarted|signed in)\b", re.I)
 
 
+_TASK_REPORT = re.compile(r"\b(?:tell me|let me know) what (?:you see|it says|comes up|happens)\b", re.I)
+
+
 def _task_asked(text: str) -> str:
     """What the turn's last sentence asks the caller to do now and report back ("read it to
     me when you see it": ``code``; "let me know once you've signed": ``sign``; "tell me once
     you've entered it": ``done``), or '' (a question is answered as a question)."""
     sents = [x.strip() for x in re.findall(r"[^.?!]+[.?!]*", text) if x.strip()]
     last = sents[-1] if sents else ""
+    if _TASK_REPORT.search(last):      # "run a speed test and tell me what you see?": the
+        return "report"                # caller does it and says what they saw, not "yes, it is"
     if not last or last.endswith("?"):
         return ""
     if _TASK_CODE.search(last):
@@ -153,10 +158,16 @@ _SENSITIVE_WORDS = ("birth", "ssn", "social", "card", "account", "pin", "passwor
 _OTHER_PERSON = frozenset("family joint parent child partner recipient dependent other spouse".split())
 
 
+# a detail another company issued for a transfer ("old_carrier_account", "transfer_pin", the
+# "port_number" being moved): the agent needs it to move the service, not to know who is calling,
+# so "I'm only matching it against what's on file" would be no true answer to a caller's worry
+_OTHER_ORG = ("old", "carrier", "transfer", "port")
+
+
 def sensitive_key(st: ConversationState, key: str) -> bool:
     """An identity or account detail a careful caller may not want to give on a call."""
     f = st.facts.get(key)
-    if not f or key.split("_")[0] in _OTHER_PERSON:
+    if not f or key.split("_")[0] in _OTHER_PERSON or key.split("_")[0] in _OTHER_ORG:
         return False
     return f.kind in _SENSITIVE_KINDS or any(w in key for w in _SENSITIVE_WORDS)
 

@@ -170,7 +170,10 @@ class RuleUser:
             for n, (key, value) in enumerate(up.facts.items()):
                 bank = {"terse": "answer_fact_terse", "polite": "answer_fact_polite"}.get(style, "answer_fact")
                 said = P.clause(value)
-                if said:
+                wordings = fact_wordings(key)
+                if n and wordings:            # "And the check was for ...", not "the check amount is"
+                    parts.append(P.sentence("And " + rng.choice(wordings).format(value=value) + "."))
+                elif said:
                     parts.append(P.sentence(("And " if n else "") + said + "."))
                 elif n and (key == "age" or key.endswith("_age")) and re.search(r"\byears?$", value):
                     parts.append(f"And they're {value} old.")      # not "the age is eight years"
@@ -181,7 +184,7 @@ class RuleUser:
                         else "is"                       # "the copies are", "the email is"
                     parts.append(f"And my {label} {be} {value}.")
                 else:
-                    part = P.pick_filled(rng, "user", bank, value=value, label=P.label(key))
+                    part = pick_fact_line(rng, bank, key, value=value, label=P.label(key))
                     if "@" in value and part[:1].isupper() and part.lower().startswith(value.lower()):
                         part = f"It's {value}{part[len(value):]}"   # an address keeps its case
                     parts.append(part)
@@ -204,7 +207,7 @@ class RuleUser:
                 return P.join(P.pick(rng, "user", "ack_info"),
                               P.pick(rng, "user", "volunteer_hidden", value=P.clause(value) or value))
             return P.join(P.pick(rng, "user", "ack_info"), _possessive(
-                P.pick(rng, "user", "volunteer", label=P.label(key), value=value), [P.label(key)]))
+                pick_fact_line(rng, "volunteer", key, label=P.label(key), value=value), [P.label(key)]))
         if up.action == "accept":
             return P.compose(rng, "user", "reply_accept")
         if up.action == "close":
@@ -306,7 +309,8 @@ class RuleUser:
             return impatient_line(heard_content, self.context, rng)
         if t == "correction":
             return re.sub(r"\b([Tt]he last four digits of) the\b", r"\1 my",
-                          P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"]))
+                          pick_fact_line(rng, "correction", d.get("key", ""), label=d["label"],
+                                         old=d["old"], new=d["new"]))
         if t == "topic_switch":
             return reopen(P.pair(d, "topic_switch")["user"], rng)
         if t == "normal" and variant == "hidden":
@@ -314,14 +318,17 @@ class RuleUser:
         if t == "normal" and variant == "volunteer":
             if P.clause(d["value"]):
                 return P.pick(rng, "user", "normal_hidden", value=P.clause(d["value"]))
-            return _possessive(P.pick(rng, "user", "normal_volunteer", label=d["label"],
-                                      value=d["value"]), [d["label"]])
+            return _possessive(pick_fact_line(rng, "normal_volunteer", d.get("key", ""),
+                                              label=d["label"], value=d["value"]), [d["label"]])
         if t == "normal" and variant == "constraint":
             return reopen(P.pair(d, "normal_constraint")["user"], rng)
         if t == "pushback" and variant == "sensitive":
             return P.pick(rng, "user", "pushback_sensitive", label=d["label"])
         if t == "pushback" and variant == "persist":
-            return P.compose(rng, "user", "persist_core", anchor=d["anchor"])
+            anchor = d["anchor"]
+            if d.get("object_kind") == "requirement" and anchor.startswith("my "):
+                anchor = "giving you " + anchor      # not "my email is still a problem for me"
+            return P.compose(rng, "user", "persist_core", anchor=anchor)
         if t == "normal":      # nothing to clarify: an unsolicited detail instead, never a fragment
             i = rng.randrange(len(P.bank("pairs", "normal_constraint")))
             detail["variant"], detail["pair"] = "constraint", str(i)
@@ -465,6 +472,7 @@ def _anchor_ends(message: str, content_start: int) -> list[int]:
 
 
 _MINE = re.compile(r"^(?:full name|name|email|email address|phone number|mobile number|home address|"
+                   r"annual income|income|salary|"
                    r"address|date of birth|.*\b(?:number|id|plan|code|card|policy|account|pin|"
                    r"insurer|employer|bank|phone|device|email))$", re.I)
 
@@ -477,6 +485,44 @@ def _possessive(text: str, labels: list[str]) -> str:
             text = re.sub(rf"\b([Mm])y {re.escape(lab)}\b",
                           lambda m: ("T" if m.group(1) == "M" else "t") + f"he {lab}", text)
     return text
+
+
+# "my {label} is {value}" in a bank line: the one place a fact's own wording can replace it
+_STATED = re.compile(r"\b(?:[Mm]y|[Tt]he) \{label\} (?:is|are|should be) \{(value|new)\}")
+
+
+_OWN_DETAIL = re.compile(r"^(?:full_name|date_of_birth|(?:account_|contact_)?email|phone_number|"
+                         r"home_address)$")
+_HEDGE = re.compile(r"\bI (?:think|believe)\b|\bif I remember\b", re.I)
+
+
+def fact_wordings(key: str) -> tuple[str, ...]:
+    """How a caller says ``key`` when its label is no noun they would use of it ("the check was
+    for {value}", not "the check amount is ..."): the bank ``state_<key>``, or ()."""
+    name = f"state_{key}"
+    return P.bank("user", name) if name in P.bank_keys("user") else ()
+
+
+def pick_fact_line(rng: random.Random, bank: str, key: str, **slots: str) -> str:
+    """A line of ``bank`` that says fact ``key``. A key with its own wordings says it that way:
+    a line's "my {label} is {value}" becomes the wording, and a line that names the label in
+    any other way ("I gave you the wrong {label}") is not drawn."""
+    lines = [t for t in P.bank("user", bank) if set(re.findall(r"\{(\w+)\}", t)) <= set(slots)] \
+        or list(P.bank("user", bank))
+    if _OWN_DETAIL.match(key):          # nobody is unsure of their own name ("Lance Wood, I believe.")
+        lines = [t for t in lines if not _HEDGE.search(t)] or lines
+    line = rng.choice(lines)
+    wordings = fact_wordings(key)
+    if not wordings or "{label}" not in line:
+        return P.fill(line, where=f"user.{bank}", **slots)
+    fits = [t for t in lines if _STATED.search(t) and "{label}" not in _STATED.sub("", t)]
+    plain = [t for t in lines if "{label}" not in t]
+    line = rng.choice(fits or plain or [line])
+    m = _STATED.search(line)
+    if m and "{label}" not in _STATED.sub("", line):
+        wording = rng.choice(wordings).replace("{value}", "{%s}" % m.group(1))
+        line = line[:m.start()] + wording + line[m.end():]
+    return P.fill(line, where=f"user.{bank}", **slots)
 
 
 def _yours(phrase: str) -> str:

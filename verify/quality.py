@@ -171,6 +171,11 @@ _BASE = {"is": "am", "has": "have", "does": "do", "doesn't": "don't", "goes": "g
 _I_AGREE = re.compile(r"\bI((?:\s+(?:also|still|just|already|usually|currently|really|only|"
                       r"now|always|never|often))?)\s+(%s)\b" % "|".join(map(re.escape, _THIRD)))
 _PLURAL_SUBJ = re.compile(r"\b(you|we|they)\s+(has|is|was|doesn't)\b", re.I)
+# a question with a plural subject after a singular verb: "is the last four digits really needed?"
+_INVERTED_PLURAL = re.compile(r"(?:^|[,.?!:]\s+|\b(?:what|why|where|how|when|so|and|but)\s+)"
+                              r"(is|was|does)\s+((?:the|my|your|these|those)\s+(?:last\s+(?:two|three|"
+                              r"four)\s+)?(?:digits|details|documents|records|receipts|charges|fees))\b",
+                              re.I)
 _I_VERB_S = re.compile(r"\bI((?:\s+(?:also|still|just|already|usually|currently|really|only|now|"
                        r"always|never|often))?)\s+([a-z]{2,}[^su'\W]s)\b")
 # words after "I" that end in s and are no verb in the third person
@@ -253,6 +258,11 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
         fix = {"has": "have", "is": "are", "was": "were", "doesn't": "don't"}[mm.group(2).lower()]
         found.append((mm.start(2), mm.end(2), fix, f"'{mm.group(1)} {mm.group(2)}': the verb "
                       "does not agree"))
+    for mm in _INVERTED_PLURAL.finditer(text):
+        verb = mm.group(1)
+        fix = {"is": "are", "was": "were", "does": "do"}[verb.lower()]
+        fix = fix.capitalize() if verb[0].isupper() else fix
+        found.append((mm.start(1), mm.end(1), fix, f"'{verb} {mm.group(2)}': the verb does not agree"))
     for mm in _SING_HEAD_PP.finditer(text):
         head, between = mm.group(1), mm.group(2)
         if head in _PLURAL_QUANT or (head.endswith("s") and not head.endswith("ss")) \

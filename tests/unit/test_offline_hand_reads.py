@@ -283,3 +283,51 @@ def test_a_reason_for_cancelling_reads_as_the_caller_says_it():
         said = P.clause(option)
         assert said and said.startswith("I "), option
         assert not re.search(r"\bI \w+s\b", said), said     # "I no longer needs it"
+
+
+# ---- hand read of seed 4242 (2026-11-25): reasons that would not be true ------------------------
+def test_a_detail_another_company_holds_is_no_identity_check_to_push_back_on():
+    """Seen: "I'm only matching your account number against what's already on file" for the
+    account number with the old carrier, which the port needs and this business never held."""
+    text = ("The PIN is different from your voicemail PIN, and it's generated in their app. Could "
+            "you read me two things from Veridian Wireless: your account number with them and the "
+            "six-digit transfer PIN?")
+    assert not [o for o in G.objects_in(text, G.PUSHBACK_KINDS) if o.kind == "requirement"]
+    own = ("For security, can you also read me the account number? It's ten digits and printed "
+           "at the top right of your monthly bill.")
+    assert [o.phrase for o in G.objects_in(own, G.PUSHBACK_KINDS)] == ["the account number"]
+
+
+def test_a_county_fee_is_not_set_by_pricing_rules_nor_avoided_by_a_cheaper_option():
+    """Seen: a registration renewal fee answered with "I'm able to look for a cheaper option that
+    avoids it" and "set by our pricing rules"."""
+    for seed in range(60):
+        text = G.recover_pushback(random.Random(seed), "fee", "$48.84", domain="government")
+        assert not re.search(r"cheaper option|pricing rules|terms on your account|credit on the "
+                             r"account", text), text
+    # the same draws for a mobile plan still may offer a cheaper option
+    assert any("cheaper option" in G.recover_pushback(random.Random(s), "fee", "$48.84",
+                                                      domain="telecom") for s in range(60))
+
+
+def test_the_number_behind_its_last_four_digits_is_not_what_was_asked_for():
+    """Seen in a hand read of seed 9001: "nobody asked me for my Social Security number last time"
+    and a gold "We only use your Social Security number ..." when only its last four digits were
+    asked for."""
+    text = ("And to finish verifying, your date of birth and the last four digits of your Social "
+            "Security number?")
+    found = [o.phrase for o in G.objects_in(text, ("requirement",))]
+    assert "the last four digits" in found and "your Social Security number" not in found, found
+
+
+def test_asked_to_run_a_test_and_say_what_they_see_the_caller_reports_it():
+    """Seen in a hand read of seed 9001: "Could you ... run a speed test ... and tell me what you
+    see?" answered "Yes, yes, it is. Go on." """
+    from bargein.generators.planner_text import _task_asked
+
+    asked = ("Your gateway is back online and I'm seeing a clean signal. Could you open a web page "
+             "or run a speed test on one of your devices and tell me what you see?")
+    assert _task_asked(asked) == "report"
+    assert _task_asked("Is that the right address?") == ""
+    for line in P.bank("user", "task_done_report"):
+        assert not re.match(r"(?:yes|yeah|yep)\b", line, re.I), line

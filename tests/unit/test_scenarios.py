@@ -319,3 +319,18 @@ def test_new_prompts_show_and_render():
         assert "Meridian Air" in text and "{{" not in text and "<domain" not in text
     assert "change_flight_date" in P.render("goal_writer", **{
         v: values[v] for v in P.load("goal_writer").variables})
+
+
+def test_a_tax_year_is_the_year_before_the_call_whatever_its_date():
+    """Seen in a hand read of seed 9001: "the 2025 return, due Sunday, January 26, 2025" (the
+    tax year was drawn apart from the call's date)."""
+    spec = FactSpec.parse({"kind": "year", "offset": -1})
+    for today in (date(2025, 1, 20), date(2025, 12, 30), date(2026, 3, 1)):
+        f = FactMaker(seed=5, today=today).make("tax_year", spec)
+        assert f.value == str(today.year - 1)
+        assert FactMaker(seed=5, today=today).alternative(f, spec).value == str(today.year - 2)
+    with pytest.raises(ConfigError, match="offset"):
+        FactSpec.parse({"kind": "year", "options": ["2024"]})
+    cat = load_catalogue()
+    entry = cat.goal("professional_services", "request_filing_extension")
+    assert entry.facts["tax_year"].kind == "year"
