@@ -99,8 +99,11 @@ def _resume(rng: random.Random, content: str, topic: str = "") -> tuple[str, str
     call's ``topic`` it may name it ("Okay, the renewal.")."""
     if topic and rng.random() < 0.3:
         return P.pick(rng, "assistant", "resume_topic", topic=topic), content[:1].upper() + content[1:]
-    leads = P.bank("assistant", "resume_lead") + P.bank("assistant", "resume_lead_full")
     content = content[:1].upper() + content[1:]
+    if rng.random() < 0.4:
+        return "", content              # the sentence started afresh says it already: no "So,
+                                        # as I was saying," before every resumption
+    leads = P.bank("assistant", "resume_lead") + P.bank("assistant", "resume_lead_full")
     low = lower_first(content)
     options = [lead for lead in leads if lead.endswith(",") == (low != content)] or list(leads)
     first = content.split(" ", 1)[0].lower().strip(",.")
@@ -145,6 +148,7 @@ class RuleAssistant:
         self.scenario = scenario
         self.kinds = {f.key: f.kind for f in scenario.kb.user_facts}
         self.before = ""                # the assistant's previous turn as heard (set per turn)
+        self.caller_said: tuple[str, ...] = ()   # the caller's messages so far, as heard
 
     def respond(self, plan: RoundPlan, rng: random.Random) -> AssistantTurn:
         turn = self.recover(plan, rng) if plan.assistant_mode == "recovery" else self.normal(plan, rng)
@@ -176,18 +180,20 @@ class RuleAssistant:
             info = plan.ack
             if unit.purpose == "readback" and info.get("kind") == "fact":
                 info = {**info, "kind": "plain"}   # the value is read back next: no echo first
-            said = self._ack(info, rng)
+            said = self._ack(info, rng, upcoming=unit.text or "")
             if _ALL_TAKEN.search(said) and (unit.purpose == "readback" or not info.get("value")):
                 # "that's all I need there" neither before a read-back of it nor after a turn
                 # that gave nothing ("Then what?")
                 said = P.pick(rng, "assistant", "ack_plain")
             ack.append(said)
-            if plan.stage_lead and rng.random() < 0.5 and not _DONE_OPEN.match(unit.text or "") \
+            if plan.stage_lead and rng.random() < 0.2 and not _DONE_OPEN.match(unit.text or "") \
                     and info.get("kind") != "unknown":   # nothing settled: no "that's done"
                 ack.append(P.pick(rng, "assistant", "lead_on"))  # not "Moving on. Done. You're ..."
         return AssistantTurn(acknowledgement=P.join(*ack), content=self.content(plan, rng))
 
-    def _ack(self, info: dict[str, str], rng: random.Random) -> str:
+    def _ack(self, info: dict[str, str], rng: random.Random, upcoming: str = "") -> str:
+        """The acknowledgement of the caller's last message; ``upcoming``: what the turn says
+        next (a talking point that greets the caller by name already gets no "Thanks, Leslie")."""
         kind = info.get("kind")
         if kind in ("fact", "plain") and is_distressing(info.get("value", "")):
             return P.pick(rng, "assistant", "ack_sad")
@@ -197,6 +203,9 @@ class RuleAssistant:
                          or any(w in key for w in _NO_READBACK))
             if is_distressing(value):
                 return P.pick(rng, "assistant", "ack_sad")
+            if self.kinds.get(key) == "name" and len(value.split()) >= 2 and value[:1].isupper() \
+                    and value.split()[0] not in upcoming and rng.random() < 0.6:
+                return P.pick(rng, "assistant", "ack_name", first=value.split()[0])
             if value and not sensitive and P.n_words(value) <= 6 and not P.clause(value) and not \
                     re.match(r"(?:for|at|in|on|to|from|with|by|about|since|until|because)\b", value, re.I):
                 # ("Thank you, I have for an online order this morning.")
@@ -228,19 +237,29 @@ class RuleAssistant:
                       else "recover_hidden_fact", fact=P.second_person(value))
 
     @staticmethod
-    def _question(keys: tuple[str, ...], rng: random.Random) -> str:
+    def _question(keys: tuple[str, ...], rng: random.Random,
+                  kinds: dict[str, str] | None = None) -> str:
         """The question for ``keys``: a value with a question of its own (``ask_for.<key>``:
         "What's changed with your family's income?") is asked with it, never by its key read out
-        as a noun ("What is the income change?"); the rest by their labels."""
+        as a noun ("What is the income change?"); one detail of a kind people are asked for in
+        their own words (``ask_kind.<kind>``: "When were you born?", "What's the best number to
+        reach you on?") often that way; the rest by their labels."""
         banks = P.bank_keys("assistant")
         own_q = [k for k in keys if f"ask_for.{k}" in banks]
         rest = [k for k in keys if k not in own_q]
         qs = []
+        kind = (kinds or {}).get(rest[0], "") if len(rest) == 1 else ""
+        if kind and f"ask_kind.{kind}" in banks and rng.random() < 0.6:
+            lab = P.label(rest[0])
+            what = f"{'your' if _own_attribute(lab) else 'the'} {lab}"
+            qs.append(P.pick(rng, "assistant", f"ask_kind.{kind}", what=what))
+            rest = []
         if rest or not keys:
             labels = " and ".join(P.label(k) for k in rest) or "details"
             own = bool(rest) and all(_own_attribute(P.label(k)) for k in rest)
             qs.append(P.pick(rng, "assistant", "ask" if own else "ask_the", label=labels))
         qs += [rng.choice(P.bank("assistant", f"ask_for.{k}")) for k in own_q]
+        qs = [q for q in qs if q]
         low = [q if re.match(r"I\b", q) else q[:1].lower() + q[1:] for q in qs[1:]]
         return " ".join([qs[0]] + [f"And {q}" for q in low])
 
@@ -250,7 +269,7 @@ class RuleAssistant:
         if unit.text:
             return unit.text
         if unit.kind == "ask":
-            q = self._question(unit.keys, rng)
+            q = self._question(unit.keys, rng, self.kinds)
             if not lead:
                 return q
             r = rng.random()
@@ -269,8 +288,42 @@ class RuleAssistant:
             bank = "outcome_escalated" if "fail" in unit.keys else "outcome_terminated"
             return P.pick(rng, "assistant", bank)
         if unit.kind == "farewell":
-            return P.compose(rng, "assistant", "bye")
+            return self.farewell(rng)
         return P.sentence(self.scenario.kb.workflow.stage(unit.stage).description) if unit.stage else ""
+
+    def first_name(self) -> str:
+        """The caller's first name once they have said their name on this call, else ''."""
+        said = " ".join(self.caller_said)
+        for f in self.scenario.kb.user_facts:
+            if f.kind == "name" and f.value.split() and f.value in said:
+                return f.value.split()[0]
+        return ""
+
+    def farewell(self, rng: random.Random) -> str:
+        """Goodbye in answer to how the call ended: "You're welcome" to thanks, "glad that's
+        sorted" only after a call that closed its request (not after a hand-over to a
+        specialist), the caller's first name when they gave it."""
+        last = self.caller_said[-1] if self.caller_said else ""
+        unfinished = any(x.split(".")[0] in self.before for b in ("outcome_escalated", "outcome_terminated",
+                                                                  "closing_cap")
+                         for x in P.bank("assistant", b))
+        if re.search(r"(?:thanks|thank you|cheers|appreciate)", last, re.I):
+            first = P.pick(rng, "assistant", "bye_thanked")
+        elif not unfinished and rng.random() < 0.35:
+            first = P.pick(rng, "assistant", "bye_done")
+        elif rng.random() < 0.6:
+            first = P.pick(rng, "assistant", "bye_plain", brand=brand(self.scenario))
+        else:
+            first = ""
+        name = self.first_name()
+        own = f"bye.{self.scenario.domain.name}"
+        if name and rng.random() < 0.45:
+            core = P.pick(rng, "assistant", "bye_name", first=name)
+        elif own in P.bank_keys("assistant") and rng.random() < 0.3:
+            core = P.pick(rng, "assistant", own)
+        else:
+            core = P.pick(rng, "assistant", "bye")
+        return P.join(first, core)
 
     # -- interruption-handling branch ---------------------------------------------------------
     def recover(self, plan: RoundPlan, rng: random.Random) -> AssistantTurn:
@@ -280,8 +333,9 @@ class RuleAssistant:
         if t == "filler":
             return AssistantTurn(acknowledgement="", content=rec.remainder)
         if t == "impatient":
-            return AssistantTurn(acknowledgement=P.compose(rng, "assistant", "skip_ack"),
-                                 content=self.content(plan, rng, lead=False))
+            ack = P.pick(rng, "assistant", "skip_ack_short") if rng.random() < 0.4 \
+                else P.compose(rng, "assistant", "skip_ack")
+            return AssistantTurn(acknowledgement=ack, content=self.content(plan, rng, lead=False))
         if t == "pushback":
             kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
             phrase = d.get("anchor") or (f"my {d['label']}" if d.get("label") else "this step")
@@ -312,7 +366,7 @@ class RuleAssistant:
             address = P.pair(d, "topic_switch")["assistant"]
             topic = goal_topic(self.scenario) if plan.unit.kind != "close" else ""
             back = P.pick(rng, "assistant", "back_to_topic", topic=topic) if topic and \
-                rng.random() < 0.4 else P.pick(rng, "assistant", "back_to_task")
+                rng.random() < 0.6 else P.pick(rng, "assistant", "back_to_task")
             return AssistantTurn(acknowledgement=P.join(address, back), content=self.content(plan, rng))
         lead, content = _resume(rng, self.content(plan, rng),
                                 goal_topic(self.scenario) if plan.unit.kind != "close" else "")
@@ -373,5 +427,5 @@ def _own_attribute(label: str) -> bool:
 
 _THANKS = re.compile(r"^\W*(?:thanks|thank you)\b", re.I)
 _THANKS_ALONE = re.compile(r"^\W*(?:(?:okay|great|perfect|lovely|right),?\s+)?(?:thanks|thank you)"
-                           r"(?: so much| very much| for that)?[.!]$", re.I)
+                           r"(?: so much| very much| for that)?(?:,\s+[A-Z][a-z'-]+)?[.!]$", re.I)
 

@@ -73,6 +73,7 @@ class RuleAgents:
     async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
         self.assistant.before = next((m.spoken_text for m in reversed(messages)
                                       if m.role == "assistant"), "")
+        self.assistant.caller_said = tuple(m.spoken_text for m in messages if m.role == "user")
         turn = self.assistant.respond(plan, rng)
         errs = check_turn(plan, turn)
         if errs:

@@ -233,7 +233,7 @@ class RulePlanner(CallerRounds):
         if not keys or self._rounds_left(st) <= self._needed(st) + 4 or rng.random() < 0.25:
             return
         k = keys[0]
-        text = P.pick(rng, "assistant", "readback", value=st.stated[k])
+        text = P.pick(rng, "assistant", "readback", value=st.stated[k], label=P.label(k))
         st.units.appendleft(Unit(kind="ask", stage=st.stage, text=text, keys=(k,), purpose="readback"))
 
     def _needed(self, st: ConversationState) -> int:
@@ -338,6 +338,12 @@ class RulePlanner(CallerRounds):
                     and price not in unit.text:
                 # the short version still says what it costs: nobody pays an amount never heard
                 unit = unit.model_copy(update={"text": P.join(price, unit.text)})
+            return unit, transition
+        if rec.type == "correction" and cut.purpose in ("readback", "recap") and \
+                rec.detail.get("key") in cut.keys and len(cut.keys) == 1:
+            # the read-back the caller corrected: the recovery says the new value already ("your
+            # admin email is now X"), so reading it back again would say it twice
+            unit, transition, _ = self._next_unit(st, rng)
             return unit, transition
         again = st.fill_values(resume_text(cut.text, rec))   # started afresh, in other words
         if cut.purpose == "deescalate" and again == cut.text.strip():

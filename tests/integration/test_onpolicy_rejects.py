@@ -92,13 +92,13 @@ def test_model_failures_become_rejected_and_the_rest_fall_back(run, tmp_path):
     # a failing answer of the model is the rejected side, with what it failed
     a, b = rows[script.a.id], rows[script.b.id]
     assert a["rejected_source"] == "model" and a["rejected"][0]["content"] == script.restart
-    # what it failed: the judge's TF deficiency, or a deterministic check that finds it before
-    # any judge is asked: the heard span said again, or (the restart goes on as if nothing was
-    # said) the detail the caller volunteered left without a word
-    assert a["rejected_failed"][0].startswith(("tf: It restarts",
-                                               "check gold_meets_own_rubric: the gold recovery "
-                                               "restates the quoted heard span",
-                                               "check hidden_fact_addressed: the caller volunteered"))
+    # what it failed: the judge's TF deficiency, or a deterministic check the restart breaks
+    # before any judge is asked (the heard span said again; a fact the caller volunteered just
+    # before the cut, which the gold takes up and the restart ignores)
+    assert any(f.startswith(("tf: It restarts",
+                             "check gold_meets_own_rubric: the gold recovery restates the quoted heard span",
+                             "check hidden_fact_addressed: the caller volunteered"))
+               for f in a["rejected_failed"]), a["rejected_failed"]
     assert "policy-under-test" in a["rejected_model"] and "3 samples" in a["rejected_model"]
     assert b["rejected_source"] == "model" and "[REFERENCE_NUMBER]" in b["rejected"][0]["content"]
     assert any(f.startswith("check placeholders") for f in b["rejected_failed"])
