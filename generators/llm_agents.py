@@ -227,7 +227,10 @@ class LLMAgents:
             rule = assistant_sim.RuleAssistant(self.scenario)
             rule.before = next((m.spoken_text for m in reversed(messages) if m.role == "assistant"), "")
             taken = rule._take_up(plan.ack.get("key", ""), plan.ack.get("value", ""), rng)
-            fact = content_words(plan.ack.get("value", "")) - content_words(rule.before)
+            # (a word the planned content says anyway, "days" of "two business days" against
+            # "in 14 days", names nothing of it)
+            fact = content_words(plan.ack.get("value", "")) - content_words(rule.before) \
+                - content_words(plan.unit.text if plan.unit is not None else "")
 
             def settle(t: AssistantTurn) -> AssistantTurn:
                 return t if fact and content_words(t.text) & fact else t.model_copy(update={"acknowledgement": taken})
