@@ -40,12 +40,15 @@ def _facts(conv: Conversation):
 FRAMES = ["You mentioned your {label} is {value}.", "Let me read that back: your {label} is {value}.",
           "I've noted {value} as your {label}.", "As you told me, the {label} is {value}.",
           "So, going by what you said, the {label} is {value}.", "You said {value}, right, for the {label}.",
-          "I have {value} written down for your {label}.", "From what you told me, it's {value}."]
+          "I have {value} written down for your {label}.", "From what you told me, it's {value}.",
+          "So that's {value} for the {label}. Is that right?", "To confirm, you'd like {value} for the {label}."]
 STATEMENTS = ["Our records show the {label} as {value}.", "On file, the {label} is {value}.",
               "The system lists {value} for the {label}."]
 
 
 def _framed(conv: Conversation, rng: random.Random, said: bool, frames: list[str]):
+    from bargein.verify.objects import system_keys
+
     sites = _plain_assistant(conv)
     rng.shuffle(sites)
     for i in sites:
@@ -55,7 +58,11 @@ def _framed(conv: Conversation, rng: random.Random, said: bool, frames: list[str
             continue
         f = rng.choice(cands)
         value = f.spoken if said and f.spoken and _said_by_user(conv, i, [f.spoken]) else f.value
-        sent = rng.choice(frames).format(label=f.key.replace("_", " "), value=value)
+        # a "So that's X" read-back of a value the records hold is the records said back, not
+        # the caller's words: that frame is drawn only for the caller's own values
+        own = [fr for fr in frames if not fr.startswith(("So ", "To confirm"))]
+        usable = own if f.key in system_keys(conv.scenario) else frames
+        sent = rng.choice(usable).format(label=f.key.replace("_", " "), value=value)
         msgs = list(conv.messages)
         msgs[i] = msgs[i].with_(text=f"{sent} {msgs[i].text}")
         return conv.with_(messages=tuple(msgs)), i

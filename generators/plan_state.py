@@ -105,7 +105,10 @@ _NEED = re.compile(r"\b(?:I(?:'ll| will)? need|I'd need|please (?:read|give|tell
 _READ_BACK = re.compile(r"\bread(?:ing)? (?:that|it|this|those|them|everything) back\b|\bread back\b|"
                         r"\bjust to (?:double-)?check\b|\bI have .{1,80}?\b(?:written down|down here|noted)\b|"
                         r"\byou(?:'ve| have)?\s+(?:said|mentioned|told (?:me|us)|gave( me)?|quoted|stated)\b|"
-                        r"\byou(?:'re| are)\s+(?:planning|expecting)\b", re.I)
+                        r"\byou(?:'re| are)\s+(?:planning|expecting)\b|"
+                        # "So that's Canada, leaving ...", "So you'd like the records sent to ..."
+                        r"(?:^|[,.]\s+)so,?\s+(?:that's|that is|you'd like|you want|you're|you are)\b",
+                        re.I)
 
 
 def readback_keys(text: str, keys, facts: dict) -> tuple[str, ...]:
@@ -167,7 +170,22 @@ def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
             last = re.findall(r"[^.?!]*\?", tp)[-1]
             confirm = () if asked or choose_option(tp, random.Random(0)) or \
                 question_kind(last) not in ("fact", "offer") else said
+            # a read-back before the question ("So that's {business}, and you're {name}. What's
+            # the best email?") gives back what the caller said: what they have not said yet is
+            # asked first
+            before = tp[:tp.find(question.strip())] if question.strip() in tp else ""
+            owed = tuple(k for k in readback_keys(before, said, facts) if k not in covered
+                         and k not in asked)
             keys = tuple(dict.fromkeys(k for k in asked + confirm if k not in covered))
+            if owed:                   # the stage's last question asked for them in words no
+                prev = next((i for i in range(len(units) - 1, -1, -1)   # label matched ("the
+                             if units[i].kind == "ask" and units[i].text), None)  # legal name of
+                if prev is not None:                                   # the business")
+                    units[prev] = units[prev].model_copy(
+                        update={"keys": tuple(dict.fromkeys(units[prev].keys + owed))})
+                else:
+                    units.append(Unit(kind="ask", stage=stage_name, keys=owed))
+                covered |= set(owed)
             if not keys and _REQUEST.search(question):  # "could you tell me ..." naming no label
                 keys = _partial_keys(question, tuple(k for k in askable if k not in covered))
             covered |= set(keys) | set(said)

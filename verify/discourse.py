@@ -24,6 +24,7 @@ import re
 from bargein.records.conversation import Conversation, Message, Verdict
 from bargein.verify.base import _verdict, check, replies_to
 from bargein.verify.edits import set_edit
+from bargein.verify.objects import system_keys
 from bargein.verify.quality import grammar_issues
 from bargein.verify.text import is_backchannel, normalise, sentences, tokens, word_ends
 
@@ -68,13 +69,21 @@ _FRAME = re.compile(
     re.I)
 
 
+# a read-back that gives the caller's answers back for a yes ("So that's Canada, leaving Tuesday
+# and returning Monday. Is that right?", "To confirm, you'd like the records sent to ...")
+# (at the sentence's start, after at most two short openers: "Anyway, as I was saying, so ...";
+# not "You booked at seven, so you're within the window", a record and its consequence)
+_SO_FRAME = re.compile(r"^\s*(?:[\w' ]{1,24},\s+){0,2}(?:so|just to confirm|to confirm),?\s+"
+                       r"(?:that's|that is|you'd like|you want|you're|you are)\b", re.I)
+
+
 def _framed_spans(text: str) -> list[tuple[int, int]]:
     """Sentences whose content a frame attributes to the caller: the frame's sentence, and for
     a read-back ("let me read that back.") the sentence after it."""
     sents = sentences(text)
     out = []
     for i, (s, e) in enumerate(sents):
-        mm = _FRAME.search(text[s:e])
+        mm = _FRAME.search(text[s:e]) or _SO_FRAME.search(text[s:e])
         if not mm:
             continue
         out.append((s, e))
@@ -93,10 +102,14 @@ def unsaid_values(conv: Conversation, text: str, upto: int) -> list[tuple[str, s
     user_text = " \n ".join(m.text for m in conv.messages[:upto] if m.role == "user")
     said_by_any = " \n ".join(m.spoken_text for m in conv.messages[:upto])
     forms = _fact_forms(conv)
+    held = system_keys(conv.scenario)
     out = []
     for s, e in _framed_spans(text):
         sent = text[s:e]
-        for key, fs in forms:
+        so_only = not _FRAME.search(sent)       # "So you're on the Starter plan" may be the
+        for key, fs in forms:                   # records' value said back: only the caller's count
+            if so_only and key in held:
+                continue
             hit = next((v for v in fs if len(normalise(v)) >= 3 and _mentions(sent, v)), None)
             if hit is None:
                 continue

@@ -42,6 +42,26 @@ def test_a_value_framed_as_the_callers_before_they_gave_it_is_presupposed():
                  "presupposed_value") == []
 
 
+def test_a_so_thats_read_back_of_a_value_never_given_is_presupposed():
+    """Seen in hand reads of seeds 31415 and 23: "So that's Canada, leaving Tuesday and returning
+    Monday, October 6. Is that right?" with no return date from the caller; "So that's Keller,
+    Warren and Powell, and you're David Adams" with no business name. (The example caller gives
+    the zip code 60614 in message 5.)"""
+    stage = {"stage": "identity_verification"}
+    said = "Thank you, Dana. So that's 60614 for the billing zip. Is that right?"
+    (v,) = found(conv_with({2: ("assistant", said, stage)}), "presupposed_value")
+    assert v.message_index == 2 and "billing_zip='60614'" in v.issue
+    opener = "Okay, as I was saying, so you're in 60614. Did I get that right?"
+    assert found(conv_with({2: ("assistant", opener, stage)}), "presupposed_value")
+    # the same read-back once the caller has said it: fine
+    assert found(conv_with({8: ("assistant", "So that's 60614 for the billing zip. Is that right?",
+                                {"stage": "troubleshooting"})}), "presupposed_value") == []
+    # a record and its consequence, not a read-back ("..., so you're covered")
+    record = ("Thank you, Dana. The line was set up in 60614 last spring, and the outage started "
+              "today, so you're covered by the service credit.")
+    assert found(conv_with({2: ("assistant", record, stage)}), "presupposed_value") == []
+
+
 def test_a_gold_recovery_that_reads_back_an_unsaid_value_is_presupposed():
     gold = {3: "account. Let me read that back: the zip code is 60614. Is that right?"}
     (v,) = found(conv_with({}, gold=gold), "presupposed_value")

@@ -331,3 +331,15 @@ def test_asked_to_run_a_test_and_say_what_they_see_the_caller_reports_it():
     assert _task_asked("Is that the right address?") == ""
     for line in P.bank("user", "task_done_report"):
         assert not re.match(r"(?:yes|yeah|yep)\b", line, re.I), line
+
+
+def test_no_read_back_gives_the_caller_a_value_they_never_said(convs):
+    """Seen in hand reads of seeds 31415, 23 and 11: "So that's Canada, leaving ... and
+    returning Monday, October 6" (no return date said), "So that's Keller, Warren and Powell,
+    and you're David Adams" (no business name), "So you'd like visit notes ... sent to Summit
+    Cardiology Group" (nothing said of either). Judged by the verifier's check, which reads the
+    conversation only, on the raw conversations (before any repair)."""
+    from bargein.verify import run_checks
+
+    bad = [(c.id, v.issue) for c in convs for v in run_checks(c) if v.check == "presupposed_value"]
+    assert not bad, bad[:3]

@@ -93,7 +93,11 @@ def test_every_required_key_is_asked_or_read_out(scenarios):
         for st in scn.kb.workflow.stages:
             units = stage_units(scn, st.name)
             asked = [k for u in units for k in u.keys]
-            assert len(asked) == len(set(asked)), (st.name, asked)
+            # no key is asked twice; a later unit may confirm it (its text reads the value back:
+            # "You mentioned you have about 5 days left. Is that the one?")
+            asking = [k for u in units for k in u.keys if not (u.text and k in facts and (
+                facts[k].value in u.text or (facts[k].spoken and facts[k].spoken in u.text)))]
+            assert len(asking) == len(set(asking)), (st.name, asked)
             for key in st.required_info:
                 if key in produced or key in asked:
                     continue
