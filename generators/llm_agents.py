@@ -193,8 +193,12 @@ class LLMAgents:
             own = assistant_sim.hidden_acks(self.scenario, d.get("key", ""))
             taken = rng.choice(list(own)) if own else P.pick(
                 rng, "assistant", "recover_hidden_fact", fact=P.second_person(value))
+
             fact = content_words(value) - content_words(rec.heard_text)
 
+            # the direction asks for no take-up at all: told to take the fact up itself, the 1.5B
+            # model said the caller's words as its own ("I have a meeting in about fifteen
+            # minutes."), then "Sorry, I didn't understand.", and the round was planned again
             def settle(t: AssistantTurn) -> AssistantTurn:
                 return t if content_words(t.text) & fact else t.model_copy(update={"acknowledgement": taken})
         elif rec is not None and rec.type == "topic_switch" and rec.detail.get("pair"):
@@ -213,6 +217,23 @@ class LLMAgents:
                 # (a word the cut turn says again, "this order", names nothing of the request)
                 return t if not asked or (content_words(t.text) - again) & asked \
                     else t.model_copy(update={"acknowledgement": answer})
+        elif rec is None and plan.ack.get("kind") == "hidden":
+            # likewise the take-up of a circumstance the caller volunteered in a plain reply: the
+            # offline agent's (the catalogue's response to it) when the model's words name none
+            # of it; the direction asks for no acknowledgement. Seen on the 1.5B model: "I'm
+            # moving to a new place in 14 days ..." answered by the next talking point alone, or
+            # "I see. I understand that you need to take care of it by yourself.", six answers in
+            # two plans, and the call failed
+            rule = assistant_sim.RuleAssistant(self.scenario)
+            rule.before = next((m.spoken_text for m in reversed(messages) if m.role == "assistant"), "")
+            taken = rule._take_up(plan.ack.get("key", ""), plan.ack.get("value", ""), rng)
+            # (a word the planned content says anyway, "days" of "two business days" against
+            # "in 14 days", names nothing of it)
+            fact = content_words(plan.ack.get("value", "")) - content_words(rule.before) \
+                - content_words(plan.unit.text if plan.unit is not None else "")
+
+            def settle(t: AssistantTurn) -> AssistantTurn:
+                return t if fact and content_words(t.text) & fact else t.model_copy(update={"acknowledgement": taken})
         so_far = self._so_far
         if so_far is None or len(so_far.messages) != len(messages):
             from bargein.generators.conversation import _partial
@@ -451,8 +472,36 @@ _META = ("breaks the plan", "your answer", "direction for your", "planned conten
 _ABOUT_CALLER = re.compile(r"\bthe (?:caller|customer)(?:'s)? (?:mentioned|said|told|gave|is|has|wants)\b", re.I)
 
 
+# the assistant saying it did not follow a caller who spoke plainly (every simulated caller line
+# is checked as clear). Seen on the 1.5B model: "Sorry, I misunderstood your question." before
+# the next question, after a side request it had just answered (in an accepted call), and
+# "Sorry, I didn't understand." after "I have a meeting in about fifteen minutes."
+_CONFUSED = re.compile(r"\b(?:i (?:didn't|did not|couldn't|could not|don't|do not) (?:quite )?"
+                       r"(?:understand|catch|follow|hear)\b|i misunderstood|i'm not sure (?:what|i) "
+                       r"(?:you|understand)|(?:could|can) you (?:please )?(?:repeat|rephrase|say that again))",
+                       re.I)
+
+
+# the closing question asked before the call's end (seen on the 1.5B model in an accepted call:
+# "Is there anything else I can help with on order HH-6085-7028?" as the third message, before
+# the damaged item was even named)
+_CLOSING = re.compile(r"\b(?:anything else (?:i|we) can (?:help|do|assist)|(?:is there )?anything else "
+                      r"(?:you need|for you|today)|will that be all|is that all for today)\b", re.I)
+
+
 def check_assistant(plan: RoundPlan, turn: AssistantTurn) -> list[str]:
     errs = [e for e in check_turn(plan, turn) if not e.startswith(_VALUE_ERRORS)]
+    unit = plan.unit
+    closing = _CLOSING.search(turn.text)
+    if closing and plan.assistant_action not in ("close", "farewell", "outcome") \
+            and not (unit is not None and (unit.kind in ("close", "farewell", "outcome")
+                                           or _CLOSING.search(unit.text or ""))):
+        errs.append(f"{closing.group(0)!r} closes the call, which is not over: deliver only the "
+                    "content of this turn")
+    lost = _CONFUSED.search(turn.text.replace("\u2019", "'"))
+    if lost:
+        errs.append(f"{lost.group(0)!r}: the caller was clear; respond to what they said, "
+                    "without saying you did not understand")
     if any(w in turn.text.lower() for w in _META) or _ABOUT_CALLER.search(turn.text):
         # seen: a re-ask's errors, and a direction's note, read out as speech
         errs.append("the turn repeats the instructions or errors; say only what the assistant "
@@ -605,8 +654,19 @@ def assistant_voice(text: str) -> list[str]:
             "customer who phoned: say what the customer says, in the customer's own words"]
 
 
+def instruction_echo(text: str) -> list[str]:
+    """The verifier's ``prompt_wording`` rule on one caller line, as a re-ask error for that
+    line (not a whole round planned again when the round's checks find it). Seen on the 1.5B
+    model in an accepted call: "Please provide me with the exact words I heard." twice."""
+    from bargein.verify.wording import instruction_words
+
+    found = instruction_words(text)
+    return [f"{found[0]!r} is the wording of your instructions, not what a caller says; say only "
+            "what the caller says on the phone"] if found else []
+
+
 def check_user_reply(up: UserPlan, utterance: str) -> list[str]:
-    errs = _echo(utterance) + assistant_voice(utterance) + [
+    errs = _echo(utterance) + instruction_echo(utterance) + assistant_voice(utterance) + [
         e for e in check_reply(up, utterance) if not e.startswith(_VALUE_ERRORS)]
     if up.action == "answer":
         missing = [v for v in up.facts.values() if v and not said(utterance, v)]
@@ -649,7 +709,13 @@ def check_user_interjection(up: UserPlan, message: str, content_start: int, hear
     more = asks_for_more(interjection) if up.type == "impatient" else ""
     errs = ([f"{more!r} asks to hear more; an impatient caller wants the assistant to skip "
              "this and move on: say that, in your own words"] if more else [])
-    errs += _echo(interjection) + assistant_voice(interjection) + [
+    missed = _MISSED.search(interjection.replace("\u2019", "'"))
+    if not more and missed and up.type != "filler":
+        # the caller heard the words it reacts to (seen on the 1.5B model, told to ask about "a
+        # two-hour pickup window": "Hold on, a two-hour pickup window? I didn't hear that!")
+        errs.append(f"{missed.group(0)!r}: you did hear what the assistant said; react to it "
+                    "as the direction says, without saying you did not hear it")
+    errs += _echo(interjection) + instruction_echo(interjection) + assistant_voice(interjection) + [
         e for e in check_interjection(up, message, content_start, heard, interjection, context)
         if not e.startswith(_VALUE_ERRORS)]
     if up.type == "correction" and not said(interjection, up.detail.get("new", "")):

@@ -120,13 +120,9 @@ def _ack(info: dict[str, str]) -> str:
     if kind == "fact":
         return f"the caller gave their {P.label(info.get('key', 'details'))}; thank them briefly"
     if kind == "hidden":
-        # a note to the assistant, in words it cannot read out as speech about "the caller"
-        # (seen: "The caller mentioned that I'm cutting household subscriptions ...; take it
-        # into account." spoken as the turn's first sentence)
-        value = info.get("value", "")
-        heard = about_you(value, "they") if is_statement(value) else value
-        return (f"they just told you that {heard}; respond to that in one short sentence of "
-                "your own, speaking to them")
+        # the take-up is computed (LLMAgents.assistant_turn): told to respond to it in a sentence
+        # of its own, the 1.5B model said the next talking point alone, six answers in a row
+        return ""
     if kind == "unknown":
         return "the caller does not have that at hand; say that is fine"
     if kind == "accept":
@@ -171,8 +167,8 @@ def _recovery_how(plan: RoundPlan) -> str:
         # answered by the booking's next question, without a word about the child
         v = d["value"]
         told = about_you(v, "they") if is_statement(v) else f"their {P.label(d.get('label', 'details'))} is {v}"
-        return (f"They just told you that {told}: take that up in the acknowledgement, naming it "
-                "in one short sentence, then restart your cut sentence from its beginning.")
+        return (f"They just told you that {told}. Your reply to that is written for you: leave "
+                "the acknowledgement empty and restart your cut sentence from its beginning.")
     return "Answer what they added or asked, then restart your cut sentence from its beginning."
 
 
@@ -185,10 +181,15 @@ def assistant_messages(plan: RoundPlan, scenario: Scenario, messages) -> tuple[s
     """(agent name, chat messages) for the branch the plan calls for."""
     branch = "interruption" if plan.assistant_mode == "recovery" else "normal"
     name = f"assistant_simulator.{branch}"
-    # the assistant never learns whether or where it will be cut (no cross-contamination)
+    # the assistant never learns whether or where it will be cut (no cross-contamination), nor
+    # the planner model's summary of the round: what the turn delivers is computed (the
+    # direction). Seen on the 1.5B model, given "Find the order by order number or email and
+    # confirm the customer's name on it." for the opening round: "I've found order HH-1389-4005
+    # ..." as the call's first words, before the caller had said anything
     view = plan.model_dump(mode="json", exclude={
         "user_style", "user_profile", "user_facts", "user_goal", "user_action", "message_index",
-        "cut_word_index", "interrupt", "type", "detail", "cut_fraction", "overlap_ms", "rationale"})
+        "cut_word_index", "interrupt", "type", "detail", "cut_fraction", "overlap_ms", "rationale",
+        "assistant_goal"})
     min_words = 1 if plan.assistant_action == "farewell" else MIN_CUT_WORDS
     unit = _unit_direction(plan)
     common = dict(plan=json.dumps(view, separators=(",", ":")), min_words=min_words, **unit)

@@ -206,6 +206,52 @@ def _slot_lines(example: dict, values: dict[str, str]) -> str:
     return "\n".join(f"<{k}> = {json.dumps(values.get(k, ''))}" for k in used)
 
 
+# what a good recovery of each type does, shown for the one type of the request only: given the
+# list of all six as "type: what to do" lines, the 1.5B model wrote "normal: address the detail
+# or question, then resume with a fresh start" as a criterion of an impatient cut-in (4 of the 6
+# rubrics of a bench/llm_real.py run that fell back to rules)
+GUIDANCE = {
+    "normal": "addresses the added detail or question, then resumes the cut sentence from its start",
+    "impatient": "skips the interrupted content, does not explain it again, and moves the task on",
+    "correction": "accepts the corrected value without pushback, uses it, and continues",
+    "topic_switch": "answers the unrelated request briefly, then steers back to the task without "
+                    "blending the two",
+    "filler": "continues exactly from the cut word, with no repetition and no acknowledgement",
+    "pushback": "de-escalates with empathy, engages the specific concern, and offers an alternative",
+}
+_TYPE_LABEL = re.compile(r"^\s*(?:" + "|".join(sorted({*INTERRUPTION_TYPES, "topic switch"}, key=len,
+                                                       reverse=True))
+                         + r")\s*(?:interruption)?\s*[:\-\u2013\u2014]\s*", re.I)
+
+
+def _label_of(text: str) -> str:
+    m = _TYPE_LABEL.match(text)
+    return m.group(0).strip(" :-\u2013\u2014").lower().replace(" interruption", "").replace(" ", "_") \
+        if m else ""
+
+
+def tidy_criterion(text: str, kind: str | None) -> str:
+    """A criterion without a leading label of its own type ("impatient: skips ..." -> "Skips
+    ..."), capitalised: what code can fix is not re-asked. Another type's label stays (and is
+    refused by :func:`wrong_type_labels`)."""
+    t = text.strip()
+    if kind and _label_of(t) == kind:
+        t = _TYPE_LABEL.sub("", t, count=1).strip()
+    return t[:1].upper() + t[1:]
+
+
+def tidy_rubric(o: "RubricOut", kind: str | None) -> "RubricOut":
+    return o.model_copy(update={"tf_criterion": tidy_criterion(o.tf_criterion, kind),
+                                "rq_criteria": [tidy_criterion(c, kind) for c in o.rq_criteria]})
+
+
+def wrong_type_labels(o: "RubricOut", kind: str | None) -> list[str]:
+    """A criterion labelled with another interruption type than the rubric's, as an error."""
+    return [f"{c[:60]!r} is written for the {lab} type, not for this {kind} cut-in: write "
+            f"what a good recovery of this {kind} cut-in does" for c in [o.tf_criterion, *o.rq_criteria]
+            for lab in [_label_of(c)] if lab and lab != kind]
+
+
 async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random,
                      without: set[tuple] | None = None) -> Rubric:
     """One rubric, checked by :func:`check_rubric` and by the verifier's own checks
@@ -216,6 +262,7 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random,
     example = example_for(kind, values)
     system = render("rubric_generator", system_prompt=conv.scenario.system_prompt)
     fields = dict(history=history_view(conv.messages[: idx + 1]), type=kind,
+                  guidance=GUIDANCE.get(kind, GUIDANCE["normal"]),
                   heard=json.dumps(cut.interruption.heard_text),
                   unsaid=json.dumps(cut.text[len(cut.interruption.heard_text):]),
                   interjection=json.dumps(conv.messages[idx].text),
@@ -230,11 +277,13 @@ async def llm_rubric(conv: Conversation, idx: int, llm: Any, rng: random.Random,
     said = " ".join(m.text for m in conv.messages[: idx + 1])
 
     def as_rubric(o: RubricOut) -> Rubric:
+        o = tidy_rubric(o, kind)
         return Rubric(message_index=idx, type=kind, tf_criterion=o.tf_criterion.strip(),
                       rq_criteria=tuple(c.strip() for c in o.rq_criteria if c.strip()))
 
     def check(o: RubricOut) -> list[str]:
-        errs = check_rubric(o, kind, said, values)
+        o = tidy_rubric(o, kind)
+        errs = wrong_type_labels(o, kind) + check_rubric(o, kind, said, values)
         return errs or gate_errors(conv, as_rubric(o), without)
 
     out = await ask_valid(llm, [{"role": "system", "content": system},

@@ -466,6 +466,36 @@ class ConversationState:
                     common = mine & (content_words(other["user"]) - _OPENER_WORDS)
                     if len(common) >= 2 and len(common) * 2 >= min(len(mine), 4):
                         return True
+        return self._says_a_hidden_fact(pair["user"])
+
+    def _says_a_hidden_fact(self, text: str) -> bool:
+        """Whether ``text`` says what one of the caller's hidden facts says ("I'm an
+        international student" when the caller's hidden fact is that they are one): said once
+        in a call, by the fact or by the pair, not twice."""
+        from bargein.verify.text import content_words
+        mine = content_words(text) - _OPENER_WORDS
+        for f in self.scenario.intent.hidden_facts:
+            common = mine & content_words(f.value)
+            if len(common) >= 2 and len(common) * 2 >= min(len(mine), 4):
+                return True
+        return False
+
+    def _pair_said_it(self, key: str) -> bool:
+        """Whether a side remark already used in this call said hidden fact ``key``."""
+        from bargein.verify.text import content_words
+        f = self.facts.get(key)
+        if f is None:
+            return False
+        theirs = content_words(f.value)
+        for bank_key, idx in self.used_pairs.items():
+            bank = P.bank("pairs", bank_key)
+            for i in idx:
+                pr = bank[i] if i < len(bank) else None
+                if isinstance(pr, dict) and pr.get("user"):
+                    mine = content_words(pr["user"]) - _OPENER_WORDS
+                    common = mine & theirs
+                    if len(common) >= 2 and len(common) * 2 >= min(len(mine), 4):
+                        return True
         return False
 
     def _fits_goal(self, pair: dict) -> bool:
@@ -530,7 +560,7 @@ class ConversationState:
         late = self._past_until()
         return [k for k in dict.fromkeys(keys) if k in facts and k not in self.stated
                 and k not in held and k not in self.read_back   # not what the system read out
-                and k not in late]
+                and k not in late and not (k in hidden and self._pair_said_it(k))]
 
     def _past_until(self) -> set[str]:
         """Hidden facts whose catalogue ``until`` pattern the agent has already said (a wedding

@@ -2,11 +2,19 @@
 
 The offline writer is a deterministic template over domain, goal and knowledge base: role,
 goal, today's date, every stage in order with what to ask and what to do on skip, failure and
-termination, the records on file, the domain guidelines and voice style. The LLM writer renders
+termination, the records on file, the domain guidelines and voice style.
+
+The records on file are only what the company holds before the caller says anything
+(:func:`held_keys`): never the caller's own details (name, email, address, the order or parcel
+number a step asks for, what the caller believes or reports). Seen on the 1.5B model when they
+were listed: "Great, I have the order number. It starts with H H ..." as the call's first
+words, the assistant answering its own question with the records' values. The LLM writer renders
 ``prompts/system_message_writer.jinja2`` with the same inputs (see ``scenarios_llm``).
 """
 
 from __future__ import annotations
+
+import re
 
 from bargein.generators.workflow import stage_path
 from bargein.records import Domain, Goal, KnowledgeBase, Transition
@@ -40,6 +48,34 @@ def _transition_line(tr: Transition, kb: KnowledgeBase, number: dict[str, int]) 
     return f"If {when.rstrip('.')}, {_where(tr.target, kb, number)}."
 
 
+# the caller's own details, by key or kind: a caller gives these, the records never hold them first
+CALLER_KEYS = frozenset("""full_name date_of_birth ssn_last4 home_address phone_number email
+mailing_address work_email account_email admin_email""".split())
+CALLER_KINDS = frozenset({"name", "email", "phone", "address", "date_of_birth"})
+# a sentence that says back what the caller said ("You mentioned budget cuts", "You believe ...")
+_ATTRIBUTED = re.compile(r"\byou(?:'ve)? (?:said|mentioned|told|described|believe|noted|indicated|"
+                         r"reported|think)\b", re.I)
+
+
+def held_keys(kb: KnowledgeBase) -> tuple[str, ...]:
+    """The fact keys the company holds on file, in KB order: a value some talking point states
+    as the company's (a statement, not a question, not a read-back of the caller's words), that
+    no talking point asks the caller for, and that is not one of the caller's own details."""
+    stated: set[str] = set()
+    asked: set[str] = set()
+    for st in kb.workflow.stages:
+        for tp in st.talking_points:
+            for sent in re.split(r"(?<=[.?!])\s+", tp):
+                for f in kb.user_facts:
+                    forms = [v for v in (f.value, f.spoken) if v]
+                    if any(v in sent for v in forms):
+                        (asked if "?" in sent or _ATTRIBUTED.search(sent) else stated).add(f.key)
+                    elif "?" in sent and _label(f.key).lower() in sent.lower():
+                        asked.add(f.key)
+    return tuple(f.key for f in kb.user_facts if f.key in stated - asked
+                 and f.key not in CALLER_KEYS and f.kind not in CALLER_KINDS)
+
+
 def offline_system_message(domain: Domain, goal: Goal, kb: KnowledgeBase, *, brand: str,
                            today: str) -> str:
     """A complete, deterministic system message; no placeholders, numbered stages."""
@@ -58,7 +94,7 @@ def offline_system_message(domain: Domain, goal: Goal, kb: KnowledgeBase, *, bra
         "unless its skip condition applies. The call ends only in one of these outcomes: "
         + ", ".join(f"\"{_label(t)}\"" for t in wf.terminals) + ".",
     ]
-    facts = {f.key: f for f in kb.user_facts}
+    held = held_keys(kb)
     for name in order:
         st = wf.stage(name)
         out += ["", f"Step {number[name]}: {_label(name).capitalize()}. {st.description}"]
@@ -71,11 +107,11 @@ def offline_system_message(domain: Domain, goal: Goal, kb: KnowledgeBase, *, bra
         out += [f"On failure: {c}" for c in st.failure_handling]
         out += [f"End the call when: {c}" for c in st.termination_conditions]
         out += [_transition_line(tr, kb, number) for tr in wf.transitions if tr.source == name]
-    if facts:
+    if held:
         out += ["", "RECORDS ON FILE",
-                "Use these to verify what the caller tells you. Never read a full account number, "
-                "PIN or code back; refer to the last digits only."]
-        out += [f"- {_label(f.key).capitalize()}: {f.value}" for f in kb.user_facts]
+                "What the company's systems show. The caller's own details are not here: ask the "
+                "caller for them. Never read a full account number, PIN or code back."]
+        out += [f"- {_label(f.key).capitalize()}: {f.value}" for f in kb.user_facts if f.key in held]
     if kb.guidelines:
         out += ["", "GUIDELINES"] + [f"- {g}" for g in kb.guidelines]
     out += ["", "SPEAKING STYLE"] + [f"- {s}" for s in VOICE_STYLE]

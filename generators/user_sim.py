@@ -184,7 +184,8 @@ class RuleUser:
                         else "is"                       # "the copies are", "the email is"
                     parts.append(f"And my {label} {be} {value}.")
                 else:
-                    part = pick_fact_line(rng, bank, key, value=value, label=P.label(key))
+                    part = pick_fact_line(rng, bank, key, wh=asks_wh(last), value=value,
+                                          label=P.label(key))
                     if "@" in value and part[:1].isupper() and part.lower().startswith(value.lower()):
                         part = f"It's {value}{part[len(value):]}"   # an address keeps its case
                     parts.append(part)
@@ -503,7 +504,18 @@ def fact_wordings(key: str) -> tuple[str, ...]:
     return P.bank("user", name) if name in P.bank_keys("user") else ()
 
 
-def pick_fact_line(rng: random.Random, bank: str, key: str, **slots: str) -> str:
+_WH = re.compile(r"^\s*(?:[\w']+,\s*)?(?:so,?\s*)?(?:what|which|when|where|how|who|whose)\b", re.I)
+_YES = re.compile(r"^(?:yes|yeah|yep)\b", re.I)
+
+
+def asks_wh(heard: str) -> bool:
+    """Whether the last question of ``heard`` is a wh-question ("What's the order number?"),
+    which "Yeah, it's ..." does not answer."""
+    qs = re.findall(r"[^.?!]*\?", heard)
+    return bool(qs) and bool(_WH.match(qs[-1]))
+
+
+def pick_fact_line(rng: random.Random, bank: str, key: str, wh: bool = False, **slots: str) -> str:
     """A line of ``bank`` that says fact ``key``. A key with its own wordings says it that way:
     a line's "my {label} is {value}" becomes the wording, and a line that names the label in
     any other way ("I gave you the wrong {label}") is not drawn."""
@@ -511,6 +523,8 @@ def pick_fact_line(rng: random.Random, bank: str, key: str, **slots: str) -> str
         or list(P.bank("user", bank))
     if _OWN_DETAIL.match(key):          # nobody is unsure of their own name ("Lance Wood, I believe.")
         lines = [t for t in lines if not _HEDGE.search(t)] or lines
+    if wh:                              # "How many days are left?" - "Yeah, it's one day."
+        lines = [t for t in lines if not _YES.match(t)] or lines
     line = rng.choice(lines)
     wordings = fact_wordings(key)
     if not wordings or "{label}" not in line:

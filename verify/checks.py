@@ -293,3 +293,4 @@ def run_checks(conv: Conversation) -> list[Verdict]:
     for fn in CHECKS.values():
         out.extend(fn(conv))
     return out
+from bargein.verify import repeated_turn as _repeated_turn  # noqa: E402,F401  (registers assistant_turn_repeated)

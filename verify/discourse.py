@@ -272,7 +272,9 @@ _YES_NO = re.compile(
     r"wrong|changed|spot on|covered|the lot|takes care|sorts it|all i needed|that was all|"
     r"i'm fine|we're done|nothing else|that's everything|too|rather not|can't|won't|go for it|"
     r"go on|why not|by all means|be my guest|i guess so|i suppose|i think so|probably|maybe|"
-    r"perhaps|not sure|depends|sounds|reasonable|fair)\b|n't\b", re.I)
+    r"perhaps|not sure|depends|sounds|reasonable|fair|"
+    # no preference is an answer ("Do you have a preferred time?" - "Whatever is soonest.")
+    r"whatever|either|anything|any time|anytime|flexible|soonest|earliest)\b|n't\b", re.I)
 
 
 _REFUSAL = re.compile(r"\b(?:no|not|rather|why|prefer|uncomfortable|comfortable|wait|hold on|"

@@ -129,7 +129,9 @@ def test_a_side_remark_after_a_yes_no_question_is_no_answer():
     (v,) = found(bad, "yes_no_answered")
     assert v.message_index == 17 and "Shall I do that?" in v.evidence and not v.fixable
     for reply in ("Go for it.", "Nah, not today.", "I'd rather keep Thursday.",
-                  "Yes, please do that."):
+                  "Yes, please do that.",
+                  # no preference answers "do you have a preferred time?" (seed 5)
+                  "Honestly, whatever's easiest. Whatever is soonest."):
         ok = conv_with({16: bad.messages[16].text and ("assistant", bad.messages[16].text,
                                                        {"stage": "schedule_technician"}),
                         17: ("user", reply)})

@@ -97,3 +97,18 @@ def test_nobody_is_unsure_of_their_own_name():
     lines = {pick_fact_line(rng, "answer_fact", "order_number", value="H H, one two",
                             label="order number") for _ in range(200)}
     assert any(re.search(r"\bI (?:think|believe)\b", line) for line in lines)
+
+
+def test_a_wh_question_is_not_answered_yes():
+    """Seen in a hand read of seed 27182: "How many days of supply do you have left?" answered
+    "Yeah, it's one day."."""
+    from bargein.generators.user_sim import asks_wh
+
+    assert asks_wh("Thanks. How many days of supply do you have left?")
+    assert asks_wh("Okay, so what's the order number?")
+    assert not asks_wh("Could you tell me the order number?")
+    rng = random.Random(4)
+    lines = {pick_fact_line(rng, "answer_fact", "days_remaining", wh=True, value="one day",
+                            label="days remaining") for _ in range(120)}
+    assert not [x for x in lines if re.match(r"(?:yes|yeah|yep)\b", x, re.I)], lines
+    assert len(lines) > 5

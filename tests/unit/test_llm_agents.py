@@ -406,3 +406,47 @@ def test_an_assistant_turn_the_verifier_would_reject_is_re_asked_not_re_planned(
                            else "Let's go on with the next step of your request.")
     errs = turn_verdicts(so_far, plan, ignoring)
     assert errs and errs[0].startswith("hidden_fact_addressed")
+
+
+def test_a_cut_in_saying_it_did_not_hear_or_quoting_the_instructions_is_refused(tmp_path):
+    """Seen on the 1.5B model in an accepted call (bench/llm_real.py, a1acd21): "Hold on, a
+    two-hour pickup window? I didn't hear that! Please provide me with the exact words I
+    heard." - a caller who did hear, and the wording of its instructions. The instrument for the
+    other side is the offline caller's own cut-ins of every type on 8 scenarios: none is refused
+    for either."""
+    import random
+
+    from bargein.generators.conversation import RuleAgents, _run_sync, simulate
+    from bargein.generators.llm_agents import check_user_interjection, check_user_reply
+    from bargein.generators.scenarios import generate_scenarios
+    from bargein.generators.user_sim import user_plan
+
+    seen: list = []
+
+    class Watch(RuleAgents):
+        async def user_interject(self, plan, message, cs, ctx, heard, rng, sample):
+            got = await super().user_interject(plan, message, cs, ctx, heard, rng, sample)
+            seen.append((user_plan(plan), message, cs, got.heard, got.interjection, ctx))
+            return got
+
+    def refused(up, message, cs, heard, line, ctx):
+        return [e for e in check_user_interjection(up, message, cs, heard, line, ctx)
+                if "you did hear" in e or "wording of your instructions" in e]
+
+    for scn in generate_scenarios(8, 7, workdir=tmp_path, progress=False).outputs:
+        for seed in range(2):
+            _run_sync(simulate(scn, random.Random(seed), Watch(scn)))
+    kinds = {x[0].type for x in seen}
+    assert len(seen) >= 10 and {"normal", "pushback", "topic_switch"} <= kinds
+    assert [x[4] for x in seen if refused(*x)] == []
+    up, message, cs, heard, _, ctx = next(x for x in seen if x[0].type in ("normal", "pushback"))
+    errs = refused(up, message, cs, heard, "Hold on, a two-hour pickup window? I didn't hear "
+                   "that! Please provide me with the exact words I heard.", ctx)
+    assert len(errs) == 2 and "didn't hear" in errs[0] and "exact words I heard" in errs[1]
+    filler = next((x for x in seen if x[0].type == "filler"), None)
+    if filler is not None:         # a backchannel is never judged on hearing
+        assert refused(*filler[:4], "Mm-hm.", filler[5]) == []
+    conv = _run_sync(simulate(scn, random.Random(0), RuleAgents(scn)))
+    reply = user_plan(next(p for p in conv.plan if not p.interrupt))
+    assert any("wording of your instructions" in e
+               for e in check_user_reply(reply, "Please provide me with the exact words I heard."))

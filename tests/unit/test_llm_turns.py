@@ -167,8 +167,9 @@ def test_a_fact_about_the_caller_is_said_to_them():
     assert about_me("has two dogs and they need a quiet room") == "I have two dogs and I need a quiet room"
     assert about_me("wants someone to call them back") == "I want someone to call me back"
     assert "budget pressure" not in msgs[-1]["content"].split("<plan>")[0]
-    note = _ack({"kind": "hidden", "value": "is cutting household subscriptions"})
-    assert "they are cutting household subscriptions" in note and "the caller" not in note
+    # the assistant's take-up of a hidden fact is computed, never asked of the model
+    # (test_a_circumstance_volunteered_in_a_reply_is_taken_up)
+    assert _ack({"kind": "hidden", "value": "is cutting household subscriptions"}) == ""
 
 
 def test_an_address_said_without_its_underscore_is_another_address():
@@ -349,3 +350,84 @@ def test_the_callers_sentence_in_the_assistants_turn_is_refused():
     ok = "Thanks. Just checking I heard you right: H H, one three eight nine, four zero zero five?"
     assert callers_words(ok, caller) == []
     assert callers_words("Yes, that's correct. I've found it.", ["Yes, that's correct."]) == []
+
+
+def test_an_assistant_saying_it_did_not_follow_a_clear_caller_is_refused():
+    """Seen on the 1.5B model: "Sorry, I misunderstood your question. Can you please provide me
+    with the project name ..." (an accepted call, after a side request it had just answered),
+    and "Sorry, I didn't understand." after "I have a meeting in about fifteen minutes." The
+    other side: the offline assistant's own resume leads ("Let me say that again.") pass."""
+    import random as _random
+
+    from bargein.generators import phrases as P
+
+    plan = RoundPlan(round=3, stage="find_order", assistant_action="ask",
+                     unit=Unit(kind="inform", stage="find_order",
+                               text="Do you have your order number nearby?"))
+    for seen in ("Sorry, I didn't understand. Do you have your order number nearby?",
+                 "Sorry, I misunderstood your question. Do you have your order number nearby?",
+                 "Could you please repeat that? Do you have your order number nearby?"):
+        errs = check_assistant(plan, AssistantTurn(content=seen))
+        assert any("the caller was clear" in e for e in errs), seen
+    ok = AssistantTurn(acknowledgement="A meeting soon, understood; I'll be quick.",
+                       content="Do you have your order number nearby?")
+    assert check_assistant(plan, ok) == []
+    rng = _random.Random(3)
+    leads = {P.pick(rng, "assistant", "resume_lead_full") for _ in range(200)}
+    assert len(leads) > 5
+    for lead in leads:
+        turn = AssistantTurn(content=f"{lead} Do you have your order number nearby?")
+        assert not any("the caller was clear" in e for e in check_assistant(plan, turn)), lead
+
+
+def test_the_closing_question_before_the_end_is_refused():
+    """Seen on the 1.5B model in an accepted call: "Is there anything else I can help with on
+    order HH-6085-7028?" as the third message. At a closing step, or where the planned content
+    asks it, it stays."""
+    plan = RoundPlan(round=1, stage="find_order", assistant_action="inform",
+                     unit=Unit(kind="inform", stage="find_order", text="The email matches the order."))
+    early = AssistantTurn(content="The email matches the order. Is there anything else I can help "
+                                  "with on order HH-6085-7028?")
+    assert any("closes the call" in e for e in check_assistant(plan, early))
+    assert check_assistant(plan, AssistantTurn(content="The email matches the order, thanks.")) == []
+    text = "Your refund is on its way. Is there anything else I can help with today?"
+    close = RoundPlan(round=9, stage="wrap_up", assistant_action="close",
+                      unit=Unit(kind="close", stage="wrap_up", text=text))
+    assert check_assistant(close, AssistantTurn(content=text)) == []
+    planned = RoundPlan(round=9, stage="confirm_plan", assistant_action="inform",
+                        unit=Unit(kind="inform", stage="confirm_plan", text=text))
+    assert check_assistant(planned, AssistantTurn(content=text)) == []
+
+
+def test_a_circumstance_volunteered_in_a_reply_is_taken_up(tmp_path):
+    """Seen on the 1.5B model: "I'm moving to a new place in 14 days and will not be at this
+    address much longer." (a plain reply) answered by the next talking point alone, six answers
+    in two plans, and the call failed. The take-up is the offline agent's when the model's turn
+    names nothing of it; the verifier's check (the instrument) finds it taken up."""
+    import random
+
+    from bargein.generators.conversation import _partial
+    from bargein.generators.llm_agents import LLMAgents, turn_verdicts
+    scn, conv, plan = _first_plan(tmp_path, lambda p: (
+        p.recovery is None and p.ack.get("kind") == "hidden" and p.unit is not None and p.unit.text))
+
+    class Model:
+        def __init__(self):
+            self.sent = []
+
+        async def structured(self, messages, schema, **kw):
+            self.sent.append(messages)
+            return schema(acknowledgement="Thanks, I have that.", content=plan.unit.text)
+
+    model = Model()
+    i = plan.message_index
+    turn = asyncio.run(LLMAgents(scn, model, "test").assistant_turn(
+        plan, list(conv.messages[:i]), random.Random(0), 0))
+    assert len(model.sent) == 1 and "Acknowledge first" not in model.sent[0][-1]["content"]
+    assert turn.acknowledgement not in ("", "Thanks, I have that.") and plan.unit.text in turn.content
+    so_far = _partial(scn, list(conv.messages[:i]), [p for p in conv.plan if p.message_index < i],
+                      {k: g for k, g in conv.gold_recoveries.items() if k < i}, "test")
+    assert not [e for e in turn_verdicts(so_far, plan, turn.text) if e.startswith("hidden_fact")]
+    # without the take-up, the same turn is what the check refuses
+    bare = turn_verdicts(so_far, plan, plan.unit.text)
+    assert [e for e in bare if e.startswith("hidden_fact")]

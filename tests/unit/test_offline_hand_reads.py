@@ -343,3 +343,19 @@ def test_no_read_back_gives_the_caller_a_value_they_never_said(convs):
 
     bad = [(c.id, v.issue) for c in convs for v in run_checks(c) if v.check == "presupposed_value"]
     assert not bad, bad[:3]
+
+
+def test_a_hidden_fact_is_told_once_not_again_as_a_side_remark(convs):
+    """Seen in a hand read of seed 27183: "Hold on, I'm an international student." and, three
+    turns later, "Oh, by the way, I'm an international student and need to stay enrolled
+    full-time for visa reasons." (a side remark of the bank and the caller's hidden fact)."""
+    from bargein.verify.text import content_words
+
+    glue = content_words("oh by the way sorry I should mention just so you know also hold on "
+                         "wait one thing quick need")
+    for c in convs:
+        for f in c.scenario.intent.hidden_facts:
+            theirs = content_words(f.value) - glue
+            told = [m.index for m in c.messages if m.role == "user"
+                    and len((content_words(m.text) - glue) & theirs) >= 2]
+            assert len(told) <= 1 or len(theirs) < 2, (c.id, f.value, told)

@@ -346,11 +346,12 @@ def test_nobody_cuts_in_on_the_greeting_or_skips_a_payment_link(scenarios):
 def test_no_run_of_asides_and_no_clarifying_the_callers_own_value(scenarios):
     """Four "by the way" asides in five turns, two of them on the same resumed sentence, and
     "Friday, October 31, 2025? I want to be sure I heard it right" of a date the caller had
-    just given (hand-read of seed 112358)."""
+    just given (hand-read of seed 112358). Six seeds a scenario, so the sample holds a few
+    clarifying questions to look at (a clarification is about one normal cut-in in twenty-five)."""
     value = re.compile(r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \w+ \d+, \d{4}"
                        r"|\$[\d,]+(?:\.\d\d)?|[\w.]+@[\w.-]+\.\w+")
     asides = clarifies = 0
-    for seed in range(3):
+    for seed in range(6):
         for n, scn in enumerate(scenarios):
             msgs = run(scn, 90 * seed + n).messages
             for i, m in enumerate(msgs):

@@ -20,6 +20,7 @@ from bargein.generators.scenarios import build_offline_scenario, generate_scenar
 from bargein.generators.speech_forms import (
     amount_spoken, code_spoken, date_spoken, email_spoken, int_words, ordinal_words, time_spoken,
 )
+from bargein.generators.system_message import held_keys
 from bargein.generators.workflow import stage_path, validate_kb
 from bargein.records import INTERRUPTION_TYPES, Scenario, ScenarioSpec
 from bargein.store import read_jsonl
@@ -182,6 +183,19 @@ def test_fifty_scenarios_cover_all_domains_and_are_clean(fifty):
     assert problems == []
 
 
+def test_records_on_file_leave_out_what_the_caller_gives(fifty):
+    """Hand-read on the late-delivery ecommerce goal: the order number is asked ("Do you have
+    your order number handy?"), the name and email are the caller's; the carrier, the promised
+    date and the last scan are what the company's systems show."""
+    s = next(s for s in fifty[1].outputs if s.kb.fact("last_scan") is not None)
+    held = held_keys(s.kb)
+    assert {"carrier", "promised_date", "last_scan"} <= set(held)
+    assert not {"order_number", "full_name", "email"} & set(held)
+    records = s.system_prompt.split("RECORDS ON FILE", 1)[1].split("\n\n", 1)[0]
+    assert s.kb.fact("order_number").value not in records
+    assert s.kb.fact("carrier").value in records
+
+
 def test_scenario_content_is_specific(fifty):
     _, res = fifty
     for s in res.outputs:
@@ -189,7 +203,15 @@ def test_scenario_content_is_specific(fifty):
         sp = s.system_prompt
         for name in stage_path(s.kb.workflow):
             assert name.replace("_", " ").capitalize() in sp
-        assert all(v in sp for v in facts.values())
+        # the records on file hold only what the company holds: never the caller's own details
+        # (the 1.5B assistant answered its own questions from them); held values are listed
+        held = held_keys(s.kb)
+        records = sp.split("RECORDS ON FILE", 1)[1].split("\n\n", 1)[0] if held else ""
+        assert all(f"{k.replace('_', ' ').capitalize()}: {facts[k]}" in records for k in held)
+        assert "RECORDS ON FILE" in sp or not held
+        for k, v in facts.items():
+            if k not in held:
+                assert f"{k.replace('_', ' ').capitalize()}: " not in records, (s.id, k)
         assert s.kb.guidelines[0].startswith("You represent ")
         for st in s.kb.workflow.stages:
             for tp in st.talking_points:
@@ -312,3 +334,15 @@ def test_a_tax_year_is_the_year_before_the_call_whatever_its_date():
     cat = load_catalogue()
     entry = cat.goal("professional_services", "request_filing_extension")
     assert entry.facts["tax_year"].kind == "year"
+
+
+def test_a_patient_balance_is_less_than_the_bill_insurance_paid_most_of():
+    """Seen in a hand read of seed 27183: "The total billed was $481.46. Cascade Health HMO
+    paid most of it ..., leaving $527.77 as your portion"."""
+    entry = load_catalogue().goal("healthcare", "explain_medical_bill")
+    for seed in range(200):
+        m = FactMaker(seed=seed, today=date(2025, 6, 2))
+        billed = m.make("billed_amount", entry.facts["billed_amount"]).value
+        balance = m.make("patient_balance", entry.facts["patient_balance"]).value
+        amount = lambda v: float(v.strip("$").replace(",", ""))   # noqa: E731
+        assert amount(balance) * 2 < amount(billed), (billed, balance)
