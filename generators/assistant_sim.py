@@ -361,8 +361,11 @@ class RuleAssistant:
             else:
                 address = P.pick(rng, "assistant", "recover_clarify", anchor=d.get("anchor", "that"))
         elif t == "correction":
-            address = P.pick(rng, "assistant", "recover_correction", label=d["label"],
-                             old=d["old"], new=d["new"])
+            if d["new"] in self.content(plan, random.Random(0)):   # the turn says the new value
+                address = P.pick(rng, "assistant", "recover_correction_short")   # itself: once
+            else:
+                address = P.pick(rng, "assistant", "recover_correction", label=d["label"],
+                                 old=d["old"], new=d["new"])
         else:  # topic_switch: address it, steer back (the steer-back is the resume lead)
             address = P.pair(d, "topic_switch")["assistant"]
             topic = goal_topic(self.scenario) if plan.unit.kind != "close" else ""

@@ -448,8 +448,22 @@ class ConversationState:
                 continue
             used = self.used_pairs.get(key, set())
             out += [(key, i) for i, pr in enumerate(P.bank("pairs", key))
-                    if i not in used and self._fits_goal(pr) and not self._asked_before(pr)] * weight
+                    if i not in used and self._fits_goal(pr) and not self._asked_before(pr)
+                    and not (bank == "topic_switch" and self._answer_says_nothing_new(pr))] * weight
         return out
+
+    def _answer_says_nothing_new(self, pair: dict) -> bool:
+        """A side request whose answer names nothing of it that was not in the air already ("a
+        wheelchair at the gate for my mother?" -- "Yes, wheelchair assistance can be added",
+        after the agent said it adds wheelchair assistance for the caller): it would read as the
+        request left unanswered."""
+        if not isinstance(pair, dict) or not pair.get("user") or not pair.get("assistant"):
+            return False
+        from bargein.verify.text import content_words
+        heard = f"{self.said} {self.current} {self.last_user.get('value', '')}"   # the turn
+        asked = content_words(pair["user"]) - _OPENER_WORDS - content_words(heard)  # answers it
+        return bool(content_words(pair["user"]) - _OPENER_WORDS) and not (
+            content_words(pair["assistant"]) & asked)
 
     def _asked_before(self, pair: dict) -> bool:
         """A side request on the subject of one already raised in this call ("when does the

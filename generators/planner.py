@@ -163,7 +163,7 @@ class RulePlanner(CallerRounds):
                 if u.kind == "ask" and u.keys and not u.purpose and all(
                         st.stated.get(k) for k in u.keys):
                     continue                    # the caller gave all of it already (volunteered)
-                if u.kind == "ask" and u.keys and not u.purpose and u.text and any(
+                if u.kind == "ask" and u.keys and not u.purpose and any(
                         st.stated.get(k) and k in st.uttered for k in u.keys):
                     # the caller volunteered part of it: ask only for the rest, in a question
                     # of its own (the talking point would ask again for what they gave)
