@@ -256,7 +256,9 @@ class RuleAssistant:
             qs.append(P.pick(rng, "assistant", f"ask_kind.{kind}", what=what))
             rest = []
         if rest or not keys:
-            labels = " and ".join(P.label(k) for k in rest) or "details"
+            labs = [P.label(k) for k in rest]   # "the check number, check amount and payee"
+            labels = (", ".join(labs[:-1]) + " and " + labs[-1] if len(labs) > 2
+                      else " and ".join(labs)) or "details"
             own = bool(rest) and all(_own_attribute(P.label(k)) for k in rest)
             qs.append(P.pick(rng, "assistant", "ask" if own else "ask_the", label=labels))
         qs += [rng.choice(P.bank("assistant", f"ask_for.{k}")) for k in own_q]
