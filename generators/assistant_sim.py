@@ -260,7 +260,10 @@ class RuleAssistant:
             labels = (", ".join(labs[:-1]) + " and " + labs[-1] if len(labs) > 2
                       else " and ".join(labs)) or "details"
             own = bool(rest) and all(_own_attribute(P.label(k)) for k in rest)
-            qs.append(P.pick(rng, "assistant", "ask" if own else "ask_the", label=labels))
+            bank = P.bank("assistant", "ask" if own else "ask_the")
+            if len(rest) > 1:                   # "the check number and payee. What is it?"
+                bank = tuple(t for t in bank if not re.search(r"\bWhat is it\?", t)) or bank
+            qs.append(P.fill(rng.choice(bank), where="assistant.ask", label=labels))
         qs += [rng.choice(P.bank("assistant", f"ask_for.{k}")) for k in own_q]
         qs = [q for q in qs if q]
         low = [q if re.match(r"I\b", q) else q[:1].lower() + q[1:] for q in qs[1:]]

@@ -179,3 +179,12 @@ def test_a_persisting_caller_is_not_told_the_same_understanding_again():
         again = G.recover_pushback(random.Random(seed), "requirement", "your date of birth",
                                    said=first, domain="healthcare")
         assert first.split(".")[0].split(",")[-1].strip().lower()[:30] not in again.lower(), (first, again)
+
+
+def test_several_details_are_not_asked_for_as_one_it():
+    """Seen: "Next, I need the check number and check amount and payee and check date. What is
+    it?"."""
+    keys = ("check_number", "check_amount", "payee")
+    for seed in range(60):
+        q = RuleAssistant._question(keys, random.Random(seed))
+        assert "What is it?" not in q and q.endswith("?"), q
