@@ -106,9 +106,11 @@ def unsaid_values(conv: Conversation, text: str, upto: int) -> list[tuple[str, s
     out = []
     for s, e in _framed_spans(text):
         sent = text[s:e]
-        so_only = not _FRAME.search(sent)       # "So you're on the Starter plan" may be the
-        for key, fs in forms:                   # records' value said back: only the caller's count
-            if so_only and key in held:
+        # "So you're on the Starter plan" may be the records' value said back: of a "So that's"
+        # read-back only the caller's own values count
+        so_frame = not _FRAME.search(sent) and bool(_SO_FRAME.search(sent))
+        for key, fs in forms:
+            if so_frame and key in held:
                 continue
             hit = next((v for v in fs if len(normalise(v)) >= 3 and _mentions(sent, v)), None)
             if hit is None:
@@ -118,9 +120,10 @@ def unsaid_values(conv: Conversation, text: str, upto: int) -> list[tuple[str, s
                 continue
             # "I've updated X" of a value the records gave and the caller took up is fine only
             # when the caller said it; a value nobody said before is framed from nowhere.
-            if not _FRAME.search(sent) and _mentions(said_by_any, hit):
+            if not _FRAME.search(sent) and not so_frame and _mentions(said_by_any, hit):
                 continue                  # read-back sentence repeating what was on the table
-            if not _ATTRIBUTION.search(sent) and _mentions(said_by_any, hit):
+            # "So that's X. Is that right?" gives X back as the caller's answer: an attribution
+            if not _ATTRIBUTION.search(sent) and not so_frame and _mentions(said_by_any, hit):
                 continue                  # "your code X is now closed": a state, not a quote
             out.append((key, hit, sent))
     return out
