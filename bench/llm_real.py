@@ -69,6 +69,20 @@ above 0.6. Earlier, commit 9cfb7cd (22:44-00:00, 3 of 4 in 70 minutes): schema_f
 2.030, 1.760, 2.409 on a156641, ce37f3f, ca66656.
 Re-simulation of discarded scenarios is off here (``resamples=0``): the rate is per simulated
 conversation.
+
+Latest (2026-11-25, second session). ``--scenarios 4 --replay 3 --minutes 60 --probe no --goals
+no`` on a frozen copy of 6de9323, 1 thread, 04:14-05:20 UTC, 4 of 4 attempted:
+schema_failure_rate 0.011, verified_rate 0.250 (the one accepted call, professional_services,
+read by hand as a reject: a cut-in answered by "I have your name and the legal name of the
+business?", facts the caller never gave, a "restocking fee" copied from the prompt's example,
+a volunteered circumstance answered by the cut turn word for word), prefix_reuse_speedup
+0.981 (46.5 s without, 47.4 s with: the first 3 calls were a planner, an assistant and a
+caller call, each its agent's first, so there was nothing to reuse), reasks_per_call 0.329,
+tokens_per_s 3.430, conversations_per_hour 3.753; rubrics 19, 1 rule-based. Then
+``--scenarios 1 --replay 10 --minutes 20 --probe no --goals no --threads 2`` on 2af6a1a,
+05:22-05:30 UTC: the 10 calls replayed in 190.6 s without prefix reuse and 94.6 s with it
+(prefix_reuse_speedup 2.014); that saas conversation broke its plan in round 5. ``--replay``
+must cover calls of an agent that calls again for the figure to mean anything.
 """
 
 from __future__ import annotations
