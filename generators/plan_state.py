@@ -346,6 +346,15 @@ _OPENER_WORDS = frozenset({"random", "question", "quick", "sorry", "unrelated", 
                            "also", "hang", "while", "think"})
 
 
+def _same_subject(line: str, other: str) -> bool:
+    """Whether a caller's ``line`` says what ``other`` says: two content words or more in
+    common (its opener's glue words aside), and half of the line's first four."""
+    from bargein.verify.text import content_words
+    mine = content_words(line) - _OPENER_WORDS
+    common = mine & (content_words(other) - _OPENER_WORDS)
+    return len(common) >= 2 and len(common) * 2 >= min(len(mine), 4)
+
+
 # ---- state ----------------------------------------------------------------------------------
 @dataclass
 class ConversationState:
@@ -465,52 +474,30 @@ class ConversationState:
         return bool(content_words(pair["user"]) - _OPENER_WORDS) and not (
             content_words(pair["assistant"]) & asked)
 
-    def _asked_before(self, pair: dict) -> bool:
-        """A side request on the subject of one already raised in this call ("when does the
-        library close during exams?" after "... during exam week?"): a caller asks once."""
-        if not isinstance(pair, dict) or not pair.get("user"):
-            return False
-        from bargein.verify.text import content_words
-        mine = content_words(pair["user"]) - _OPENER_WORDS
+    def _used_pair_lines(self) -> list[str]:
+        """The caller's lines of the side remarks already used in this call."""
+        out = []
         for key, idx in self.used_pairs.items():
             bank = P.bank("pairs", key)
-            for i in idx:
-                other = bank[i] if i < len(bank) else None
-                if isinstance(other, dict) and other.get("user"):
-                    common = mine & (content_words(other["user"]) - _OPENER_WORDS)
-                    if len(common) >= 2 and len(common) * 2 >= min(len(mine), 4):
-                        return True
-        return self._says_a_hidden_fact(pair["user"])
+            out += [bank[i]["user"] for i in idx
+                    if i < len(bank) and isinstance(bank[i], dict) and bank[i].get("user")]
+        return out
 
-    def _says_a_hidden_fact(self, text: str) -> bool:
-        """Whether ``text`` says what one of the caller's hidden facts says ("I'm an
-        international student" when the caller's hidden fact is that they are one): said once
-        in a call, by the fact or by the pair, not twice."""
-        from bargein.verify.text import content_words
-        mine = content_words(text) - _OPENER_WORDS
-        for f in self.scenario.intent.hidden_facts:
-            common = mine & content_words(f.value)
-            if len(common) >= 2 and len(common) * 2 >= min(len(mine), 4):
-                return True
-        return False
+    def _asked_before(self, pair: dict) -> bool:
+        """A side request on the subject of one already raised in this call ("when does the
+        library close during exams?" after "... during exam week?"): a caller asks once. Nor
+        does a side remark say what one of the caller's hidden facts says ("I'm an
+        international student" when that is their hidden fact): said once, not twice."""
+        if not isinstance(pair, dict) or not pair.get("user"):
+            return False
+        return any(_same_subject(pair["user"], other) for other in
+                   self._used_pair_lines() + [f.value for f in self.scenario.intent.hidden_facts])
 
     def _pair_said_it(self, key: str) -> bool:
         """Whether a side remark already used in this call said hidden fact ``key``."""
-        from bargein.verify.text import content_words
         f = self.facts.get(key)
-        if f is None:
-            return False
-        theirs = content_words(f.value)
-        for bank_key, idx in self.used_pairs.items():
-            bank = P.bank("pairs", bank_key)
-            for i in idx:
-                pr = bank[i] if i < len(bank) else None
-                if isinstance(pr, dict) and pr.get("user"):
-                    mine = content_words(pr["user"]) - _OPENER_WORDS
-                    common = mine & theirs
-                    if len(common) >= 2 and len(common) * 2 >= min(len(mine), 4):
-                        return True
-        return False
+        return f is not None and any(_same_subject(line, f.value)
+                                     for line in self._used_pair_lines())
 
     def _fits_goal(self, pair: dict) -> bool:
         """A pair with a ``when`` pattern fits only a goal whose description or talking points
