@@ -20,11 +20,14 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from bargein.generators import phrases as P
 from bargein.generators.assistant_sim import brand
+from bargein.generators.plan_state import asked_keys
 from bargein.generators.planner import MIN_CUT_WORDS, RoundPlan
+from bargein.generators.system_message import CALLER_KEYS, CALLER_KINDS, held_keys
 from bargein.generators.user_sim import UserPlan
 from bargein.prompts import render
 from bargein.records import Scenario
@@ -38,7 +41,7 @@ _INTERJECTION_EXAMPLES = {
     "correction": "Wait, sorry, my zip code is 60614, not 60615.",
     "topic_switch": "Oh, before I forget, can I also change my mailing address?",
     "normal": "Just so you know, I'm travelling until Friday.",
-    "pushback": "Hold on, a restocking fee? Nobody told me about that.",
+    "pushback": "Hold on, why do you need that? Nobody asked me for it before.",
 }
 
 
@@ -172,8 +175,29 @@ def _recovery_how(plan: RoundPlan) -> str:
     return "Answer what they added or asked, then restart your cut sentence from its beginning."
 
 
+def caller_details_withheld(scenario: Scenario) -> str:
+    """The system prompt with every detail the caller gives (their name, address, email, the
+    values they provide) written as ``[the caller's <label>]``: the key points of later steps
+    named them, and the 1.5B model said them before the caller had ("the government opener
+    stated the caller's address"). What a turn may say is in its direction, computed from what
+    was said; the system message stays the same for the whole call (prefix reuse)."""
+    text = scenario.system_prompt
+    held = set(held_keys(scenario.kb))
+    own = set(scenario.intent.provides) | {c.key for c in scenario.intent.corrections}
+    for st in scenario.kb.workflow.stages:           # and what a question asks the caller for
+        questions = " ".join(q for tp in st.talking_points for q in re.findall(r"[^.?!]*\?", tp))
+        own |= set(asked_keys(questions, tuple(st.required_info)))
+    facts = [f for f in scenario.kb.user_facts if f.key not in held and (
+        f.key in own or f.key in CALLER_KEYS or f.kind in CALLER_KINDS)]
+    forms = sorted({(v, f.key) for f in facts for v in (f.value, f.spoken) if v and len(v) >= 3},
+                   key=lambda x: -len(x[0]))
+    for value, key in forms:
+        text = re.sub(rf"(?<![\w@.]){re.escape(value)}(?![\w@])", f"[the caller's {P.label(key)}]", text)
+    return text
+
+
 def assistant_system(scenario: Scenario) -> str:
-    return render("assistant_simulator.system", system_prompt=scenario.system_prompt,
+    return render("assistant_simulator.system", system_prompt=caller_details_withheld(scenario),
                   brand=brand(scenario))
 
 

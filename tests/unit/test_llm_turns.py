@@ -431,3 +431,28 @@ def test_a_circumstance_volunteered_in_a_reply_is_taken_up(tmp_path):
     # without the take-up, the same turn is what the check refuses
     bare = turn_verdicts(so_far, plan, plan.unit.text)
     assert [e for e in bare if e.startswith("hidden_fact")]
+
+
+def test_the_assistant_model_is_not_told_the_callers_details_before_they_say_them(tmp_path):
+    """The key points of later steps named the caller's details ("I have parcel 33-115-0785 at
+    9550 Delmar Ln, owned by Heather Murray"), and the 1.5B model said them before the caller
+    had: its system message writes them as "[the caller's ...]" and keeps the company's records;
+    it is the same text for every call of the conversation (the prefix a server reuses)."""
+    from bargein.generators.llm_messages import assistant_messages, assistant_system
+    from bargein.generators.system_message import CALLER_KINDS, held_keys
+
+    checked = 0
+    for scn in scenario_batch(12, 7, tmp_path):
+        system = assistant_system(scn)
+        held = set(held_keys(scn.kb))
+        for f in scn.kb.user_facts:
+            if f.kind in CALLER_KINDS and f.key not in held and len(f.value) >= 3:
+                assert f.value not in system, (f.key, f.value)
+                checked += 1
+        for k in held:
+            assert scn.kb.fact(k).value in system, k
+        conv = run(scn, 0)
+        firsts = {assistant_messages(p, scn, conv.messages[:p.message_index])[1][0]["content"]
+                  for p in conv.plan[:6]}
+        assert firsts == {system}
+    assert checked >= 12
