@@ -9,7 +9,8 @@ directory (or reads ``--workdir`` if it holds the outputs) and prints, one ``nam
   n-grams of that role's messages, corpus-wide (the figure the release card shows: a cut
   message counts with its planned text, so the unsaid remainder counts here and again in the
   turn that says it); ``assistant_distinct2_spoken``: the same over what was said (a cut
-  message up to the cut), for comparison;
+  message up to the cut), for comparison; ``recovery_repeat_rate``: recoveries (other than
+  after a backchannel) that say 6+ words the caller already heard again, word for word;
 * ``templated_sentence_share``: share of assistant sentences made of templates: a sequence of
   phrase-bank entries and talking-point / knowledge-base sentences, however their slots are
   filled (an opener + core + tail, a resume lead + a talking point, a re-filled talking point
@@ -37,7 +38,7 @@ from bargein.records import Conversation, VerifiedConversation  # noqa: E402
 from bargein.verify.checks import run_checks  # noqa: E402
 # the figures are defined once, in the package (the release card shows the same numbers)
 from bargein.verify.report import (  # noqa: E402
-    distinct, dpo_separability, recurring_sentence_share, templating,
+    distinct, dpo_separability, recovery_repeat_rate, recurring_sentence_share, templating,
 )
 
 
@@ -85,6 +86,7 @@ def main() -> None:
         print(f"{role}_distinct2={distinct(texts, 2):.3f}")
     spoken = [m.spoken_text for c in accepted for m in c.messages if m.role == "assistant"]
     print(f"assistant_distinct2_spoken={distinct(spoken, 2):.3f}")
+    print(f"recovery_repeat_rate={recovery_repeat_rate(accepted):.3f}")
     share, n_templates, n_inter = templating(accepted)
     print(f"templated_sentence_share={share:.3f}")
     print(f"recurring_sentence_share={recurring_sentence_share(accepted):.3f}")

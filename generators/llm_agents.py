@@ -293,10 +293,10 @@ class LLMAgents:
             # code is 60614, not 60615" was said instead of the caller's own email correction
             d = cut.detail
             drawn = P.pick(rng, "user", "correction", label=d["label"], old=d["old"], new=d["new"])
-        if up.type in ("pushback", "normal") and cut.interjection:
-            # and for an objection or an added detail, the offline line written for this very cut
-            # (the fee, requirement or date just heard): the one fixed example, "Hold on, a
-            # restocking fee?", was copied by the 1.5B model into a call that had no such fee
+        if up.type == "pushback" and cut.interjection:
+            # and for an objection, the offline line written for this very cut (the fee or
+            # requirement just heard): the one fixed example, "Hold on, a restocking fee?", was
+            # copied by the 1.5B model into a call that had no such fee
             drawn = cut.interjection
         agent, msgs = user_messages(up, heard, cut.heard, cut.detail, example=drawn)
         schema = FillerInterjection if up.type == "filler" else UserInterjection

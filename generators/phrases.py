@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from bargein import lexicon
+from bargein.generators import rewordings as R
 
 from bargein.errors import ConfigError
 
@@ -55,7 +56,7 @@ def fingerprint() -> str:
     """SHA-256 over every phrase bank: editing one invalidates cached offline conversations."""
     import hashlib
 
-    h = hashlib.sha256()
+    h = hashlib.sha256(R.fingerprint().encode())
     for name in BANK_FILES:
         path = resources.files("bargein.generators.catalogue") / f"phrases_{name}.yaml"
         h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -468,11 +469,20 @@ def protected_cuts(text: str, values: tuple[str, ...] = ()) -> set[int]:
 
 
 def vary(text: str, rng: random.Random, rate: float = 0.75, fresh: bool = False) -> str:
-    """A talking point as one agent says it: each ``paraphrase`` rule that matches is applied
-    with probability ``rate``, choosing one of its wordings (the script's own among them).
+    """A talking point as one agent says it: a sentence with other wordings in the catalogue's
+    rewordings files is said in one of them (``bargein.generators.rewordings``), and in the rest
+    each ``paraphrase`` rule that matches is applied with probability ``rate``, choosing one of
+    its wordings (the script's own among them).
 
     ``fresh``: the text was said before (a sentence started again after an interruption), so a
     wording it already has is said another way, as people do when they restart a sentence."""
+    return "".join(piece if done else _vary_words(piece, rng, rate, fresh)
+                   for piece, done in R.reword(text, rng, rate, fresh))
+
+
+def _vary_words(text: str, rng: random.Random, rate: float, fresh: bool) -> str:
+    if not text.strip():
+        return text
     # whole-sentence rewordings first (a word-level rule would stop them matching)
     for rule in sorted(bank("assistant", "paraphrase"), key=lambda r: -len(r["match"])):
         pattern = _rule(rule["match"])

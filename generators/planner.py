@@ -324,7 +324,7 @@ class RulePlanner(CallerRounds):
             q = unheard_question(cut.text, len(rec.heard_text) - rec.content_start)
             if not q and cut.kind == "ask" and not cut.keys and not cut.purpose:
                 q = _question(cut.text)
-                m = re.search(r"\b(?:would|could|can|do|does|did|is|are|shall|should|will|may|what|"
+                m = re.search(r"\b(?:would|could|can|do|does|did|is|am|are|shall|should|will|may|what|"
                               r"which|where|when|why|how|who)\b", q, re.I)
                 q = P.sentence(q[m.start():]) if m else q     # the question itself, no preamble
                 tail = " ".join(rec.heard_text[rec.content_start:].split()[:8])

@@ -30,7 +30,7 @@ _CLAUSE_LABEL = re.compile(r"\b(?:was|is|were|are|has|have|had|did|does|opened|m
 MAX_SIDE = 2                        # side questions (topic switches) in one call
 HELD_TYPES = ("pushback", "impatient")   # kept for a later turn when drawn where they cannot be
 MAX_IMPATIENT = 3                   # "skip ahead" cut-ins in one call
-IMPATIENT_GAP = 3                   # rounds after an impatient cut before the next one (unless
+IMPATIENT_GAP = 5                   # rounds after an impatient cut before the next one (unless
                                     # another kind of cut came between)
 
 

@@ -11,7 +11,9 @@ Figures (every one a number, so a threshold can name it):
   ``flagged_defect_rate_after_loop`` over the accepted conversations;
   ``flagged_conversation_rate.<check>``: conversations with a verdict of ``<check>`` before the
   loop (a check on turns away from the cut, like an unanswered yes/no question, shows here);
-* ``user_distinct1/2``, ``assistant_distinct1/2``: distinct n-grams over n-grams, per role;
+* ``user_distinct1/2``, ``assistant_distinct1/2``: distinct n-grams over n-grams, per role (a cut
+  message with its planned text); ``assistant_distinct2_spoken``: over what was said;
+* ``recovery_repeat_rate``: recoveries that say 6+ heard words again, word for word;
 * ``templated_sentence_share``: assistant sentences that are verbatim one talking point sentence
   or one phrase-bank entry filled; ``interjection_templates``: bank entries covering interjections;
 * ``dpo_first_word_accuracy``, ``dpo_first2_accuracy``, ``dpo_length_accuracy``: trivial
@@ -128,7 +130,8 @@ def _reworded(text: str) -> tuple[str, ...]:
 @lru_cache(maxsize=1)
 def _templates() -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(name, token pattern) of every phrase-bank entry, and of each sentence of a longer one
-    (a ``paraphrase`` rule counts with each of its wordings)."""
+    (a ``paraphrase`` rule counts with each of its wordings, and a talking-point sentence with
+    each of its wordings in the rewordings files)."""
     from bargein.generators import phrases as P
 
     out = []
@@ -144,6 +147,12 @@ def _templates() -> tuple[tuple[str, tuple[str, ...]], ...]:
                         continue
                     pats = {_pattern(x), *_sentence_patterns(x)}
                     out += [(f"{file}.{key}[{j}]", p) for p in pats if set(p) - {_WILD}]
+    from bargein.generators import rewordings as R
+
+    for j, g in enumerate(R.groups()):      # a talking point said in another of its wordings
+        for x in g.wordings[1:]:
+            if set(p := _pattern(x)) - {_WILD}:
+                out.append((f"rewordings_{g.domain}[{j}]", p))
     return tuple(out)
 
 
@@ -286,6 +295,31 @@ def recurring_sentence_share(convs: list[Conversation], role: str = "assistant",
     return round(sum(len(where[s]) >= min_conversations for s in sents) / len(sents), 4)
 
 
+def recovery_repeat_rate(convs: list[Conversation], run: int = 6) -> float:
+    """Share of recoveries (the assistant turn after an interjection other than a backchannel)
+    that say again a run of ``run``+ words the caller heard in the cut turn, word for word
+    (IHBench: a recovery does not repeat what was already heard; a restart is a fresh start,
+    in other words). Reads no bank; a long value said again (an address) counts too::
+
+        cut       "Are you the patient, or are you calling on | their behalf? ..."
+        recovery  "Sure. Are you the patient, or are you calling for them?"   -> a repeat (8 words)
+    """
+    hits = total = 0
+    for c in convs:
+        for m, u in c.interruptions:
+            if m.interruption.type == "filler" or u.index + 1 >= len(c.messages):
+                continue
+            rec = c.messages[u.index + 1]
+            if rec.role != "assistant":
+                continue
+            total += 1
+            heard = tokens(m.heard_text or "")
+            grams = {tuple(heard[i:i + run]) for i in range(len(heard) - run + 1)}
+            said = tokens(rec.text)
+            hits += any(tuple(said[i:i + run]) in grams for i in range(len(said) - run + 1))
+    return round(hits / total, 4) if total else 0.0
+
+
 def _feat(text: str) -> tuple[str, str, int]:
     toks = tokens(text)
     return (toks[0] if toks else "", " ".join(toks[:2]), len(toks))
@@ -397,6 +431,11 @@ def quality_report(verified: list[VerifiedConversation], test_items: list[EvalIt
         texts = [m.text for c in accepted for m in c.messages if m.role == role]
         out[f"{role}_distinct1"] = distinct(texts, 1)
         out[f"{role}_distinct2"] = distinct(texts, 2)
+    # the same over what was said: a cut turn up to the cut (its unsaid rest is said, if at
+    # all, by the recovery, and would otherwise count twice)
+    out["assistant_distinct2_spoken"] = distinct(
+        [m.spoken_text for c in accepted for m in c.messages if m.role == "assistant"], 2)
+    out["recovery_repeat_rate"] = recovery_repeat_rate(accepted)
     share, n_templates, n_inter = templating(accepted)
     out["templated_sentence_share"] = share
     out["recurring_sentence_share"] = recurring_sentence_share(accepted)

@@ -353,9 +353,14 @@ def test_a_hidden_fact_is_told_once_not_again_as_a_side_remark(convs):
 
     glue = content_words("oh by the way sorry I should mention just so you know also hold on "
                          "wait one thing quick need")
+    # a date shares its month and year with any other date ("Sunday, August 3, 2025?" asked
+    # back is not "a gift ... on Wednesday, August 6, 2025" told again)
+    calendar = content_words("january february march april may june july august september "
+                             "october november december monday tuesday wednesday thursday "
+                             "friday saturday sunday")
     for c in convs:
         for f in c.scenario.intent.hidden_facts:
-            theirs = content_words(f.value) - glue
+            theirs = {w for w in content_words(f.value) - glue - calendar if not w.isdigit()}
             told = [m.index for m in c.messages if m.role == "user"
                     and len((content_words(m.text) - glue) & theirs) >= 2]
             assert len(told) <= 1 or len(theirs) < 2, (c.id, f.value, told)

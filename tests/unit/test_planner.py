@@ -291,6 +291,16 @@ def test_a_pushback_on_a_charge_the_call_credits_is_not_defended(tmp_path):
     assert seen >= 1
 
 
+def _asked(text: str) -> str:
+    """The question a reply answers: the turn's last question, with the sentence before it when
+    the question alone names nothing ("That's X. Is that right?"). A value said in a statement
+    before another question ("I've taken X as the email. ... a 2021 Kia Telluride?") is not
+    confirmed by the answer to that question."""
+    sents = re.split(r"(?<=[.?!])\s+", text.strip())
+    q = max((k for k, x in enumerate(sents) if "?" in x), default=len(sents) - 1)
+    return " ".join(sents[q - 1:q + 1] if q and len(sents[q].split()) < 6 else sents[q:q + 1])
+
+
 def test_a_value_the_caller_confirmed_at_a_read_back_is_not_corrected_later(scenarios):
     """"That's hestrada34@icloud.com, is that correct?" -- "Correct, yes, that's mine." is not
     followed by "Sorry, my mistake, it's hestrada@williams-phillips.com" (hand-read of seed
@@ -312,7 +322,7 @@ def test_a_value_the_caller_confirmed_at_a_read_back_is_not_corrected_later(scen
                 for j in range(i):
                     a = msgs[j]
                     if a.role == "assistant" and a.interruption is None and "?" in a.text \
-                            and fix.first_value in a.text and j + 1 < i:
+                            and fix.first_value in _asked(a.text) and j + 1 < i:
                         assert not yes.search(msgs[j + 1].text), (scn.id, a.text, msgs[j + 1].text)
     assert corrections >= 5, corrections
 
