@@ -370,6 +370,7 @@ class RuleAssistant:
                 address = P.pick(rng, "assistant", "recover_correction_short")   # itself: once
             else:
                 address = P.pick(rng, "assistant", "recover_correction", label=d["label"],
+                                 be=P.be_for(d["label"]),
                                  old=d["old"], new=d["new"])
         else:  # topic_switch: address it, steer back (the steer-back is the resume lead)
             address = P.pair(d, "topic_switch")["assistant"]

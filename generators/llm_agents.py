@@ -179,6 +179,7 @@ class LLMAgents:
             # answers, three plans, none both delivering the content and saying the new email)
             d = rec.detail
             fixed = P.pick(rng, "assistant", "recover_correction", label=d.get("label", "details"),
+                           be=P.be_for(d.get("label", "details")),
                            old=d.get("old", ""), new=d["new"])
 
             def settle(t: AssistantTurn) -> AssistantTurn:

@@ -118,6 +118,14 @@ def fill(template: str, *, where: str = "phrase", **slots: str) -> str:
     return tidy(template.format(**slots))
 
 
+def be_for(label: str) -> str:
+    """"is" or "are" for a label as a subject: "the record types are", "the email address is"."""
+    last = label.split()[-1].lower() if label.split() else ""
+    plural = last.endswith("s") and not last.endswith(("ss", "us", "is", "ics")) \
+        and last not in ("news", "series", "species", "means")
+    return "are" if plural else "is"
+
+
 def tidy(text: str) -> str:
     """Capitalise every sentence start and repair the casing and agreement slips that filling
     slots can make ("Thanks. {new} it is." with a lower-case value, "I shares ...")."""

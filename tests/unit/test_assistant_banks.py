@@ -188,3 +188,20 @@ def test_several_details_are_not_asked_for_as_one_it():
     for seed in range(60):
         q = RuleAssistant._question(keys, random.Random(seed))
         assert "What is it?" not in q and q.endswith("?"), q
+
+
+def test_a_steer_back_before_a_fresh_start_is_a_whole_sentence():
+    """Seen on seed 7: "As for the plan upgrade, The receipt for today's prorated charge ..." (a
+    steer-back ending in a comma before content that starts afresh with its capital)."""
+    for key in ("back_to_topic", "back_to_task", "resume_topic"):
+        for lead in P.bank("assistant", key):
+            assert lead.rstrip()[-1:] in ".?!", (key, lead)
+
+
+def test_a_corrected_label_in_the_plural_takes_are():
+    """Seen on seed 7: "The record types is medication history and allergy list now"."""
+    for seed in range(40):
+        said = P.pick(random.Random(seed), "assistant", "recover_correction", label="record types",
+                      be=P.be_for("record types"), old="visit notes", new="lab results")
+        assert " types is " not in said and not grammar_issues(said), said
+    assert P.be_for("email address") == "is" and P.be_for("last four digits") == "are"
