@@ -15,7 +15,7 @@ import re
 
 __all__ = [
     "BACKCHANNELS", "BACKCHANNEL_WORDS", "FILLERS", "INTERRUPTION_OPENERS", "MAX_BACKCHANNEL_WORDS",
-    "CONTENT_STOP_WORDS", "GLUE_WORDS", "STOP_WORDS", "SWITCHBOARD_BACKCHANNELS", "is_backchannel",
+    "CONTENT_STOP_WORDS", "GLUE_WORDS", "KEY_PHRASES", "STOP_WORDS", "SWITCHBOARD_BACKCHANNELS", "is_backchannel",
     "is_filler", "normalize",
     "starts_with_opener",
 ]
@@ -102,3 +102,17 @@ def is_filler(text: str) -> bool:
 def starts_with_opener(text: str) -> bool:
     t = normalize(text)
     return any(t == o or t.startswith(o + " ") for o in INTERRUPTION_OPENERS)
+
+
+# How a call asks for a fact besides its key's label ("full_name" is asked as "your name"): the
+# planner finds what a question asks for with these, and the verifier tells a fact the caller is
+# asked for from one only the system holds ("the email you sign in with" asks for admin_email).
+KEY_PHRASES: dict[str, tuple[str, ...]] = {
+    "full_name": ("your name", "the name on"), "date_of_birth": ("birth date",),
+    "home_address": ("your address",), "email": ("email address",),
+    "old_carrier_account": ("account number with them",),
+    "last_login_date": ("last sign in", "last signed in", "last sign-in"),
+    "account_created_year": ("year was the workspace", "workspace first created"),
+    "admin_email": ("email you sign in with", "email you normally sign in with"),
+    "workspace_url": ("workspace address",),
+}

@@ -23,7 +23,7 @@ from typing import Any
 
 from bargein.errors import GenerationFailed
 from bargein.generators import phrases as P
-from bargein.generators.assistant_sim import AssistantTurn, RuleAssistant, check_turn
+from bargein.generators.assistant_sim import AssistantTurn, RuleAssistant, check_turn, goal_topic
 from bargein.generators.llm_agents import llm_for  # noqa: F401  (stages of other packages use it)
 from bargein.generators.planner import ConversationState, Recovery, RoundPlan, RulePlanner
 from bargein.generators.user_sim import Interjected, PlanBroken, RuleUser, user_plan
@@ -33,6 +33,7 @@ from bargein.records import (
 from bargein.runner import Stage, StageContext, StageResult, run_stage
 from bargein.seeding import stable_hash
 from bargein.store import atomic_write_text, write_jsonl
+from bargein.verify.text import sentences
 
 REPLANS = 2             # then the round is planned again, at most this often
 RESAMPLES = 2           # a scenario whose conversation is discarded is simulated again this often
@@ -64,13 +65,15 @@ class RuleAgents:
     name = "offline"
 
     def __init__(self, scenario: Scenario):
+        self.scenario = scenario
         self.assistant = RuleAssistant(scenario)
         self.user = RuleUser(values=said_values(scenario))
+        self.purposes = caller_purposes(scenario)
 
     async def refine_plan(self, plan, st, messages, rng, sample) -> RoundPlan:
         return plan
 
-    async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
+    async def _assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
         self.assistant.before = next((m.spoken_text for m in reversed(messages)
                                       if m.role == "assistant"), "")
         self.assistant.caller_said = tuple(m.spoken_text for m in messages if m.role == "user")
@@ -81,12 +84,51 @@ class RuleAgents:
                              evidence={"plan": plan.model_dump(mode="json"), "turn": turn.model_dump()})
         return turn
 
+    async def assistant_turn(self, plan, messages, rng, sample) -> AssistantTurn:
+        turn = await self._assistant_turn(plan, messages, rng, sample)
+        said = messages[-1].text if messages and messages[-1].role == "user" else ""
+        if plan.recovery is None and said and self.purposes and any(
+                said.startswith(p) for p in self.purposes):
+            # the caller has just said why they are calling: the agent takes it up
+            topic = goal_topic(self.scenario)
+            if topic:
+                doing = topic.split()[0].endswith("ing")     # "getting you rebooked"
+                took = P.pick(rng, "assistant", "purpose_ack_doing" if doing else "purpose_ack",
+                              topic=topic)
+                # no "Right, the next part." between the caller's reason and the agent's
+                # answer to it: a step-done transition reads as not having listened
+                moving = set(P.bank("assistant", "lead_on"))
+                ack = turn.acknowledgement
+                kept = [ack[a:b].strip() for a, b in sentences(ack) if ack[a:b].strip() not in moving]
+                turn = turn.model_copy(update={"acknowledgement": P.join(*kept, took)})
+        return turn
+
     async def user_reply(self, plan, heard, rng, sample) -> str:
         last = next((m["text"] for m in reversed(heard) if m["role"] == "assistant"), "") if heard else ""
-        return self.user.reply(user_plan(plan), rng, last)
+        reply = self.user.reply(user_plan(plan), rng, last)
+        if self.purposes and not any(m["role"] == "user" and m["text"].startswith(self.purposes)
+                                     for m in heard):
+            # the caller's first plain reply says why they are calling: the agent's workflow is
+            # the goal's, and a call in which nobody says what it is about reads as scripted
+            # (an independent read of seed 8086: 6 of 8 calls)
+            reply = P.join(rng.choice(self.purposes), reply)
+        return reply
 
     async def user_interject(self, plan, message, content_start, context, heard, rng, sample) -> Interjected:
-        return self.user.interject(user_plan(plan), message, content_start, context, rng)
+        got = self.user.interject(user_plan(plan), message, content_start, context, rng)
+        if self.purposes and not context:
+            # a caller cutting in on the greeting says why they called first ("Hi, I need a
+            # refill. Oh, by the way, ..."): the agent's next words presuppose it
+            got = dataclasses.replace(got, interjection=P.join(rng.choice(self.purposes),
+                                                               got.interjection))
+        return got
+
+
+def caller_purposes(scenario: Scenario) -> tuple[str, ...]:
+    """How a caller of this goal says why they are calling (``caller_purpose`` in the user
+    phrase bank); empty for a goal the bank does not know (an LLM-written one)."""
+    return tuple(next((e["say"] for e in P.bank("user", "caller_purpose")
+                       if e.get("goal") == scenario.goal.name), ()))
 
 
 def said_values(scenario: Scenario) -> tuple[str, ...]:

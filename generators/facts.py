@@ -146,6 +146,21 @@ def _common() -> dict[str, Any]:
     return load_common()
 
 
+_IRISH_O = {"obrien": "O'Brien", "oconnor": "O'Connor", "odonnell": "O'Donnell", "oneal": "O'Neal",
+            "oneill": "O'Neill", "oconnell": "O'Connell", "okeefe": "O'Keefe", "ohara": "O'Hara",
+            "orourke": "O'Rourke", "odell": "O'Dell"}
+
+
+def surname(name: str) -> str:
+    """A surname as it is written: Faker's en_US list has "Mccarthy" and "Obrien" (two hand
+    reads flagged them in read-backs and rubrics)."""
+    if name.lower() in _IRISH_O:
+        return _IRISH_O[name.lower()]
+    if len(name) > 3 and name.startswith("Mc") and name[2].islower():
+        return "Mc" + name[2].upper() + name[3:]
+    return name
+
+
 @lru_cache(maxsize=1)
 def _faker() -> Faker:
     return Faker("en_US")
@@ -171,7 +186,7 @@ class FactMaker:
     def persona(self) -> dict[str, Any]:
         if self._persona is None:
             while True:
-                first, last = self.fake.first_name(), self.fake.last_name()
+                first, last = self.fake.first_name(), surname(self.fake.last_name())
                 if (first.lower(), last.lower()) not in _BANNED_NAMES:
                     break
             city = self.rng.choice(self.common["cities"])
@@ -260,7 +275,7 @@ class FactMaker:
     def _person(self, same_last_name: bool = False):
         while True:
             first = self.fake.first_name()
-            last = self.persona["last_name"] if same_last_name else self.fake.last_name()
+            last = self.persona["last_name"] if same_last_name else surname(self.fake.last_name())
             if first != self.persona["first_name"] and (first.lower(), last.lower()) not in \
                     _BANNED_NAMES:
                 return f"{first} {last}", f"{first} {last}"

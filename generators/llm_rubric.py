@@ -121,7 +121,7 @@ def slot_values(conv: Conversation, idx: int) -> dict[str, str]:
     return {"next step": step.strip().rstrip("."), "new": d.get("new", ""), "old": d.get("old", ""),
             "label": d.get("label", ""), "request": d.get("request", ""),
             "concern": unwrap(d.get("concern", "")), "detail": unwrap(d.get("detail", "")),
-            "heard sentence": unwrap(d.get("heard_quote", "")), "tail": d.get("tail", ""),
+            "heard sentence": unwrap(d["heard_quote"]) if d.get("heard_quote", "").startswith(" (") else "", "tail": d.get("tail", ""),
             "head": d.get("head", "")}
 
 

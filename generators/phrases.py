@@ -88,14 +88,22 @@ def pick(rng: random.Random, file: str, key: str, **slots: str) -> str:
     return fill(rng.choice(bank(file, key)), where=f"{file}.{key}", **slots)
 
 
+def _words(text: str) -> set[str]:
+    """Lower-case words, 'thanks' and 'thank' one word (for "Thanks, thank you.")."""
+    return {"thank" if w == "thanks" else w for w in re.findall(r"[a-z']+", text.lower())}
+
+
 def compose(rng: random.Random, file: str, key: str, **slots: str) -> str:
     """An opener, a core and a tail (entries ``key_open``, ``key``, ``key_tail``; any of the
     outer two may be missing or hold ""), so a few dozen entries give hundreds of wordings."""
     data = _load(file)
     core = fill(rng.choice(bank(file, key)), where=f"{file}.{key}", **slots)
     opener = rng.choice(data.get(f"{key}_open", [""]))
-    if opener and opener.split()[0].strip(",.").lower() == core.split()[0].strip(",.").lower():
-        opener = ""                                      # not "Thanks, thanks for that."
+    if opener and _words(opener) & _words(core):
+        opener = ""                 # not "Thanks, thanks for that.", "Great, that's great."
+    if opener and key == "turn_ack" and len(core.split()) == 1 and _words(core) != {"thank"}:
+        opener = ""                 # "Perfect, appreciated.", "Lovely, wonderful." read as two
+                                    # acknowledgements stacked (a hand read); "Great, thanks." not
     tail = fill(rng.choice(data[f"{key}_tail"]), where=f"{file}.{key}_tail", **slots) \
         if data.get(f"{key}_tail") else ""
     slot_first = {str(v).split()[0] for v in slots.values() if str(v).split()}

@@ -14,6 +14,7 @@ from collections import deque
 
 from bargein.generators import phrases as P
 from bargein.generators.intents import contradicts_times
+from bargein.lexicon import KEY_PHRASES
 from bargein.records import InterruptionType, Scenario, UserFact
 from bargein.records.plan import Recovery, RoundPlan, Unit, UnitKind, UserAction  # noqa: F401 - re-exported
 
@@ -34,11 +35,7 @@ ELIGIBLE_SHARE = 0.52               # share of assistant turns that can be cut (
 OVERLAP_MS = {"filler": (100, 350), "default": (150, 600)}
 CLOSING_TYPES = ("filler", "topic_switch", "normal")
 _SYNONYMS = {"phone": ("mobile", "cell", "phone"), "email": ("email", "e-mail")}
-_PHRASES = {"full_name": ("your name", "the name on"), "date_of_birth": ("birth date",),
-            "home_address": ("your address",), "email": ("email address",),
-            "old_carrier_account": ("account number with them",),
-            "last_login_date": ("last sign in", "last signed in", "last sign-in"),
-            "account_created_year": ("year was the workspace", "workspace first created")}
+_PHRASES = KEY_PHRASES
 READBACK_KINDS = {"email", "work_email", "date", "address", "name", "choice", "time", "amount"}
 _CLOSING = re.compile(r"\banything else (?:i|we) can\b", re.I)
 _GENERIC = {"number", "name", "date", "code", "info", "details", "detail", "id", "type", "time"}

@@ -18,6 +18,7 @@ from bargein.generators.plan_state import (
     CLOSING_TYPES, EDGE_WORDS, ELIGIBLE_SHARE, EXPLANATION_WORDS, MAX_MESSAGES, MIN_CUT_WORDS,
     ConversationState, Unit, answer_question, choose_option,
 )
+from bargein.generators.planner_cut import impatient_cuts
 from bargein.generators.planner_text import (
     _CALLER_TASK, _CONFIRM_Q, _DONE, _OPTIONS, _fill_step, _task_asked, _unheard_price,
     alternative_step, sensitive_key,
@@ -238,6 +239,11 @@ class CallerRounds:
                                            and f.spoken else set())
             if c.corrected_value != c.first_value and any(v and v in unit.text for v in right):
                 return key
+            # "the line ending in 3326" of a caller who said "(720) 344-3362": its last digits
+            # are the right value read out too
+            tail, said = re.sub(r"\D", "", c.corrected_value)[-4:], re.sub(r"\D", "", c.first_value)[-4:]
+            if len(tail) == 4 and tail != said and re.search(rf"(?<!\d){tail}(?!\d)", unit.text):
+                return key
         return None
 
     def _feasible(self, st: ConversationState, unit: Unit) -> list[str]:
@@ -252,6 +258,10 @@ class CallerRounds:
                     and st.pending.type in ("normal", "topic_switch"):
                 continue                    # "by the way ..." on the very sentence resumed after
                                             # another "by the way": a run of asides, not a call
+            if t == "topic_switch" and st.round == 0:
+                continue                    # on the greeting no topic is under way to switch from:
+                                            # "Hi, I need to remove a channel. Actually, while I
+                                            # think of it, can I turn off autoplay" (a hand read)
             if t == "topic_switch" and (not st.free_pairs("topic_switch") or st.side_asked() >= MAX_SIDE
                                         or (st.pending is not None and st.pending.type == "topic_switch")):
                 continue                    # a caller asks one or two things on the side, not a
@@ -304,6 +314,10 @@ class CallerRounds:
             if t == "impatient" and (P.n_words(unit.text) < EXPLANATION_WORDS if unit.text
                                      else unit.kind == "ask" and st.pending is not None):
                 continue                    # nothing long enough to skip
+            if t == "impatient" and unit.text and not impatient_cuts(unit.text, 0):
+                continue                    # no place the caller could cut it (a question heard
+                                            # first, too little said): the urge is held for a
+                                            # turn that has one, not lost at the cutter
             out.append(t)
         return out
 

@@ -128,3 +128,37 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
     target = first + fraction * (len(spans) - first)
     cands.sort(key=lambda k: (abs(k - target), k))
     return cands[0] if rng.random() < 0.7 or len(cands) == 1 else cands[1]
+
+
+def impatient_cuts(message: str, content_start: int, values: tuple[str, ...] = ()) -> list[int]:
+    """Cut points where an impatient caller has something to skip: not inside a question, and
+    at least five content words of explanation (not questions) still to come; never inside a
+    name, a date, an amount or one of ``values``."""
+    from bargein.verify.text import content_words as v_content_words
+    from bargein.verify.text import sentences
+
+    spans = P.word_spans(message)
+    first = P.n_words(message[:content_start])
+    # something must have been said already: the content's first sentence, or 10 of its words
+    opening = sentences(message[content_start:])
+    heard_from = content_start + opening[0][1] if opening else 0
+    out = []
+    protected = P.protected_cuts(message, values)
+    for k in range(max(first + EDGE_WORDS, EDGE_WORDS), len(spans) - EDGE_WORDS + 1):
+        if k in protected:
+            continue
+        cut = spans[k - 1][1]
+        if not ((cut >= heard_from and k - first >= 6) or k - first >= 10):
+            continue                    # "I can help you cancel. | I get it. Next step?" (a hand
+                                        # read): a first sentence of 6+ words heard, or 10 words
+        if "?" in message[content_start:cut]:
+            continue                    # a question heard whole is answered, not skipped ("do
+                                        # you have a preferred time? | Skip the explanation")
+        sent = next((message[a:b] for a, b in sentences(message) if a <= cut <= b), "")
+        if sent.rstrip().endswith("?"):
+            continue
+        rest = message[cut:]
+        told = [rest[a:b] for a, b in sentences(rest) if not rest[a:b].rstrip().endswith("?")]
+        if sum(len(v_content_words(x)) for x in told) >= 5:
+            out.append(k)
+    return out

@@ -125,7 +125,8 @@ def interruption_context(conv: Conversation, idx: int) -> dict[str, str]:
     whole = _last_sentence(heard)
     if whole and heard.rfind(whole) + len(whole) <= cs:
         whole = ""
-    if whole.rstrip().endswith("?"):    # a question the caller cut in on is still unanswered:
+    asked = whole.rstrip().endswith("?")
+    if asked:                           # a question the caller cut in on is still unanswered:
         whole = ""                       # asking it again is right, so it is not quoted as a repeat
     concern = _assistant_phrase(d.get("anchor") or (f"my {d['label']}" if d.get("label") else ""))
     detail = d.get("value") or (concern if d.get("object_kind") else "") or inter.text.strip()
@@ -134,7 +135,10 @@ def interruption_context(conv: Conversation, idx: int) -> dict[str, str]:
              "request": inter.text.strip(),
              "concern": f" ({concern})" if concern and concern != "that" else "",
              "detail": f" ({_third(detail)})" if detail else "",
-             "heard_quote": f" (\"{whole}\")" if whole else ""}
+             # a TF that asks the heard question again and an RQ that forbids every repeat
+             # cannot both be met (a hand read): the RQ says the question may be asked again
+             "heard_quote": f" (\"{whole}\")" if whole else
+             (", apart from asking its unanswered question again" if asked else "")}
     return slots
 
 

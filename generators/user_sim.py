@@ -26,6 +26,7 @@ from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
 from bargein.generators.plan_state import question_kind
 from bargein.generators.planner import EDGE_WORDS, RoundPlan, place_cut
+from bargein.generators.planner_cut import impatient_cuts  # noqa: F401  (re-exported)
 from bargein.records import InterruptionType
 from bargein.verify.text import STOPWORDS as V_STOP
 from bargein.verify.text import contains_phrase, content_words, is_backchannel
@@ -213,7 +214,9 @@ class RuleUser:
             return P.compose(rng, "user", "reply_accept")
         if up.action == "close":
             return P.compose(rng, "user", "reply_close")
-        objs = G.objects_in(last, ("fee", "policy", "value")) if last else []
+        # a fee or a policy is something to take on board; a value is not ("Oh, on Saturday, I
+        # can do that." of a past order date, "Friday, February 21, 2025. Fine by me.": a hand read)
+        objs = G.objects_in(last, ("fee", "policy")) if last else []
         if objs and rng.random() < 0.4:
             return P.compose(rng, "user", "reply_grounded", obj=G.as_user(rng.choice(objs[-2:]).phrase))
         bank = {"terse": "ack_info_terse", "polite": "ack_info_polite",
@@ -413,36 +416,6 @@ def reopen(line: str, rng: random.Random) -> str:
 _SENTENCE_WORDS = frozenset("can do does did is are was were will would could should how what what's "
                             "when where who why which my our the a an we we're we've this that "
                             "these those there it it's please half random any some your you".split())
-
-
-def impatient_cuts(message: str, content_start: int, values: tuple[str, ...] = ()) -> list[int]:
-    """Cut points where an impatient caller has something to skip: not inside a question, and
-    at least five content words of explanation (not questions) still to come; never inside a
-    name, a date, an amount or one of ``values``."""
-    from bargein.verify.text import content_words as v_content_words
-    from bargein.verify.text import sentences
-
-    spans = P.word_spans(message)
-    first = P.n_words(message[:content_start])
-    # something must have been said already: the content's first sentence, or 8 of its words
-    opening = sentences(message[content_start:])
-    heard_from = content_start + opening[0][1] if opening else 0
-    out = []
-    protected = P.protected_cuts(message, values)
-    for k in range(max(first + EDGE_WORDS, EDGE_WORDS), len(spans) - EDGE_WORDS + 1):
-        if k in protected:
-            continue
-        cut = spans[k - 1][1]
-        if cut < heard_from and k - first < 8:
-            continue
-        sent = next((message[a:b] for a, b in sentences(message) if a <= cut <= b), "")
-        if sent.rstrip().endswith("?"):
-            continue
-        rest = message[cut:]
-        told = [rest[a:b] for a, b in sentences(rest) if not rest[a:b].rstrip().endswith("?")]
-        if sum(len(v_content_words(x)) for x in told) >= 5:
-            out.append(k)
-    return out
 
 
 def _yes_first(last: str, labels: list[str], rng: random.Random) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bargein.lexicon import KEY_PHRASES
 from bargein.records.conversation import Conversation
 from bargein.records.scenario import Scenario
 from bargein.verify.text import content_words, normalise, tokens
@@ -209,7 +210,8 @@ def system_keys(scenario: Scenario) -> frozenset[str]:
                 for k, f in facts.items():
                     forms = [v for v in (f.value, f.spoken) if v]
                     if not any(v in sent for v in forms):
-                        if "?" in sent and label(k).lower() in sent.lower():
+                        if "?" in sent and any(a in sent.lower() for a in (
+                                label(k).lower(), *KEY_PHRASES.get(k, ()))):
                             asked.add(k)
                         continue
                     if "?" in sent or _ATTRIBUTED.search(sent):

@@ -22,7 +22,7 @@ from typing import Any
 
 from bargein.generators import phrases as P
 from bargein.generators.assistant_sim import RuleAssistant
-from bargein.generators.llm_messages import DIRECTION
+from bargein.generators.llm_messages import DIRECTION, caller_details_withheld
 from bargein.generators.planner import RoundPlan
 from bargein.generators.rubric import RQ
 from bargein.generators.user_sim import RuleUser, UserPlan
@@ -59,7 +59,9 @@ class ScriptedLLM:
 
     def __init__(self, scenarios: Iterable[Scenario] = (), *,
                  override: Callable[[Call], str | None] | None = None):
-        self.scenarios = {s.system_prompt.strip(): s for s in scenarios}
+        # the assistant's system message carries the scenario's system prompt with the caller's
+        # own details withheld; that text names the scenario
+        self.scenarios = {caller_details_withheld(s).strip(): s for s in scenarios}
         self.override = override
         self.calls: Counter[str] = Counter()
 

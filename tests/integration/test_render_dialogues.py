@@ -26,7 +26,10 @@ pytestmark = pytest.mark.integration
 TOL_S = 0.030
 SILERO_HANGOVER_S = 0.150
 SILERO_ONSET_LAG_S = 0.128      # silero's 32 ms windows need 1-4 of them to rise above 0.5 (107 ms measured
-                                # on a soft espeak onset; the energy VAD checks the onset to 30 ms)
+                                # on a soft espeak onset; the energy VAD checks the onset to 30 ms). Read
+                                # from its window scores, not its segments: espeak's "Excuse me" scores
+                                # 0.92 in the 2nd window, then dips below 0.5 on "-cuse", and the
+                                # segmenter's minimum duration drops that first burst (272 ms "lag")
 ESPEAK = RenderConfig(assistant_voice="espeak:en-us+f3", user_voice="espeak:en-gb")
 DEFAULT = RenderConfig(backchannels=True, backchannel_prob=1.0, backchannel_min_turn_s=2.5)
 
@@ -58,7 +61,7 @@ def check_cut_ins(rd, wd: Path, convs) -> int:
     assert x.shape == (round(rd.duration_s * sr), 2)
     p1 = silero.scores(x[:, 1], sr)
     e1, s1 = energy.segments(x[:, 1], sr), silero.segments(x[:, 1], sr)
-    user_vad, e0 = silero.segments(x[:, 0], sr), energy.segments(x[:, 0], sr)
+    p0, e0 = silero.scores(x[:, 0], sr), energy.segments(x[:, 0], sr)
     cuts = [s for s in rd.segments if s.cut_s is not None]
     assert len(cuts) == sum(m.interruption is not None for m in conv.messages)
     for s in cuts:
@@ -82,7 +85,11 @@ def check_cut_ins(rd, wd: Path, convs) -> int:
         assert np.abs(x[start:onset, 0]).max(initial=0.0) < 0.1 * np.abs(x[onset:onset + sr, 0]).max()
         assert np.abs(x[onset:onset + int(0.03 * sr), 0]).max() > 0.01
         assert min(abs(v.start_s - s.cut_s) for v in e0) <= TOL_S
-        assert min(abs(v.start_s - s.cut_s) for v in user_vad) <= SILERO_ONSET_LAG_S
+        # silero hears speech (a window above 0.5) within its lag of the onset, and none in the
+        # windows before it (from 100 ms before, the lead-in checked above)
+        i0 = max(int((s.cut_s - 0.1) / silero.hop_s), 0)
+        heard = next(i for i in range(i0, len(p0)) if p0[i] >= 0.5) * silero.hop_s
+        assert -TOL_S - silero.hop_s <= heard - s.cut_s <= SILERO_ONSET_LAG_S, (s.cut_s, heard)
         # heard text == the words whose audio ended by the onset
         heard = [w for w in s.words if w.end_s <= s.cut_s]
         msg = conv.messages[s.message_index]

@@ -205,3 +205,15 @@ def test_a_corrected_label_in_the_plural_takes_are():
                       be=P.be_for("record types"), old="visit notes", new="lab results")
         assert " types is " not in said and not grammar_issues(said), said
     assert P.be_for("email address") == "is" and P.be_for("last four digits") == "are"
+
+
+def test_a_wrap_up_question_is_one_a_done_caller_answers_no():
+    """The caller who is done says "No, that's all"; a wrap-up asked the other way round ("Does
+    that cover what you called about?") drew "No, that's all for today." (two hand reads)."""
+    from bargein.generators.plan_state import question_kind
+
+    wraps = list(P.bank("assistant", "wrap"))
+    para = [e for e in P.bank("assistant", "paraphrase") if "anything else" in e["match"]]
+    for q in wraps + [w for e in para for w in e["say"]]:
+        assert question_kind(q) in ("no", "open"), q
+        assert not re.search(r"\b(?:is that|was that) (?:everything|all)\b|\bcover\b", q, re.I), q

@@ -112,3 +112,13 @@ def test_a_wh_question_is_not_answered_yes():
                             label="days remaining") for _ in range(120)}
     assert not [x for x in lines if re.match(r"(?:yes|yeah|yep)\b", x, re.I)], lines
     assert len(lines) > 5
+
+
+def test_surnames_are_written_as_people_write_them():
+    """Faker's en_US surnames include "Mccarthy" and "Obrien"; read-backs and rubrics showed
+    them so (two hand reads)."""
+    from bargein.generators.facts import surname
+
+    assert surname("Mccarthy") == "McCarthy" and surname("Obrien") == "O'Brien"
+    assert surname("Mcdonald") == "McDonald" and surname("Oneill") == "O'Neill"
+    assert surname("Olson") == "Olson" and surname("Mack") == "Mack" and surname("Ochoa") == "Ochoa"

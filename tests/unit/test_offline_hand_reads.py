@@ -359,8 +359,12 @@ def test_a_hidden_fact_is_told_once_not_again_as_a_side_remark(convs):
                              "october november december monday tuesday wednesday thursday "
                              "friday saturday sunday")
     for c in convs:
+        # the caller's own details are not the fact told again: "Barbara Kane" shares a surname
+        # with the caller, whose email "heather.kane@gmail.com" is read out with their account
+        own = content_words(" ".join(f.value for f in c.scenario.kb.user_facts
+                                     if f.kind in ("name", "email", "work_email")))
         for f in c.scenario.intent.hidden_facts:
-            theirs = {w for w in content_words(f.value) - glue - calendar if not w.isdigit()}
+            theirs = {w for w in content_words(f.value) - glue - calendar - own if not w.isdigit()}
             told = [m.index for m in c.messages if m.role == "user"
                     and len((content_words(m.text) - glue) & theirs) >= 2]
             assert len(told) <= 1 or len(theirs) < 2, (c.id, f.value, told)
