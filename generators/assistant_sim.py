@@ -37,6 +37,7 @@ _LOWERABLE = frozenset("the your it this that we so before one if now right let 
                        "and once just you it's that's there's we'll we're let's a an my since "
                        "most please".split())
 _NO_READBACK = frozenset({"code", "phone", "account", "card", "pin"})
+_THANKED = re.compile(r"\b(?:thank|thanks|appreciate|helpful|useful|good to know|makes sense)\b", re.I)
 _ALL_TAKEN = re.compile(r"\b(all I need|everything I needed)\b", re.I)
 _DONE_OPEN = re.compile(r"\W*(?:(?:all )?(?:done|set)|everything(?:'s| is) (?:set|done|in place)|"
                         r"you're all set|that's everything)\b", re.I)   # "Done." / "Everything's set."
@@ -187,6 +188,8 @@ class RuleAssistant:
                 said = P.pick(rng, "assistant", "ack_plain")
             ack.append(said)
             if plan.stage_lead and rng.random() < 0.2 and not _DONE_OPEN.match(unit.text or "") \
+                    and not re.search(r"\b(?:all I need|everything I needed|sorted|settled|noted)\b",
+                                      said, re.I) \
                     and info.get("kind") != "unknown":   # nothing settled: no "that's done"
                 ack.append(P.pick(rng, "assistant", "lead_on"))  # not "Moving on. Done. You're ..."
         return AssistantTurn(acknowledgement=P.join(*ack), content=self.content(plan, rng))
@@ -220,6 +223,10 @@ class RuleAssistant:
         if kind == "accept":
             return P.pick(rng, "assistant", "ack_accept")
         if kind == "plain" and rng.random() < 0.6:
+            last = self.caller_said[-1] if self.caller_said else ""
+            if _THANKED.search(last) and "?" not in last and P.n_words(last) <= 10:
+                return ""       # "Great, I appreciate that." is not met with "Got it, that's
+                                # helpful." (thanks for a thank-you; a hand read)
             return P.compose(rng, "assistant", "turn_ack")
         return ""
 
@@ -349,7 +356,8 @@ class RuleAssistant:
                 kind = "disputed"           # the call credits it: no "I can't remove it myself"
             return AssistantTurn(acknowledgement="", content=G.recover_pushback(
                 rng, kind, phrase, said=rec.planned_text if d.get("variant") == "persist" else "",
-                domain=self.scenario.domain.name))
+                domain=self.scenario.domain.name,
+                asked="?" in (self.caller_said[-1] if self.caller_said else "?")))
         if t == "normal":
             variant = d.get("variant")
             if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):

@@ -65,7 +65,11 @@ _IDENTITY = re.compile(r"\b(birth|digits|social|security|account|card|pin|passwo
                        r"member|patient|id|identification|photo|signature|ssn|verification|"
                        r"proof|statement|document|documents|receipt|receipts|letter)\b", re.I)
 _CHARGE_CUE = re.compile(r"\b(fee|fees|charge|charges|charged|penalty|surcharge|deposit|copay|"
-                         r"premium|price|fare difference|you'll pay|you pay|costs? you|due)\b", re.I)
+                         r"premium|price|fare difference|you'll pay|you pay|costs? you|due|"
+                         r"costs?\s+(?:about\s+|around\s+|roughly\s+|just\s+)?(?:[$€£]|\d|ten|"
+                         r"fifteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|a hundred)|"
+                         r"more (?:per|a|each))\b", re.I)
+_IN_WORDS = re.compile(r"\b(?:dollars|euros|pounds)\b", re.I)     # "thirty dollars", "200 dollars"
 _NOT_CHARGE = re.compile(r"\b(worth|income|estimate|estimated|value|bring(?:ing)? home|salary|"
                          r"budget|package|grant|award|limit)\b", re.I)
 _CHARGE = {"fee", "fees", "charge", "charges", "penalty", "surcharge", "deposit", "interest",
@@ -163,7 +167,7 @@ def _fits(o: Obj, content: str) -> bool:
     head = o.phrase.split()[-1].lower().strip(".,?")
     first = o.phrase.split()[0].lower()
     if not (first in _LEADS or first in _NUMBERS or o.phrase[:1] in "$€£0123456789"
-            or o.kind == "value"):
+            or o.kind == "value" or _IN_WORDS.search(o.phrase)):
         return False                  # a noun phrase as said: "the late fee", not "raise grant ..."
     if o.kind == "fee":           # not a refund, waiver or credit: nobody disputes those
         if re.search(r"refund|waiv|credit|free|no charge|no fee|discount|off the|saving|no longer|"
@@ -183,7 +187,8 @@ def _fits(o: Obj, content: str) -> bool:
             return True
         # a bare amount is a charge only where the sentence says so (not an estimate, a value,
         # an income or a balance the caller already knows)
-        return (o.phrase[:1] in "$€£" or any(c.isdigit() for c in o.phrase)) \
+        return (o.phrase[:1] in "$€£" or any(c.isdigit() for c in o.phrase)
+                or bool(_IN_WORDS.search(o.phrase))) \
             and bool(_CHARGE_CUE.search(sent)) and not _NOT_CHARGE.search(sent)
     if o.kind == "requirement":   # an identity detail or document, asked for, named as such
         first = o.phrase.split()[0].lower()
@@ -272,8 +277,11 @@ def _head(obj: Obj) -> str:
     return words
 
 
+_ASKING = re.compile(r"\b(?:ask|asked|asking|question)\b", re.I)
+
+
 def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
-                     domain: str = "") -> str:
+                     domain: str = "", asked: bool = True) -> str:
     """Empathy, the object explained by its kind, one alternative of that kind, a question;
     ``said``: what the assistant already said about it (a persisting caller gets another reason
     and another alternative, not the same ones again); ``domain``: its own alternatives join the
@@ -310,8 +318,12 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
     why = re.sub(rf"^((?:The )?{re.escape(head if why.startswith('The ') else obj)}) is\b",
                  rf"\1 {be}", why, flags=re.I)
     cores = P.bank("assistant", f"pb_empathy_{kind}")
+    if not asked:       # "I'd rather not give that out." is met with no "fair question" or "I
+        cores = [c for c in cores if not _ASKING.search(c)] or cores   # appreciate you asking"
     fresh_cores = [c for c in cores if c[:30].lower() not in said.lower()]   # a persisting caller
-    parts = [P.tidy(P.join(rng.choice(P.bank("assistant", "pb_empathy_open")),      # is not told
+    opens = [o for o in P.bank("assistant", "pb_empathy_open")
+             if asked or o not in ("Yes,", "Absolutely,")]          # no "Yes," to a complaint
+    parts = [P.tidy(P.join(rng.choice(opens),                                       # is not told
                            rng.choice(fresh_cores or list(cores)))),                # the same again
              why,
              P.compose(rng, "assistant", "pb_offer", alternative=rng.choice(

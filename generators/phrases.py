@@ -329,7 +329,7 @@ def first_person(value: str) -> str:
     out = value.strip().rstrip(".")
     if re.match(r"^[A-Z]", out) and not re.match(r"^(Is|Was|Has|Had|Needs|Wants)\b", out):
         return out
-    if re.match(r"^(I\b|I'|my\b|we\b|our\b)", out):
+    if re.match(r"^(I\b|I'|my\b|we\b|our\b)", out) or re.match(r"[A-Z](?:[ ,]+[A-Z]\b){2,}", out):
         return out
     return _as_subject(out[:1].lower() + out[1:], "I")
 
@@ -341,7 +341,9 @@ def second_person(value: str) -> str:
 
 def _second_person(value: str) -> str:
     out = value.strip().rstrip(".")
-    if re.match(r"^(I\b|I'm)", out):
+    if re.match(r"[A-Z](?:[ ,]+[A-Z]\b){2,}", out):
+        return out                      # a code spelled out: the letter I of "I N V, eight ..."
+    if re.match(r"^(?:I\b|I'm)", out):
         out = re.sub(r"^I'm\b", "you're", out)
         out = re.sub(r"^I\b", "you", out)
         return re.sub(r"\bmy\b", "your", out)
@@ -357,6 +359,9 @@ def clause(value: str) -> str | None:
     sister") as the caller says it ("I have a flood policy"); None for plain values."""
     v = value.strip()
     first = v.split(" ", 1)[0].lower() if v else ""
+    if re.match(r"[A-Z](?:[ ,]+[A-Z]\b){2,}", v):
+        return None                             # a code spelled out ("I N V, eight eight ..."):
+                                                # the letter I is not the caller speaking
     if re.match(r"(?:I|I'm|I've|my|we|we're|our)\b", v):
         return v.rstrip(".")                    # said as the caller says it already
     if re.match(r"(?:(?:a|the|my|our|their)\s+)?\w+(?:\s\w+)?\s(?:lost|separated|had|dropped|got|"

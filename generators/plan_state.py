@@ -33,7 +33,8 @@ ELIGIBLE_SHARE = 0.52               # share of assistant turns that can be cut (
                                     # this share, so the realised share of cut turns matches
                                     # interruption_rate (measured: 0.35-0.40 against a mean 0.47)
 OVERLAP_MS = {"filler": (100, 350), "default": (150, 600)}
-CLOSING_TYPES = ("filler", "topic_switch", "normal")
+CLOSING_TYPES = ("filler", "normal")   # a side question cut into "anything else?" answers it, and
+                                        # the steer-back asks it again: a loop (a hand read)
 _SYNONYMS = {"phone": ("mobile", "cell", "phone"), "email": ("email", "e-mail")}
 _PHRASES = KEY_PHRASES
 READBACK_KINDS = {"email", "work_email", "date", "address", "name", "choice", "time", "amount"}

@@ -295,6 +295,10 @@ class CallerRounds:
             if t == "filler" and st.round == 0:
                 continue                    # "Right, right." to a greeting: nothing said yet to
                                             # acknowledge
+            if t == "impatient" and unit.kind == "outcome":
+                continue                    # "What do you need to finish this?" to "your request
+                                            # has been submitted": nothing is left to hurry (a
+                                            # hand read)
             if t == "impatient" and unit.purpose == "deescalate":
                 continue                    # the caller asked for this alternative: nothing to skip
             if t == "normal" and unit.purpose == "deescalate":

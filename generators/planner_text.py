@@ -213,9 +213,9 @@ _CALLER_TASK = re.compile(r"\bif you (?:haven't|have not|don't|do not) [^.?!]{0,
                           # without it ("For the fare difference, I'll text you a secure link")
                           r"\b(?:secure|payment) link\b", re.I)
 # the turn reports the request done ("You're booked ...", "I've issued a refund ...")
-_DONE = re.compile(r"^(?:[^.?!]*[,.]\s+)?(?:you're (?:all set|booked|renewed|confirmed|upgraded|enrolled|"
-                   r"now)|I've (?:booked|issued|processed|submitted|filed|cancelled|scheduled|renewed|"
-                   r"set up|applied|placed)|(?:that's|it's|everything is|all) (?:done|sorted|complete)|"
+_DONE = re.compile(r"^(?:(?:[^.?!]|\.(?=\w))*[,.]\s+(?:and\s+|so\s+)?)?(?:you're (?:all set|booked|renewed|confirmed|"
+                   r"upgraded|enrolled|now)|I've (?:booked|rebooked|issued|processed|submitted|filed|"
+                   r"cancelled|scheduled|renewed|set up|applied|placed|sent|moved|changed)|(?:that's|it's|everything is|all) (?:done|sorted|complete)|"
                    r"your [\w' -]{1,40}? (?:is|are|has been|have been) (?:confirmed|set for|set up|booked|"
                    r"submitted|filed|in place|cancelled|scheduled|done))\b", re.I)
 _AMOUNT = re.compile(r"[$\u20ac\u00a3]\s?\d|\b\d[\d,.]*\s(?:dollars?|euros?|pounds?|miles|points|"

@@ -38,8 +38,12 @@ conditions eligibility cap cancellation renewal hold holds restriction restricti
 _DURATION = re.compile(r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fourteen|"
                        r"fifteen|twenty|thirty|forty-five|sixty|ninety)[- ](?:business |working |"
                        r"calendar )?(?:minutes?|hours?|days?|weeks?|months?|years?)\b", re.I)
-_MONEY = re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:a|per|each)\s(?:month|year|week|day|seat|"
-                    r"night|person))?")
+# an amount with its currency sign, or said in words as the talking points write it for speech
+# ("a stop payment costs thirty dollars", "about 200 dollars more per semester")
+_MONEY = re.compile(r"(?:[$€£]\s?\d[\d,]*(?:\.\d+)?|\b(?:\d[\d,]*(?:\.\d+)?|ten|fifteen|twenty|"
+                    r"twenty-five|thirty|forty|fifty|sixty|seventy|eighty|ninety|a hundred)\s"
+                    r"(?:dollars|euros|pounds)\b)"
+                    r"(?:\s?(?:a|per|each)\s(?:month|year|week|day|seat|night|person|line|semester))?")
 _MONTH = ("January|February|March|April|May|June|July|August|September|October|November|"
           "December")
 _DATE = re.compile(r"\b(?:(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday),?\s+)?"

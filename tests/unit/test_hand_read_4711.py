@@ -95,3 +95,12 @@ def test_a_correction_is_taken_without_calling_it_the_agents_catch():
     for key in ("recover_correction", "recover_correction_short"):
         for line in P.bank("assistant", key):
             assert not re.search(r"\bgood catch\b|\bsorry about that\b", line, re.I), line
+
+
+def test_a_spelled_code_starting_with_the_letter_i_is_not_the_caller_speaking():
+    """Seed 6262: "Oh, by the way, I N V, eight eight zero five zero seven." told back as "I've
+    written down that you N V, eight eight zero five zero seven"."""
+    code = "I N V, eight eight zero five zero seven"
+    assert P.clause(code) is None
+    assert P.second_person(code) == code and P.first_person(code) == code
+    assert P.second_person("I need it by Friday") == "you need it by Friday"
