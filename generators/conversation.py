@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 from collections import deque
 from collections.abc import Awaitable
 from pathlib import Path
@@ -93,13 +94,18 @@ class RuleAgents:
             topic = goal_topic(self.scenario)
             if topic:
                 doing = topic.split()[0].endswith("ing")     # "getting you rebooked"
-                took = P.pick(rng, "assistant", "purpose_ack_doing" if doing else "purpose_ack",
-                              topic=topic)
+                lines = P.bank("assistant", "purpose_ack_doing" if doing else "purpose_ack")
+                if re.match(r"\W*thank", turn.content, re.I):     # "... Thank you. I've got"
+                    lines = [x for x in lines if "thank" not in x.lower()] or lines
+                took = P.fill(rng.choice(lines), where="assistant.purpose_ack", topic=topic)
                 # no "Right, the next part." between the caller's reason and the agent's
                 # answer to it: a step-done transition reads as not having listened
                 moving = set(P.bank("assistant", "lead_on"))
                 ack = turn.acknowledgement
                 kept = [ack[a:b].strip() for a, b in sentences(ack) if ack[a:b].strip() not in moving]
+                # a bare nod before it ("Alright. Right, the room change.") is two openers in a
+                # row (a hand read): the reason taken up is the acknowledgement
+                kept = [k for k in kept if P.n_words(k) > 4]
                 turn = turn.model_copy(update={"acknowledgement": P.join(*kept, took)})
         return turn
 

@@ -57,6 +57,7 @@ def test_the_agent_takes_the_purpose_up_in_its_next_turn(convs):
     """After a first reply that is not a cut-in, the agent's answer names the call's topic, and
     no "Right, the next part." stands between the caller's reason and that answer."""
     moving = set(P.bank("assistant", "lead_on"))
+    takes = P.bank("assistant", "purpose_ack") + P.bank("assistant", "purpose_ack_doing")
     checked = 0
     for c in convs:
         first = next(m for m in c.messages if m.role == "user")
@@ -70,6 +71,11 @@ def test_the_agent_takes_the_purpose_up_in_its_next_turn(convs):
         assert topic and topic in nxt.text, (c.scenario.goal.name, first.text, nxt.text)
         head = nxt.text[:nxt.text.index(topic)]
         assert not any(m in head for m in moving), nxt.text
+        # no bare nod first ("Alright. Right, the room change.") and one thanks at most ("Thanks
+        # for explaining. Let's get going on it. Thank you.")
+        nod = re.match(r"^\W*((?:\w+\W+){0,3}?\w+[.!])\s", head)
+        assert not nod or any(x.startswith(nod.group(1)) for x in takes), nxt.text
+        assert len(re.findall(r"\bthank", nxt.text[:nxt.text.index(topic) + 80], re.I)) <= 1, nxt.text
         checked += 1
     assert checked >= 8
 
