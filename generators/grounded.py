@@ -20,7 +20,7 @@ import random
 import re
 
 from bargein.generators import phrases as P
-from bargein.verify.objects import Obj, find_objects
+from bargein.verify.objects import AMOUNT_WORDS, Obj, find_objects
 
 PUSHBACK_KINDS = ("fee", "requirement", "policy")
 CLARIFY_KINDS = ("fee", "policy", "value")
@@ -66,8 +66,8 @@ _IDENTITY = re.compile(r"\b(birth|digits|social|security|account|card|pin|passwo
                        r"proof|statement|document|documents|receipt|receipts|letter)\b", re.I)
 _CHARGE_CUE = re.compile(r"\b(fee|fees|charge|charges|charged|penalty|surcharge|deposit|copay|"
                          r"premium|price|fare difference|you'll pay|you pay|costs? you|due|"
-                         r"costs?\s+(?:about\s+|around\s+|roughly\s+|just\s+)?(?:[$€£]|\d|ten|"
-                         r"fifteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|a hundred)|"
+                         r"costs?\s+(?:about\s+|around\s+|roughly\s+|just\s+)?(?:[$€£]|\d|"
+                         + AMOUNT_WORDS + r")|"
                          r"more (?:per|a|each))\b", re.I)
 _IN_WORDS = re.compile(r"\b(?:dollars|euros|pounds)\b", re.I)     # "thirty dollars", "200 dollars"
 _NOT_CHARGE = re.compile(r"\b(worth|income|estimate|estimated|value|bring(?:ing)? home|salary|"

@@ -323,13 +323,16 @@ def _verbish(word: str) -> bool:
         word.endswith("s") and word not in _NOT_VERBS and len(word) > 3 and not word.endswith("ss"))
 
 
+_SPELLED = re.compile(r"[A-Z](?:[ ,]+[A-Z]\b){2,}")   # a code spelled out: "I N V, eight ..."
+
+
 def first_person(value: str) -> str:
     """A hidden fact written about the caller ("is travelling to Reno and needs ...") as the
     caller says it ("I'm travelling to Reno and need ...")."""
     out = value.strip().rstrip(".")
     if re.match(r"^[A-Z]", out) and not re.match(r"^(Is|Was|Has|Had|Needs|Wants)\b", out):
         return out
-    if re.match(r"^(I\b|I'|my\b|we\b|our\b)", out) or re.match(r"[A-Z](?:[ ,]+[A-Z]\b){2,}", out):
+    if re.match(r"^(I\b|I'|my\b|we\b|our\b)", out) or _SPELLED.match(out):
         return out
     return _as_subject(out[:1].lower() + out[1:], "I")
 
@@ -341,7 +344,7 @@ def second_person(value: str) -> str:
 
 def _second_person(value: str) -> str:
     out = value.strip().rstrip(".")
-    if re.match(r"[A-Z](?:[ ,]+[A-Z]\b){2,}", out):
+    if _SPELLED.match(out):
         return out                      # a code spelled out: the letter I of "I N V, eight ..."
     if re.match(r"^(?:I\b|I'm)", out):
         out = re.sub(r"^I'm\b", "you're", out)
@@ -359,7 +362,7 @@ def clause(value: str) -> str | None:
     sister") as the caller says it ("I have a flood policy"); None for plain values."""
     v = value.strip()
     first = v.split(" ", 1)[0].lower() if v else ""
-    if re.match(r"[A-Z](?:[ ,]+[A-Z]\b){2,}", v):
+    if _SPELLED.match(v):
         return None                             # a code spelled out ("I N V, eight eight ..."):
                                                 # the letter I is not the caller speaking
     if re.match(r"(?:I|I'm|I've|my|we|we're|our)\b", v):

@@ -40,8 +40,9 @@ _DURATION = re.compile(r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|t
                        r"calendar )?(?:minutes?|hours?|days?|weeks?|months?|years?)\b", re.I)
 # an amount with its currency sign, or said in words as the talking points write it for speech
 # ("a stop payment costs thirty dollars", "about 200 dollars more per semester")
-_MONEY = re.compile(r"(?:[$€£]\s?\d[\d,]*(?:\.\d+)?|\b(?:\d[\d,]*(?:\.\d+)?|ten|fifteen|twenty|"
-                    r"twenty-five|thirty|forty|fifty|sixty|seventy|eighty|ninety|a hundred)\s"
+AMOUNT_WORDS = ("ten|fifteen|twenty|twenty-five|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
+                "a hundred")       # a round amount as spoken ("thirty dollars", "costs forty")
+_MONEY = re.compile(r"(?:[$€£]\s?\d[\d,]*(?:\.\d+)?|\b(?:\d[\d,]*(?:\.\d+)?|" + AMOUNT_WORDS + r")\s"
                     r"(?:dollars|euros|pounds)\b)"
                     r"(?:\s?(?:a|per|each)\s(?:month|year|week|day|seat|night|person|line|semester))?")
 _MONTH = ("January|February|March|April|May|June|July|August|September|October|November|"
