@@ -357,7 +357,8 @@ class RuleAssistant:
             return AssistantTurn(acknowledgement="", content=G.recover_pushback(
                 rng, kind, phrase, said=rec.planned_text if d.get("variant") == "persist" else "",
                 domain=self.scenario.domain.name,
-                asked="?" in (self.caller_said[-1] if self.caller_said else "?")))
+                asked="?" in (self.caller_said[-1] if self.caller_said else "?"),
+                heard=rec.heard_text))
         if t == "normal":
             variant = d.get("variant")
             if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):
@@ -368,7 +369,7 @@ class RuleAssistant:
             elif variant == "volunteer":
                 address = P.pick(rng, "assistant", "recover_volunteer", value=d["value"], label=d["label"])
             elif variant == "constraint":
-                address = P.pair(d, "normal_constraint")["assistant"]
+                address = P.answer(d, "normal_constraint", rng)
             elif d.get("object_kind"):
                 address = G.recover_clarify(rng, d["anchor"])
             else:
@@ -381,7 +382,7 @@ class RuleAssistant:
                                  be=P.be_for(d["label"]),
                                  old=d["old"], new=d["new"])
         else:  # topic_switch: address it, steer back (the steer-back is the resume lead)
-            address = P.pair(d, "topic_switch")["assistant"]
+            address = P.answer(d, "topic_switch", rng)
             topic = goal_topic(self.scenario) if plan.unit.kind != "close" else ""
             back = P.pick(rng, "assistant", "back_to_topic", topic=topic) if topic and \
                 rng.random() < 0.6 else P.pick(rng, "assistant", "back_to_task")

@@ -217,13 +217,13 @@ async def simulate(scenario: Scenario, rng: random.Random, agents: Any) -> Conve
         messages += new_msgs
         plans.append(new_plan)
         if inter is None:
-            planner.apply(st, plan, turn.content, None, rng)
+            planner.apply(st, plan, turn.content, None, rng, text=text)
         else:
             rec = Recovery(type=plan.type, message_index=i + 1, planned_text=text, heard_text=inter.heard,
                            remainder=P.remainder_after(text, inter.cut_word_index),
                            interjection=inter.interjection, content_start=turn.content_start,
                            detail=inter.detail)
-            planner.apply(st, plan, turn.content, rec, rng)
+            planner.apply(st, plan, turn.content, rec, rng, text=text)
         if plan.assistant_action == "farewell":
             break
     return Conversation(id=conversation_id(scenario, agents.name), scenario=scenario,

@@ -281,7 +281,7 @@ _ASKING = re.compile(r"\b(?:ask|asked|asking|question)\b", re.I)
 
 
 def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
-                     domain: str = "", asked: bool = True) -> str:
+                     domain: str = "", asked: bool = True, heard: str = "") -> str:
     """Empathy, the object explained by its kind, one alternative of that kind, a question;
     ``said``: what the assistant already said about it (a persisting caller gets another reason
     and another alternative, not the same ones again); ``domain``: its own alternatives join the
@@ -296,6 +296,7 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
         pats = [re.compile(x, re.I) for x in P.bank("assistant", unfit)]
         alts = [a for a in alts if not any(p.search(a) for p in pats)] or alts
     obj = re.sub(r"^an?\s+(?=\S+\s)", "the ", as_assistant(phrase))   # the caller heard it:
+    obj = re.sub(r"^(?=[$\u20ac\u00a3]\d[\d,.]*\s+[a-z])", "the ", obj)   # "the $32.37 charge"
     # "the breakdown of the 40 dollar enrolment fee", not "of a 40 dollar enrolment fee"
     head = re.sub(r"^(?:a|an|the|your|my|this|that|any)\s+", "", obj, flags=re.I)
     noun = re.split(r"\s+of\s+", head)[0]            # "last four digits of the card": digits
@@ -304,7 +305,8 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
                         r"twenty|thirty|forty|sixty|ninety)\b", head, re.I) and kind != "requirement"
     be = "are" if last.endswith("s") and not last.endswith(("ss", "us")) and not counted else "is"
     wait = kind == "policy" and counted and re.search(
-        r"\b(?:minutes?|hours?|days?|weeks?|months?)$", head, re.I)   # "one business day": a wait,
+        r"\b(?:minutes?|hours?|days?|weeks?|months?)$", head, re.I) and not _WINDOW.search(
+        _sentence_with(heard, head))        # "valid for ninety days" is a window, not a wait;
     why_bank = P.bank("assistant", "recover_pb_why_wait" if wait    # not a rule "I can't change"
                       else f"recover_pb_why_{kind}")
     own_why = f"recover_pb_why_{kind}.{domain}"
@@ -333,6 +335,17 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
     # "Instead, we could ... instead." says it twice
     return re.sub(r"\b(?:Instead,|Alternatively,|Another option:|If you'd prefer,) ([A-Za-z][^.?!]*?) instead\.",
                   lambda m: m.group(1)[:1].upper() + m.group(1)[1:] + " instead.", text)
+
+
+# a span of time the caller has (a validity, a deadline, notice), not a wait they sit out
+_WINDOW = re.compile(r"\b(?:valid|expires?|within|window|deadline|notice|up to|at least|no later|"
+                     r"before|grace)\b", re.I)
+
+
+def _sentence_with(text: str, phrase: str) -> str:
+    """The sentence of ``text`` that says ``phrase`` ('' when none does)."""
+    low = phrase.lower()
+    return next((s for s in re.split(r"(?<=[.?!])\s+", text) if low in s.lower()), "")
 
 
 def _shares_tail(a: str, b: str, n: int = 3) -> bool:

@@ -209,7 +209,7 @@ class LLMAgents:
             # delivery address for my office?", "do you deliver to PO boxes?", each answered by
             # the cut turn said again word for word)
             d = rec.detail
-            answer = P.join(P.pair(d, "topic_switch")["assistant"], P.pick(rng, "assistant", "back_to_task"))
+            answer = P.join(P.answer(d, "topic_switch", rng), P.pick(rng, "assistant", "back_to_task"))
             asked = content_words(rec.interjection) - content_words(rec.heard_text) - _GENERIC_ASK
 
             again = content_words(plan.unit.text or "") if plan.unit is not None else frozenset()

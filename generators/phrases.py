@@ -83,6 +83,18 @@ def pair(detail: dict[str, str], kind: str) -> dict[str, str]:
     return bank("pairs", key or kind)[int(i)]
 
 
+def answers(paired: dict[str, Any]) -> tuple[str, ...]:
+    """Every wording of a pair's answer: ``assistant`` is one line or a list of lines that say
+    the same thing (the first is the pair's own)."""
+    a = paired.get("assistant") or ()
+    return (a,) if isinstance(a, str) else tuple(a)
+
+
+def answer(detail: dict[str, str], kind: str, rng: random.Random) -> str:
+    """The agent's answer to the paired remark a plan detail names, in one of its wordings."""
+    return rng.choice(answers(pair(detail, kind)))
+
+
 def pick(rng: random.Random, file: str, key: str, **slots: str) -> str:
     """Draw one alternative and fill its slots."""
     return fill(rng.choice(bank(file, key)), where=f"{file}.{key}", **slots)
@@ -182,7 +194,7 @@ _LABEL_WORDS = {"ssn": "Social Security number", "dob": "date of birth", "id": "
 _LABEL_KEYS = {"account_created_year": "year the account was opened",
                "lost_device": "reason for the reset",
                "project_cost": "estimated cost", "needed_by": "deadline",
-               "lost_date": "date it went missing", "last_used": "last place you used the card"}
+               "lost_date": "date it went missing", "last_used": "last place the card was used"}
 
 
 def label(key: str) -> str:

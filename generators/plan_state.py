@@ -218,13 +218,20 @@ def choose_option(question: str, rng: random.Random) -> str | None:
     qs = [q for q in re.findall(r"[^.?!]*\?", question) if " or " in q]
     if not qs:
         return None
-    if re.search(r"\b(like|including|perhaps|such as|any)\b", qs[-1], re.I):
+    q = qs[-1]
+    if re.search(r"\b(?<!would you )(?<!do you )(?<!you'd )like\b|\b(including|perhaps|such as|any)\b",
+                 q, re.I):
         return None                         # examples of a yes-no question, not options
-    head, _, last = qs[-1].rstrip("?").strip().rpartition(" or ")
+    yn = _YN.search(q)
+    if yn and "," in q[:yn.start()]:        # "Just so I know, are you the patient, or ...?": the
+        q = q[yn.start():]                  # lead-in is no option
+    head, _, last = q.rstrip("?").strip().rpartition(" or ")
     parts = [p.strip() for p in head.split(",") if p.strip()] + [last.strip()]
     if len(parts) < 3:
         return None                         # "Is that correct, or has it changed?" is no choice
-    opts = [re.sub(r"^(?:more|a|an|the|some)\s+", "", p) for p in parts[1:] if 0 < len(p.split()) <= 5]
+    lead = _EITHER.match(parts[0])          # "Would you like standard": its option is one too
+    parts = [lead.group(2)] + parts[1:] if lead else parts[1:]
+    opts = [re.sub(r"^(?:more|a|an|the|some)\s+", "", p) for p in parts if 0 < len(p.split()) <= 5]
     return rng.choice(opts) if opts else None
 
 
@@ -401,6 +408,10 @@ class ConversationState:
     said: str = ""                                           # what the assistant said so far
     clarified: int = 0                                       # "was that X?" questions asked
     current: str = ""                                        # what the turn being planned says
+    promises: list[tuple[str, str]] = field(default_factory=list)   # ("send", "you the steps")
+                                                             # or ("after", sentence): what an
+                                                             # answer to a side remark promised
+    followed_up: bool = False                                # those promises taken up at the end
     declined: set[str] = field(default_factory=set)          # words of offers the caller turned
                                                              # down ("monthly")
 
@@ -469,8 +480,8 @@ class ConversationState:
         from bargein.verify.text import content_words
         heard = f"{self.said} {self.current} {self.last_user.get('value', '')}"   # the turn
         asked = content_words(pair["user"]) - _OPENER_WORDS - content_words(heard)  # answers it
-        return bool(content_words(pair["user"]) - _OPENER_WORDS) and not (
-            content_words(pair["assistant"]) & asked)
+        return bool(content_words(pair["user"]) - _OPENER_WORDS) and not all(
+            content_words(a) & asked for a in P.answers(pair))
 
     def _used_pair_lines(self) -> list[str]:
         """The caller's lines of the side remarks already used in this call."""

@@ -39,6 +39,34 @@ from bargein.generators.planner_text import (  # noqa: F401  (re-exported as abo
 )
 from bargein.records import Scenario
 
+_PAST = {"send": "sent", "email": "emailed", "text": "texted", "message": "messaged"}
+# "I'll send you how to book one", "I'll email you the range once we're done"
+_WILL_SEND = re.compile(r"\bI'll (?:also )?(send|email|text|message) ((?:you )?[^.;?!]+?)"
+                        r"(?=,? (?:once|after|afterwards|later|when|as soon as|by|right after|so|"
+                        r"before)\b|[.;?!]|$)", re.I)
+# "we can do it after this", "I can pass you to our complaints team at the end of this call"
+_LATER = re.compile(r"\b(?:after (?:this|that|we finish|we've finished|we're done)|once we(?:'re| are) "
+                    r"done|once we've (?:finished|wrapped up)|at the end of (?:this|the) call|when we "
+                    r"wrap up|right after (?:this|we finish|that)|as soon as we(?:'re| are) done|"
+                    r"before we hang up|once this is (?:done|sorted))\b", re.I)
+
+
+def promises_in(answer: str) -> list[tuple[str, str]]:
+    """What an answer to a side remark promises for later: ("send", what) for each thing it
+    will send, ("after", sentence) for a request it puts off until the main one is done."""
+    out: list[tuple[str, str]] = []
+    for sent in re.split(r"(?<=[.?!;])\s+", answer):
+        sends = [(m.group(1).lower(), m.group(2).strip()) for m in _WILL_SEND.finditer(sent)
+                 if re.match(r"(?:you )?(?:a|an|the|that|this|those|how|what|where|when)\b",
+                             m.group(2).strip(), re.I)    # a thing to send, not a way of
+                 and not re.search(r"\b(?:any|anything|everything|updates)\b", m.group(2), re.I)
+                 and len(re.sub(r"^you\s+", "", m.group(2).strip()).split()) >= 2]
+        #                                                   sending ("I'll send updates by text")
+        out += sends
+        if not sends and _LATER.search(sent) and not re.search(r"\bif\b", sent, re.I):
+            out.append(("after", sent.strip()))
+    return out
+
 
 class RulePlanner(CallerRounds):
     """Deterministic given the RNG; walks the workflow with next/skip/fail/terminate."""
@@ -170,6 +198,10 @@ class RulePlanner(CallerRounds):
                     u = u.model_copy(update={"text": "", "keys": tuple(
                         k for k in u.keys if not (st.stated.get(k) and k in st.uttered))})
                 if u.kind == "close":
+                    follow = self._follow_up(st, rng)
+                    if follow is not None:          # what a side answer promised, first
+                        st.units.appendleft(u)
+                        return follow, transition, lead
                     st.delivered.add(st.stage)
                     st.close_offered = True
                     self._end(st, None, "next")
@@ -194,11 +226,15 @@ class RulePlanner(CallerRounds):
                     if not text:
                         continue
                     if not u.purpose:                          # the agent's own words
-                        text = P.vary(text, rng)
+                        text = P.vary(text, rng, rate=1.0)
                 return u.model_copy(update={"text": text}), transition, lead
             transition = self._leave(st, rng)
             lead = st.stage is not None
         if st.phase == "closing":
+            follow = self._follow_up(st, rng) if st.terminal_kind not in ("fail", "terminate") \
+                else None
+            if follow is not None:
+                return follow, transition, False
             st.phase = "farewell"
             if st.terminal_kind in ("fail", "terminate"):
                 return Unit(kind="outcome", keys=(st.terminal_kind,)), transition, False
@@ -207,6 +243,28 @@ class RulePlanner(CallerRounds):
                 return Unit(kind="close", keys=(st.terminal_kind or "next",)), transition, False
         st.phase = "done"
         return Unit(kind="farewell"), transition, False
+
+    def _follow_up(self, st: ConversationState, rng: random.Random) -> Unit | None:
+        """Before the call closes, what the answers to side remarks promised: what was to be
+        sent is said to be sent ("As promised, I've sent you the steps for the network check."),
+        and a request put off until "after this" is offered again, for the caller to take up or
+        leave (seen in hand reads: "I can book one after this", then the call closed)."""
+        if st.followed_up or not st.promises:
+            return None
+        st.followed_up = True
+        by_verb: dict[str, list[str]] = {}
+        for verb, obj in dict.fromkeys(p for p in st.promises if p[0] in _PAST):
+            by_verb.setdefault(verb, []).append(re.sub(r"^you\s+", "", obj.rstrip(".")))
+        # one sentence per verb ("I've sent you the unlock form and the current offer."), never
+        # "I've sent you the X. I've sent you the Y."
+        sent = [f"I've {_PAST[verb]} {'you ' if any(o for verb2, o in st.promises if verb2 == verb and o.startswith('you ')) else ''}"
+                f"{' and '.join(objs[:2])}" for verb, objs in by_verb.items()][:2]
+        text = P.join(P.pick(rng, "assistant", "promise_kept_lead"), ", and ".join(sent) + ".") \
+            if sent else ""
+        if any(kind == "after" for kind, _ in st.promises):
+            return Unit(kind="ask", stage=st.stage, purpose="follow_up",
+                        text=P.join(text, P.pick(rng, "assistant", "promise_after")))
+        return Unit(kind="inform", stage=st.stage, purpose="follow_up", text=text)
 
     def _last_stage(self, stage: str | None) -> bool:
         return any(t.kind == "next" and t.target in self.wf.terminals for t in self.out.get(stage or "", []))
@@ -355,8 +413,10 @@ class RulePlanner(CallerRounds):
 
     # -- after the round ----------------------------------------------------------------------
     def apply(self, st: ConversationState, plan: RoundPlan, content: str,
-              interruption: Recovery | None, rng: random.Random | None = None) -> None:
-        """Update the state with what was actually said in the round."""
+              interruption: Recovery | None, rng: random.Random | None = None,
+              text: str = "") -> None:
+        """Update the state with what was actually said in the round (``content``: the turn's
+        content; ``text``: the whole message, its acknowledgement and answers too)."""
         rng = rng or random.Random(st.round)
         st.round += 1
         st.n_messages += 1 if plan.assistant_action == "farewell" else 2
@@ -365,6 +425,13 @@ class RulePlanner(CallerRounds):
         st.last_user = {}
         heard = interruption.heard_text if interruption is not None else content
         st.said += " " + heard
+        rec = plan.recovery
+        if rec is not None and rec.type in ("topic_switch", "normal") and rec.detail.get("pair"):
+            kind = "topic_switch" if rec.type == "topic_switch" else "normal_constraint"
+            said = P.answers(P.pair(rec.detail, kind))
+            whole = interruption.heard_text if interruption is not None else (text or content)
+            if any(a in whole for a in said):   # (the pair's own wording says what is promised;
+                st.promises += promises_in(said[0])     # the others say the same)
         if plan.unit is not None and plan.unit.kind != "ask" and _unheard_price(heard, 0):
             st.agreed = False               # a price the caller has not said yes to yet
         if plan.unit is not None and plan.unit.kind == "ask" and plan.unit.text and \

@@ -62,6 +62,8 @@ class CallerRounds:
                               P.compose(rng, "user", "qa_offer")}
         if unit.kind == "outcome":
             return "ack", {}
+        if unit.purpose == "follow_up" and unit.kind == "ask":   # a side request put off till
+            return "choose", {"reply": P.pick(rng, "user", "promise_later")}   # now: another day
         if (st.pending is not None and st.pending.type == "pushback") or unit.purpose == "deescalate":
             return "accept", {}             # the alternative offered (again, after a side turn)
         if unit.purpose in ("readback", "recap"):
@@ -94,7 +96,7 @@ class CallerRounds:
         # the rest of a cut sentence ("or a subscription ...?") is answered as the whole question
         asked = st.pending.planned_text if st.pending is not None and st.pending.type == "filler" \
             else unit.text
-        if unit.kind != "close" and _task_asked(unit.text or "") == "report":
+        if unit.kind != "close" and _task_asked(asked or "") == "report":
             return "choose", {"reply": rng.choice(P.bank("user", "task_done_report"))}
         answered = answer_question(asked, rng) if unit.kind == "ask" and unit.text else None
         if answered is not None:        # a question asking for no fact: answered, not acknowledged
@@ -117,7 +119,7 @@ class CallerRounds:
                 if option:
                     return "choose", {"option": option}
             return "choose", {"reply": reply}
-        task = _task_asked(unit.text or "") if unit.kind != "close" else ""
+        task = _task_asked(asked or "") if unit.kind != "close" else ""   # (the whole cut turn)
         if task:                        # "read it to me when you see it", "let me know once
             return "choose", {"reply": _fill_step(rng.choice(P.bank("user", f"task_done_{task}")), rng)}
                                         # you've signed": the caller does it and says so
@@ -161,6 +163,8 @@ class CallerRounds:
                 "key": slip, "label": P.label(slip),     # call ends with two values for it
                 "old": c.first_value, "new": c.corrected_value}
         p = min(0.95, intent.interruption_rate / ELIGIBLE_SHARE)
+        if unit.purpose == "follow_up":     # the promises taken up at the end: heard whole
+            return None, {}
         if unit.purpose == "alt_step":      # a code being read out: nobody cuts in on that; the
             if rng.random() < p:            # cut is owed to a later turn (the rate holds)
                 st.owed += 1
@@ -243,6 +247,13 @@ class CallerRounds:
             # are the right value read out too
             tail, said = re.sub(r"\D", "", c.corrected_value)[-4:], re.sub(r"\D", "", c.first_value)[-4:]
             if len(tail) == 4 and tail != said and re.search(rf"(?<!\d){tail}(?!\d)", unit.text):
+                return key
+            # the slip itself read back for the caller to confirm ("Just checking I heard you
+            # right: stephen.velez@gmail.com?"): a caller who means another value says so now,
+            # not "Yep, that matches" (a hand read of seed 3131: three planned corrections never
+            # made, the wrong value confirmed instead)
+            if key in getattr(unit, "keys", ()) and c.first_value in unit.text \
+                    and c.corrected_value != c.first_value:
                 return key
         return None
 

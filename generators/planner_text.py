@@ -15,6 +15,7 @@ import re
 from collections import deque
 
 from bargein.generators import phrases as P
+from bargein.generators import rewordings as R
 from bargein.generators.plan_state import ConversationState, RoundPlan, Unit, question_kind
 from bargein.spoken import DIGIT_WORDS
 from bargein.verify.text import content_words
@@ -35,11 +36,22 @@ def alternative_step(text: str, side: str = "alternative") -> dict[str, str] | N
 
 
 _TASK_CODE = re.compile(r"\bread (?:it|them|the code|that|the digits) (?:out |back )?(?:to me )?(?:when|once|as soon as)\b|"
-                        r"\b(?:read|tell) me the code\b|\bread me the (?:six|four)-digit code\b", re.I)
-_TASK_SIGN = re.compile(r"\b(?:let me know|tell me) (?:once|when) you've (?:signed|e-signed)\b", re.I)
+                        r"\b(?:read|tell) me the code\b|\bread me the (?:six|four)-digit code\b|"
+                        # "When it lands, which can take up to a minute, just read it out to me."
+                        r"\b(?:when|once|as soon as) (?:it|the code) (?:lands|arrives|comes through|shows up)\b"
+                        r"[^.?!]*\bread (?:it|them|the code) (?:out |back )?to me\b", re.I)
+_TASK_SIGN = re.compile(r"\b(?:let me know|tell me) (?:once|when|as soon as) you've (?:signed|e-signed)\b|"
+                        # "Once you've signed, let me know ...", "When it's signed, give me a shout"
+                        r"\b(?:once|when|as soon as) (?:you've (?:signed|e-signed)|it's signed)\b[^.?!]*"
+                        r"\b(?:let me know|tell me|give me a shout)\b", re.I)
 _TASK_DONE = re.compile(r"\b(?:let me know|tell me) (?:once|when) (?:you've|you have|it's) "
                         r"(?:entered|added|saved|approved|clicked|opened|done|submitted|uploaded|sent|"
                         r"finished|restarted|signed in)\b", re.I)
+
+
+# the agent sends the caller something the next steps rely on (a form, a code, a link)
+_SENDS = re.compile(r"\bI(?:'m| am) (?:now |just )?(?:sending|texting|emailing)\b|"
+                    r"\bI(?:'ve| have) (?:just )?(?:sent|texted|emailed)\b", re.I)
 
 
 _TASK_REPORT = re.compile(r"\b(?:tell me|let me know) what (?:you see|it says|comes up|happens)\b", re.I)
@@ -174,12 +186,16 @@ def sensitive_key(st: ConversationState, key: str) -> bool:
 
 def _unheard_price(text: str, heard_chars: int) -> str:
     """The first sentence the caller did not hear in full that states an amount they will pay
-    ("The fare difference is $195.24 per passenger, including taxes."), or ''."""
+    ("The fare difference is $195.24 per passenger, including taxes."), or ''. A sentence is
+    read in its catalogue wording, so every wording of it reads the same."""
+    if heard_chars == 0:
+        text = R.canonical(text)
     for m in re.finditer(r"\S(?:.*?)(?:[.?!](?=\s|$)|$)", text):
         sent = m.group(0).strip()
         amount = _AMOUNT.search(m.group(0))
         if sent and amount and m.start() + amount.start() >= heard_chars and not sent.endswith("?") \
-                and re.search(r"\b(?:fee|cost|costs|charge|difference|price|total|pay|due|is)\b", sent, re.I):
+                and re.search(r"\b(?:fee|cost|costs|charge|difference|price|total|pay|due|is|comes? to|"
+                              r"works? out|runs|would be|will be|amounts? to|adds up)\b", sent, re.I):
             return sent
     return ""
 
@@ -302,6 +318,10 @@ def _essential(u: Unit) -> bool:
     if u.kind == "close" or (u.kind == "ask" and bool(u.keys)) or bool(
             u.text and (_unheard_price(u.text, 0) or _DONE.search(u.text) or _ACTS.match(u.text))):
         return True                 # a price, or the report of the work done ("I've issued ...")
+    if u.text and (_SENDS.search(u.text) or _task_asked(u.text)):
+        return True                 # what the caller is sent or asked to do is the step's work:
+    #                                 skipping "I'm sending the release form to you" left "The
+    #                                 form lists ... Let me know once you've signed" about nothing
     # a choice that decides the path ("close it, or switch to monthly?", "shall I apply it?"):
     # skipping it would act without the caller's say
     qs = re.findall(r"[^.?!]*\?", u.text or "")

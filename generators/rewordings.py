@@ -123,7 +123,12 @@ def _compile(wording: str) -> tuple[str, re.Pattern]:
 
 @lru_cache(maxsize=1)
 def _compiled() -> tuple[tuple[Group, tuple[tuple[str, re.Pattern], ...]], ...]:
-    return tuple((g, tuple(_compile(w) for w in g.wordings)) for g in groups())
+    """The entries, the most specific first (most words outside slots): "You told me it's
+    going to {recipient}." is its own entry's, not taken by "You mentioned {topic}."."""
+    def words(g: Group) -> int:
+        return min(len(re.findall(r"[A-Za-z']+", _SLOT.sub("", w))) for w in g.wordings)
+    return tuple((g, tuple(_compile(w) for w in g.wordings))
+                 for g in sorted(groups(), key=lambda g: -words(g)))
 
 
 def _fill(wording: str, m: re.Match) -> str:
@@ -160,3 +165,27 @@ def reword(text: str, rng: random.Random, rate: float = 0.75,
         at = b
     out.append((text[at:], False))
     return out
+
+
+def canonical(text: str) -> str:
+    """``text`` with every sentence that is a wording of an entry said the catalogue's way
+    (the entry's ``say``), so that a reading of the sentence ("does it quote a price?") does
+    not change with the wording drawn."""
+    if not text:
+        return text
+    low = text.lower()
+    spans: list[tuple[int, int, str]] = []
+    for group, pats in _compiled():
+        for literal, pat in pats:
+            if literal not in low:
+                continue
+            m = pat.search(text)
+            if not m or any(a < m.end() and m.start() < b for a, b, _ in spans):
+                continue
+            spans.append((m.start(), m.end(), _fill(group.wordings[0], m)))
+            break
+    out, at = [], 0
+    for a, b, said in sorted(spans):
+        out += [text[at:a], said]
+        at = b
+    return "".join(out + [text[at:]])

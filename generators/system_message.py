@@ -54,7 +54,8 @@ mailing_address work_email account_email admin_email""".split())
 CALLER_KINDS = frozenset({"name", "email", "phone", "address", "date_of_birth"})
 # a sentence that says back what the caller said ("You mentioned budget cuts", "You believe ...")
 _ATTRIBUTED = re.compile(r"\byou(?:'ve)? (?:said|mentioned|told|described|believe|noted|indicated|"
-                         r"reported|think)\b", re.I)
+                         r"reported|think)\b|\bso,? you(?:'d| would) like\b|\bso,? you (?:want|need)\b|"
+                         r"\byou're asking for\b|^so,? that's\b", re.I)   # "So that's 2 copies by PDF."
 
 
 def held_keys(kb: KnowledgeBase) -> tuple[str, ...]:

@@ -284,6 +284,7 @@ from bargein.verify import discourse as _discourse  # noqa: E402,F401  (register
 from bargein.verify import coherence as _coherence  # noqa: E402,F401  (registers the coherence checks)
 from bargein.verify import consistency as _consistency  # noqa: E402,F401  (registers the consistency checks)
 from bargein.verify import side_request as _side_request  # noqa: E402,F401  (registers side_request_answered)
+from bargein.verify import promises as _promises  # noqa: E402,F401  (registers promise_kept)
 from bargein.verify import wording as _wording  # noqa: E402,F401  (registers prompt_wording)
 
 

@@ -196,8 +196,11 @@ def object_words(objs: list[Obj], kinds: frozenset[str] | None = None) -> frozen
 
 
 # ---- who holds a value ----------------------------------------------------------------------
-_ATTRIBUTED = re.compile(r"\byou(?:'ve)? (?:said|mentioned|told|described|believe|noted|indicated)\b",
-                         re.I)
+_ATTRIBUTED = re.compile(r"\byou(?:'ve)? (?:said|mentioned|told|described|believe|noted|indicated)\b|"
+                         # "So you'd like the records sent to ...": what the caller wants, theirs
+                         r"(?:^|[,.]\s+)so,?\s+you(?:'d like| would like| want| need)\b|"
+                         r"\byou're asking for\b|"
+                         r"^so,?\s+that's\b", re.I)      # "So that's 2 copies by PDF." (a read-back)
 PERSONAL_KEYS = frozenset("""full_name date_of_birth ssn_last4 home_address phone_number email
 mailing_address work_email account_email""".split())
 

@@ -326,7 +326,7 @@ def grammar_casing(conv: Conversation) -> list[Verdict]:
 
 
 # ---- attribution_grounded -------------------------------------------------------------------
-_ATTR = re.compile(r"\b(?:as )?you(?:'ve| have)? (?:said|mentioned|told (?:me|us)|described|"
+_ATTR = re.compile(r"(?<!\bif )(?<!\bunless )\b(?:as )?you(?:'ve| have)? (?:said|mentioned|told (?:me|us)|described|"
                    r"believe|noted|indicated|explained|reported)\b(?: that)?[,:]?\s*", re.I)
 
 

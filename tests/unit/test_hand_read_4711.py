@@ -78,6 +78,11 @@ def test_a_slip_read_out_as_its_last_four_digits_is_caught_at_that_turn():
     assert CallerRounds._slip_read_out(st, unit) == "phone_number"
     unit.text = "I have the line ending in 3362 here."          # what the caller said: no slip
     assert CallerRounds._slip_read_out(st, unit) is None
+    # the slip itself read back for the caller to confirm: they correct it now (a hand read of
+    # seed 3131: "Yep, that matches" to the value they were about to correct)
+    check = SimpleNamespace(text="Just checking I heard you right: (720) 344-3362?",
+                            keys=("phone_number",))
+    assert CallerRounds._slip_read_out(st, check) == "phone_number"
 
 
 def test_the_caller_nods_at_no_value_and_a_doubtful_nod_asks_for_nothing(convs):

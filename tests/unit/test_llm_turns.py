@@ -318,7 +318,7 @@ def test_a_side_request_the_recovery_leaves_out_is_answered(tmp_path):
         and p.unit is not None
         and p.unit.text))
     messages = list(conv.messages[:plan.message_index])
-    answer = P.pair(plan.recovery.detail, "topic_switch")["assistant"]
+    said = P.answers(P.pair(plan.recovery.detail, "topic_switch"))
 
     class Model:
         def __init__(self, ack):
@@ -328,13 +328,13 @@ def test_a_side_request_the_recovery_leaves_out_is_answered(tmp_path):
             return schema(acknowledgement=self.ack, content=plan.unit.text)
 
     turn = asyncio.run(LLMAgents(scn, Model(""), "test").assistant_turn(plan, messages, random.Random(0), 0))
-    assert turn.text.startswith(answer) and plan.unit.text in turn.content
+    assert any(turn.text.startswith(a) for a in said) and plan.unit.text in turn.content
     asked = content_words(plan.recovery.interjection) - content_words(plan.recovery.heard_text)
     assert content_words(turn.text) & asked
     # the model's own answer naming the request stays
     own = f"Yes, we can help with the {' and '.join(sorted(asked))} too."
     kept = asyncio.run(LLMAgents(scn, Model(own), "test").assistant_turn(plan, messages, random.Random(0), 0))
-    assert kept.acknowledgement == own and answer not in kept.text
+    assert kept.acknowledgement == own and not any(a in kept.text for a in said)
 
 
 def test_the_callers_sentence_in_the_assistants_turn_is_refused():

@@ -55,6 +55,21 @@ def test_answers_answer_the_question():
     assert answer_question("We'll send it today.", rng) is None
 
 
+def test_a_lead_in_before_a_choice_is_no_option():
+    """Seen on seed 7: "Just so I know, are you the patient, or are you calling for someone
+    else?" was answered "Are you the patient, I'd say." (the lead-in counted as an option)."""
+    rng = random.Random(5)
+    for q in ("Just so I know, are you the patient, or are you calling for someone else?",
+              "For my notes, are you the patient, or someone calling on their behalf?"):
+        for _ in range(10):
+            assert answer_question(q, rng) == ("either", "I'm the patient.")
+    said = {answer_question("For delivery, would you like standard, express, or overnight?", rng)[1]
+            for _ in range(40)}
+    picked = {o for o in ("standard", "express", "overnight") for a in said if o in a.lower()}
+    assert picked == {"standard", "express", "overnight"}
+    assert not any("would you" in a.lower() or "delivery" in a.lower() for a in said)
+
+
 def _cuts(text: str, values=()) -> list[str]:
     """The text with '|' after every word a cut must not follow."""
     ks = P.protected_cuts(text, values)

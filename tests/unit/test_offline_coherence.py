@@ -149,7 +149,12 @@ def test_prices_choices_and_reports_of_work_are_never_trimmed():
     assert _essential(unit("ask", "Do you want to close the membership completely, or switch to monthly billing?"))
     assert _essential(unit("inform", "I've issued a refund of the renewal to your card."))
     assert not _essential(unit("inform", "Most customers find the new menus within a day."))
-    assert P.label("last_used") == "last place you used the card"
+    assert P.label("last_used") == "last place the card was used"   # the caller says it too
+    # what the caller is sent, or asked to do, is never trimmed for length
+    assert _essential(unit("inform", "I'm sending the release form to Ann Lee's email; it takes "
+                                     "about two minutes to sign."))
+    assert _essential(unit("inform", "The form lists what's shared. Let me know once you've "
+                                     "signed and I'll check it came through."))
 
 
 def test_a_dont_instruction_and_plural_digits_agreement():

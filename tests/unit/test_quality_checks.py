@@ -86,6 +86,38 @@ def test_you_said_about_something_never_said():
     ok = conv_with({8: ("assistant", "You said it's the fiber line at your apartment. When did "
                                      "the outage start?", {"stage": "troubleshooting"})})
     assert found(ok, "attribution_grounded") == []
+    # a condition attributes nothing ("If you believe insurance made a mistake, I can open a
+    # review": a wording of "If you think ... incorrectly", flagged on seed 5)
+    cond = conv_with({8: ("assistant", "If you believe your neighbour had the same outage, I can "
+                                       "check the street. When did the outage start?",
+                          {"stage": "troubleshooting"})})
+    assert found(cond, "attribution_grounded") == []
+
+
+def test_a_promise_in_the_answer_to_a_side_request_is_kept():
+    """Hand read of seed 9191: "I'll send you how to book one", "I can book one after this",
+    and the call closed with none of it done or offered again (11 of 52 points)."""
+    promise = ("assistant", "That increase is the annual equipment fee; I'll email you the fee "
+                            "schedule after this. Now, back to your repair: shall I keep Thursday "
+                            "as your booking?")
+    bad = conv_with({18: promise})
+    (v,) = found(bad, "promise_kept")
+    assert v.message_index == 18 and "fee schedule" in v.issue and not v.fixable
+    kept = conv_with({18: promise, 20: ("assistant", "Done. You're booked for Thursday between 9 "
+                                        "and 11 am, and I've emailed you the fee schedule. Is "
+                                        "there anything else?")})
+    assert found(kept, "promise_kept") == []
+    offered = conv_with({18: promise, 20: ("assistant", "Done, you're booked for Thursday. Now, "
+                                           "about your other question from earlier: shall we "
+                                           "take care of that now, or another time?")})
+    assert found(offered, "promise_kept") == []
+    # a condition or a standing arrangement is no promise to keep on this call
+    for said in ("If the line drops, I'll call you straight back.",
+                 "Noted, I'll send codes to your email instead while you're away.",
+                 "The moment they answer, I'll send you an email."):
+        calm = conv_with({18: ("assistant", f"That increase is the annual equipment fee. {said} "
+                                            "Now, back to your repair: shall I keep Thursday?")})
+        assert found(calm, "promise_kept") == [], said
 
 
 def test_a_tf_criterion_asking_for_given_information():

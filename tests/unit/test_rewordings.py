@@ -158,3 +158,51 @@ def test_a_reworded_question_is_answered_the_same_way():
             if question_kind(q0) == "either":
                 opts = [{_either_option(q, random.Random(s)) for s in range(20)} for q in (q0, q1)]
                 assert opts[0] == opts[1], (q0, q1, opts)
+
+
+def test_every_wording_asks_the_caller_for_what_its_sentence_asks():
+    """The caller hears the wording, not the catalogue's sentence: what it is asked to do and
+    report ("let me know once you've signed" -- "Once you've signed, let me know") and how it
+    answers a question (a choice, a check, a request) must not change with the wording. Seen on
+    seed 7: "Once you've signed, let me know and I'll check that it came through." was heard
+    as no task, the caller said "If you say so." and the agent went on "Your signed form
+    arrived"."""
+    from bargein.generators.plan_state import answer_question
+    from bargein.generators.planner_text import _task_asked
+
+    def reads(text: str) -> tuple:
+        filled = re.sub(r"\{\w+\}", "Blake", text)
+        answered = answer_question(filled, random.Random(0))
+        return _task_asked(filled), answered[0] if answered else None
+
+    checked = 0
+    for g in R.groups():
+        first = reads(g.wordings[0])
+        for w in g.wordings[1:]:
+            assert reads(w) == first, (g.wordings[0], w, first, reads(w))
+            checked += 1
+    assert checked > 2000
+
+
+def test_a_sentence_is_read_in_its_catalogue_wording():
+    """Seen on seed 4242: "Business Plus comes to 24 dollars per seat per month" (a wording of
+    "Business Plus is 24 dollars ...") was not read as a price, so the agent applied the
+    upgrade without asking first. Every wording reads back to its catalogue sentence."""
+    from bargein.generators.planner_text import _unheard_price
+
+    checked = 0
+    for g in R.groups():
+        values = {k: f"Val{i}" for i, k in enumerate(dict.fromkeys(re.findall(r"\{(\w+)\}", g.wordings[0])))}
+        own = g.wordings[0].format(**values)
+        for w in g.wordings[1:]:
+            said = w.format(**values)
+            back = R.canonical(f"Okay. {said} Thanks.")
+            if back == f"Okay. {said} Thanks.":
+                continue                     # (a wording another entry claims first)
+            # the entry's own sentence, or (a wording shared with, or caught by, a more general
+            # entry: "You mentioned {reason}.") a catalogue sentence all the same
+            assert own in back or R.canonical(back) == back, (w, back)
+            checked += own in back
+    assert checked > 2000
+    price = "Business Plus comes to 24 dollars per seat per month on monthly billing, with tax added."
+    assert _unheard_price(price, 0) or R.canonical(price) == price

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from bargein.cli import cli
 from bargein.generators import phrases as P
 from bargein.generators.baseline import OFFLINE_MODEL, fill_baselines
-from bargein.generators.conversation import generate_conversations
+from bargein.generators.conversation import caller_purposes, generate_conversations
 from bargein.generators.planner import RoundPlan
 from bargein.generators.scenarios import generate_scenarios
 from bargein.generators.stats import DEPTH_BINS, depth_bin, format_stats
@@ -65,8 +65,11 @@ def test_every_interruption_is_consistent_with_what_was_heard(convs):
             rec = next(p.recovery for p in conv.plan
                        if p.recovery and p.recovery.message_index == inter.index)
             context = tuple(m.spoken_text for m in conv.messages[: cut.index])
+            said = inter.text             # a cut-in on the greeting opens with why they call
+            why = next((w for w in caller_purposes(conv.scenario) if said.startswith(w)), "")
+            said = said[len(why):].strip() if why and not context else said
             assert check_interjection(up, cut.text, rec.content_start, itr.heard_text,
-                                      inter.text, context) == []
+                                      said, context) == []
             assert is_backchannel(inter.text) == (itr.type == "filler")
     assert n > 80
 
@@ -90,7 +93,7 @@ def test_gold_recoveries_follow_the_type_semantics(convs):
                 assert contains_phrase(gold, d["new"])
             elif itr.type == "topic_switch":  # address it, then steer back
                 pair = P.pair(d, "topic_switch")
-                assert gold.startswith(pair["assistant"])
+                assert any(gold.startswith(a) for a in P.answers(pair))
             elif itr.type == "pushback":      # de-escalate and offer an alternative of the kind
                 kind = d.get("object_kind") or ("requirement" if d.get("label") else "policy")
                 own = f"alternatives_{kind}.{conv.scenario.domain.name}"   # the domain's own too
