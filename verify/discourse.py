@@ -89,7 +89,9 @@ def _framed_spans(text: str) -> list[tuple[int, int]]:
         out.append((s, e))
         if re.search(r"read|back|down", mm.group(0), re.I) and i + 1 < len(sents) \
                 and not text[s:e].rstrip().endswith("?") \
-                and not re.search(r"\d|:\s*\S", text[mm.end() + s:e]):
+                and not re.search(r"\d|:\s*\S", text[mm.end() + s:e]) \
+                and len(re.findall(r"[\w@.']+", text[mm.end() + s:e])) <= 3:
+            # (not "I've put down ann@x.com as your email.", whose value is its own either)
             # "Let me read that back." with the values in the next sentence (not "I have X
             # written down." whose value is its own)
             out.append(sents[i + 1])

@@ -291,3 +291,18 @@ def test_one_everyday_word_or_number_in_common_is_no_take_up():
                               "you through a restart first: unplug the power cord, wait thirty "
                               "seconds, and then plug it back in.", turns[10][2])
     assert found(build_conversation(scn, taken), "hidden_fact_addressed") == []
+
+
+def test_a_value_put_down_in_its_own_sentence_frames_no_next_sentence():
+    """Seed 11: "I've put down george_reilly@icloud.com as your email. The fee for the
+    consultation is 175 dollars ..." was read as the caller's fee (a read-back lead frames the
+    next sentence only when it holds no value of its own)."""
+    from bargein.verify.discourse import _framed_spans
+
+    said = ("Thanks. I've put down ann.lee@mail.com as your email. The fee for the consultation "
+            "is 175 dollars for 45 minutes.")
+    assert [said[a:b] for a, b in _framed_spans(said)] == [
+        "I've put down ann.lee@mail.com as your email."]
+    lead = "Let me read that back. The account number is 4471 0932 58."
+    assert [lead[a:b] for a, b in _framed_spans(lead)] == [
+        "Let me read that back.", "The account number is 4471 0932 58."]

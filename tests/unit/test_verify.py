@@ -56,7 +56,7 @@ def test_example_passes_every_check():
                            "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip",
                            "pushback_on_benefit", "pushback_on_cost", "impatient_at_readback",
                            "reasks_given_value", "reasks_after_verified", "side_request_answered",
-                           "prompt_wording", "assistant_turn_repeated"}
+                           "promise_kept", "prompt_wording", "assistant_turn_repeated"}
 
 
 # ---- turn_alternation --------------------------------------------------------------------
