@@ -195,7 +195,10 @@ class LLMAgents:
             taken = rng.choice(list(own)) if own else P.pick(
                 rng, "assistant", "recover_hidden_fact", fact=P.second_person(value))
 
-            fact = content_words(value) - content_words(rec.heard_text)
+            # (a word the planned content says anyway, "days" of "two business days" against "in
+            # 14 days", names nothing of it; seen in a test of seed 7 after the wordings moved)
+            fact = content_words(value) - content_words(rec.heard_text) \
+                - content_words(plan.unit.text if plan.unit is not None else "")
 
             # the direction asks for no take-up at all: told to take the fact up itself, the 1.5B
             # model said the caller's words as its own ("I have a meeting in about fifteen
