@@ -185,6 +185,11 @@ def _fits(o: Obj, content: str) -> bool:
                                       # charge"), not a new cost to object to
         if head in _CHARGE:
             return True
+        if re.search(r"\b(?:at least|a minimum of|minimum of|no less than|up to|at most|capped at|"
+                     r"no more than)\s*$", content[:o.start], re.I):
+            return False              # the floor or cap of a fee worked out otherwise ("roughly
+                                      # one percent, at least 75 dollars" on an $18,500 job, a
+                                      # hand read of seed 5151): not what this caller pays
         # a bare amount is a charge only where the sentence says so (not an estimate, a value,
         # an income or a balance the caller already knows)
         return (o.phrase[:1] in "$€£" or any(c.isdigit() for c in o.phrase)
@@ -339,7 +344,8 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
 
 # a span of time the caller has (a validity, a deadline, notice), not a wait they sit out
 _WINDOW = re.compile(r"\b(?:valid|expires?|within|window|deadline|notice|up to|at least|no later|"
-                     r"before|grace)\b", re.I)
+                     r"before|grace|(?:only )?works? for|good for|lasts?|stays? (?:open|active)|"
+                     r"active for)\b", re.I)     # "it only works for fifteen minutes": a link's life
 
 
 def _sentence_with(text: str, phrase: str) -> str:

@@ -338,7 +338,7 @@ PLAIN_REPLIES = ("ack", "accept", "close", "confirm")
 
 # judged on a whole call only: "not carried out (yet)" on a call that has not ended
 WHOLE_CALL_CHECKS = frozenset({"task_abandoned_on_skip", "resolved_goal_reached", "rubric_counts",
-                               "promise_kept"})
+                               "promise_kept", "slip_corrected"})
 
 
 def round_verdicts(before: Conversation, after: Conversation,

@@ -172,8 +172,15 @@ def tidy(text: str) -> str:
                   or " of " in f" {m.group(1)}" else f"{m.group(1)} " + {
                       "matters": "matter", "seems": "seem", "looks": "look", "is needed": "are needed",
                       "is required": "are required", "is": "are", "bothers": "bother"}[m.group(2)], text)
-    for s, e, new, _ in reversed(grammar_issues(text)):
-        text = text[:s] + new + text[e:]
+    for _ in range(3):       # edits that overlap ("is" at a sentence start: its capital and its
+        issues = grammar_issues(text)     # agreement, once made "Ire") are made one pass apart
+        if not issues:
+            break
+        left = len(text) + 1
+        for s, e, new, _ in sorted(issues, key=lambda x: x[0], reverse=True):
+            if e <= left:
+                text = text[:s] + new + text[e:]
+                left = s
     return text
 
 

@@ -41,14 +41,16 @@ from bargein.records import Scenario
 
 _PAST = {"send": "sent", "email": "emailed", "text": "texted", "message": "messaged"}
 # "I'll send you how to book one", "I'll email you the range once we're done"
-_WILL_SEND = re.compile(r"\bI'll (?:also )?(send|email|text|message) ((?:you )?[^.;?!]+?)"
+_WILL_SEND = re.compile(r"\bI(?:'ll| will) (?:also )?(send|email|text|message) ((?:you )?[^.;?!]+?)"
                         r"(?=,? (?:once|after|afterwards|later|when|as soon as|by|right after|so|"
-                        r"before)\b|[.;?!]|$)", re.I)
+                        r"before|at the end)\b|[.;?!]|$)", re.I)
 # "we can do it after this", "I can pass you to our complaints team at the end of this call"
 _LATER = re.compile(r"\b(?:after (?:this|that|we finish|we've finished|we're done)|once we(?:'re| are) "
                     r"done|once we've (?:finished|wrapped up)|at the end of (?:this|the) call|when we "
                     r"wrap up|right after (?:this|we finish|that)|as soon as we(?:'re| are) done|"
-                    r"before we hang up|once this is (?:done|sorted))\b", re.I)
+                    r"before we hang up|once this is (?:done|sorted)|when we(?:'re| are) (?:done|finished)|"
+                    r"once we(?:'re| are) finished|at the end\b(?! of (?:the|this) (?:month|year|"
+                    r"week|term|period|day))|afterwards)\b", re.I)
 
 
 def promises_in(answer: str) -> list[tuple[str, str]]:
@@ -57,7 +59,7 @@ def promises_in(answer: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for sent in re.split(r"(?<=[.?!;])\s+", answer):
         sends = [(m.group(1).lower(), m.group(2).strip()) for m in _WILL_SEND.finditer(sent)
-                 if re.match(r"(?:you )?(?:a|an|the|that|this|those|how|what|where|when)\b",
+                 if re.match(r"(?:you )?(?:a|an|the|that|this|those|how|what|where|when|its|their|our|your)\b",
                              m.group(2).strip(), re.I)    # a thing to send, not a way of
                  and not re.search(r"\b(?:any|anything|everything|updates)\b", m.group(2), re.I)
                  and len(re.sub(r"^you\s+", "", m.group(2).strip()).split()) >= 2]

@@ -243,3 +243,33 @@ def reasks_after_verified(conv: Conversation) -> list[Verdict]:
                 break                              # one verdict per sentence; every turn is read
     return out
 
+
+
+# ---- slip_corrected -------------------------------------------------------------------------
+@check("slip_corrected")
+def slip_corrected(conv: Conversation) -> list[Verdict]:
+    """A value the caller misstated is put right before the call ends. The scenario labels it: a
+    planned correction whose corrected value is the one on record (the first value a slip, "2908"
+    for a card ending 9208). When the caller says the slip and never the right value after it,
+    the call goes on with a wrong value its own labels contradict (seen in an independent hand
+    read of seed 5151: card digits and a patient ID accepted wrong, the correction never made).
+    A change of mind (the first value the one on record) needs no correction to be true."""
+    from bargein.generators.llm_values import said
+
+    on_record = {f.key: f.value for f in (*conv.scenario.kb.user_facts,
+                                          *conv.scenario.intent.hidden_facts)}
+    out = []
+    for c in conv.scenario.intent.corrections:
+        if on_record.get(c.key) != c.corrected_value or said(c.first_value, c.corrected_value):
+            continue
+        first = next((m for m in conv.messages if m.role == "user" and said(m.text, c.first_value)
+                      and not said(m.text, c.corrected_value)), None)
+        if first is None:
+            continue
+        if any(m.role == "user" and said(m.text, c.corrected_value) for m in conv.messages[first.index + 1:]):
+            continue
+        out.append(_verdict("slip_corrected", first.index,
+                            f"the caller gives the {label(c.key)} as {c.first_value!r}, a slip the "
+                            f"scenario corrects to {c.corrected_value!r}, and never puts it right",
+                            evidence=f"message {first.index}: {first.text[:160]!r}", fixable=False))
+    return out

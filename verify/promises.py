@@ -25,11 +25,14 @@ from bargein.verify.base import _verdict, check
 from bargein.verify.text import content_words, sentences
 
 _WILL_SEND = re.compile(r"\bI(?:'ll| will) (?:also |then )?(?:send|email|e-mail|text|message|forward|"
-                        r"mail)\b", re.I)
+                        r"mail|give you|pass you)\b|\b(?:in|with) my follow-up\b|\bmy follow-up "
+                        r"(?:email |message )?will\b", re.I)
 _DEFERRED = re.compile(r"\b(?:after (?:this|that|we(?:'ve)? finish(?:ed)?(?: this)?|we're done)|"
                        r"once we(?:'re| are) done|once we've (?:finished|wrapped up)|at the end of "
                        r"(?:this|the) call|when we wrap up|right after (?:this|that|we finish)|"
-                       r"before we hang up|as soon as we(?:'re| are) (?:done|finished))\b", re.I)
+                       r"before we hang up|as soon as we(?:'re| are) (?:done|finished)|when we(?:'re| are) "
+                       r"(?:done|finished)|once we(?:'re| are) finished|afterwards|at the end\b(?! of "
+                       r"(?:the|this) (?:month|year|week|term|period|day)))\b", re.I)
 _CONDITION = re.compile(r"^\s*(?:\w+,\s*)?(?:if|unless|in case|should)\b|\bif (?:we|you|the line)\b|"
                         # a standing arrangement, not a thing to do on this call
                         r"\b(?:instead|from now on|going forward|in (?:the )?future|while you're away)\b",

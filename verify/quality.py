@@ -174,8 +174,10 @@ _PLURAL_SUBJ = re.compile(r"\b(you|we|they)\s+(has|is|was|doesn't)\b", re.I)
 # a question with a plural subject after a singular verb: "is the last four digits really needed?"
 _INVERTED_PLURAL = re.compile(r"(?:^|[,.?!:]\s+|\b(?:what|why|where|how|when|so|and|but)\s+)"
                               r"(is|was|does)\s+((?:the|my|your|these|those)\s+(?:last\s+(?:two|three|"
-                              r"four)\s+)?(?:digits|details|documents|records|receipts|charges|fees))\b",
-                              re.I)
+                              r"four)\s+)?(?:digits|details|documents|records|receipts|charges|fees))\b"
+                              # "is the records office open": a noun before a noun, not the subject
+                              r"(?!\s+(?:office|department|team|desk|section|page|portal|request|"
+                              r"clerk|unit|room|system|form)\b)", re.I)
 _I_VERB_S = re.compile(r"\bI((?:\s+(?:also|still|just|already|usually|currently|really|only|now|"
                        r"always|never|often))?)\s+([a-z]{2,}[^su'\W]s)\b")
 # words after "I" that end in s and are no verb in the third person

@@ -96,6 +96,12 @@ def test_the_caller_is_the_person_the_record_describes():
 
 def test_plural_label_agreement():
     assert P.tidy("the last four digits of the card is 3048") == "The last four digits of the card are 3048"
+    # two repairs of one word (its capital and its agreement), made "Ire the last four digits
+    # really necessary for this?" in 1 of 24 offline calls of seed 11
+    assert P.fill("is {obj} really necessary for this?", obj="the last four digits") == \
+        "Are the last four digits really necessary for this?"
+    assert P.tidy("Hold on, is the last four digits really necessary?") == \
+        "Hold on, are the last four digits really necessary?"
     assert P.clause("a parent had major medical expenses") is not None   # never a correction value
 
 

@@ -150,6 +150,29 @@ def test_a_window_the_caller_must_act_within_still_is():
     assert [o for o in G.objects_in(text, G.PUSHBACK_KINDS) if "window" in o.phrase]
 
 
+def test_a_minimum_fee_is_not_the_fee_a_caller_pays():
+    """Hand read of seed 5151: "The fee runs roughly one percent, at least 75 dollars" on an
+    $18,500 garage, then "75 dollars, seriously?" and "75 dollars is what this costs"."""
+    text = ("We base the permit fee on that estimated cost. The fee runs roughly one percent, at "
+            "least 75 dollars, and it's paid after the plans are approved.")
+    assert not [o for o in G.objects_in(text, G.PUSHBACK_KINDS) if "75" in o.phrase]
+    assert [o for o in G.objects_in("There's a 75 dollar change fee on this fare.", G.PUSHBACK_KINDS)
+            if "75" in o.phrase]
+
+
+def test_the_life_of_a_link_is_not_a_wait():
+    """Hand read of seed 5151: "Since it only works for fifteen minutes, ..." answered "I can't
+    shorten the fifteen minutes myself" (as if it were a wait to sit out)."""
+    heard = ("I've sent a one-time sign-in link to your email. Since it only works for fifteen "
+             "minutes, it's")
+    for seed in range(40):
+        out = G.recover_pushback(random.Random(seed), "policy", "fifteen minutes", heard=heard)
+        assert "shorten" not in out and "speed it up" not in out and "wait of" not in out, out
+    waits = {G.recover_pushback(random.Random(s), "policy", "ten business days",
+                                heard="The refund takes ten business days to arrive.") for s in range(40)}
+    assert any("shorten" in w or "speed it up" in w or "wait of" in w or "cut for" in w for w in waits)
+
+
 # ---- a value is asked for with a question, not by its key read out as a noun ------------------
 _KEY_NOUNS = {"income_change": "income change", "cancel_reason": "cancel reason",
               "change_type": "change type", "entity_type": "entity type",

@@ -160,8 +160,9 @@ def test_correction_only_changes_a_value_the_user_gave_before(convs):
             corr = next(c for c in conv.scenario.intent.corrections if c.key == d["key"])
             assert (d["old"], d["new"]) == (corr.first_value, corr.corrected_value)
             earlier = [m.text for m in conv.messages[: cut.index] if m.role == "user"]
-            assert any(d["old"] in t for t in earlier), (d, earlier)
-            assert d["new"] in inter.text
+            # (a value that opens the caller's sentence is capitalised: "A 2020 Subaru Outback.")
+            assert any(d["old"].lower() in t.lower() for t in earlier), (d, earlier)
+            assert d["new"].lower() in inter.text.lower()
     assert seen, "no correction in 24 conversations"
 
 
@@ -648,6 +649,15 @@ def test_what_a_side_answer_promised_is_taken_up_before_the_close(scenarios):
         [("after", "I can book one after this.")]
     assert promises_in("No problem, if we get cut off I'll call you straight back.") == []
     assert promises_in("Thanks, I'll send updates by text.") == []      # a way of sending
+    # seen in a hand read of seed 5151: "I'll give you their details afterwards" never given; the
+    # catalogue now texts a named thing, and every way of putting it off is read as one
+    assert promises_in("The municipal court handles parking tickets; I'll text you the court's "
+                       "payment details afterwards.") == [("text", "you the court's payment details")]
+    assert promises_in("Saturday hours vary; I'll text you your branch's Saturday hours.") == \
+        [("text", "you your branch's Saturday hours")]
+    assert promises_in("A profile lock is in settings; I'll walk you through it when we're done.") \
+        == [("after", "I'll walk you through it when we're done.")]
+    assert promises_in("Payments are taken at the end of the month.") == []
 
     planner = RulePlanner(scenarios[0])
     st = planner.new_state(random.Random(0))
@@ -661,3 +671,31 @@ def test_what_a_side_answer_promised_is_taken_up_before_the_close(scenarios):
     st2.promises = [("email", "you the range")]
     unit = planner._follow_up(st2, random.Random(1))
     assert unit.kind == "inform" and "I've emailed you the range." in unit.text
+
+
+def test_an_identity_detail_is_given_right_first(scenarios):
+    """A slip in a detail an identity check takes would pass the check with a wrong value: the
+    slip check (verify.consistency.slip_corrected) found 9 calls of 50 on seed 7 with card
+    digits, member numbers and patient IDs taken wrong and never put right. The caller gives
+    those right; a slip elsewhere stays a slip until corrected."""
+    from bargein.generators.plan_state import ConversationState
+    from bargein.records import Correction
+
+    found = 0
+    for scn in scenarios:
+        checks = [s for s in scn.kb.workflow.stages
+                  if re.match(r"(?:verify|authenticat|identify|confirm_identity)", s.name)]
+        keys = [k for s in checks for k in s.required_info
+                if any(f.key == k for f in scn.kb.user_facts)]
+        others = [f.key for f in scn.kb.user_facts if f.key not in keys]
+        if not keys or not others:
+            continue
+        found += 1
+        for key in (keys[0], others[0]):
+            fact = next(f for f in scn.kb.user_facts if f.key == key)
+            slipped = with_intent(scn, corrections=(
+                Correction(key=key, first_value=fact.value + "9", corrected_value=fact.value),))
+            st = ConversationState(scenario=slipped, target_messages=40)
+            want = (fact.spoken or fact.value) if key == keys[0] else fact.value + "9"
+            assert st.value_for(key) == want, (scn.goal.name, key)
+    assert found >= 3

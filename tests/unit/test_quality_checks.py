@@ -74,7 +74,9 @@ def test_grammar_and_casing_errors_are_found_and_repaired(text, rule):
 def test_grammar_leaves_near_misses_alone():
     for ok in ("It takes an hour, e.g. on an iPhone.", "A user gets a one-time code at 9 a.m. "
                "tomorrow.", "Does it have a unique ID?", "mm-hm",
-               "It is the details of the plan that matter.", "The problem is the charges on my bill."):
+               "It is the details of the plan that matter.", "The problem is the charges on my bill.",
+               # a noun before a noun (hand read of seed 5151: "are the records office open")
+               "Um, by the way, is the records office open on Saturdays?"):
         assert grammar_issues(ok) == [] or ok == "mm-hm"
 
 
@@ -118,6 +120,46 @@ def test_a_promise_in_the_answer_to_a_side_request_is_kept():
         calm = conv_with({18: ("assistant", f"That increase is the annual equipment fee. {said} "
                                             "Now, back to your repair: shall I keep Thursday?")})
         assert found(calm, "promise_kept") == [], said
+
+
+def test_more_ways_of_putting_a_promise_off():
+    """Seen in an independent hand read of seed 5151: "I'll give you their details afterwards"
+    (the municipal court, for a parking ticket) and the call closed at the next turns with
+    nothing given; "afterwards", "at the end", "when we're done" and "in my follow-up" put a
+    thing off as "after this" does."""
+    for said in ("I'll give you their details afterwards.",
+                 "I'll text you the wildlife department's number at the end.",
+                 "I'll walk you through it when we're done.",
+                 "I'll put the branch hours in my follow-up."):
+        bad = conv_with({18: ("assistant", f"That increase is the annual equipment fee. {said} "
+                                           "Now, back to your repair: shall I keep Thursday?")})
+        (v,) = found(bad, "promise_kept")
+        assert v.message_index == 18, said
+    # "at the end of the month" is when something happens, not a thing put off on this call
+    calm = conv_with({18: ("assistant", "That increase is the annual equipment fee, billed at the "
+                                        "end of the month. Now, back to your repair: shall I keep "
+                                        "Thursday?")})
+    assert found(calm, "promise_kept") == []
+
+
+def test_a_slip_the_caller_never_puts_right():
+    """The scenario plans "Monday" as a slip for the outage day it holds as "Sunday". Said and
+    never put right, the call carries a value its own labels contradict (seed 5151, read by
+    hand: card digits and a patient ID taken wrong, the planned correction never made)."""
+    assert found(example_conversation(), "slip_corrected") == []      # put right at message 13
+    never = conv_with({13: ("user", "Hmm, Thursday, okay."),
+                       12: ("assistant", "Of course. The earliest technician visit is Thursday "
+                                         "between 9 and 11 am. Does that work for you?",
+                            {"stage": "schedule_technician"})})
+    (v,) = found(never, "slip_corrected")
+    assert v.message_index == 9 and "'Monday'" in v.issue and "'Sunday'" in v.issue
+    # a change of mind (the first value the one on record) is true without a correction
+    from bargein.records import Correction
+    scn = SCN.model_copy(update={"intent": SCN.intent.model_copy(update={"corrections": (
+        Correction(key="outage_day", first_value="Sunday", corrected_value="Monday"),)})})
+    calm = build_conversation(scn, [{13: ("user", "Hmm, Thursday, okay.")}.get(i, t)
+                                    for i, t in enumerate(EXAMPLE_TURNS)])
+    assert found(calm, "slip_corrected") == []
 
 
 def test_a_tf_criterion_asking_for_given_information():

@@ -56,7 +56,8 @@ def test_example_passes_every_check():
                            "gold_meets_own_rubric", "doubled_phrase", "task_abandoned_on_skip",
                            "pushback_on_benefit", "pushback_on_cost", "impatient_at_readback",
                            "reasks_given_value", "reasks_after_verified", "side_request_answered",
-                           "promise_kept", "prompt_wording", "assistant_turn_repeated"}
+                           "promise_kept", "prompt_wording", "assistant_turn_repeated",
+                           "slip_corrected"}
 
 
 # ---- turn_alternation --------------------------------------------------------------------
@@ -172,7 +173,9 @@ def test_correction_of_a_value_never_given_is_discarded():
     assert not v.fixable and "earlier" in v.issue
     vc = verify_conversation(bad)
     assert not vc.accepted
-    assert vc.discard_reasons == (f"correction_grounded: {v.issue} (message 13)",)
+    # (and the outage day "Monday" the scenario plans as a slip is now never put right)
+    assert vc.discard_reasons[0] == f"correction_grounded: {v.issue} (message 13)"
+    assert [r.split(":")[0] for r in vc.discard_reasons[1:]] == ["slip_corrected"]
 
 
 def test_correction_needs_the_old_value_in_a_user_message():
@@ -424,7 +427,8 @@ def test_stage_and_cli_write_accepted_and_discarded(tmp_path):
     assert again.cached == 3 and again.outputs == res.outputs
     stats = summarize(res.outputs)
     assert stats["accepted"] == 2 and stats["repaired"] == 1
-    assert stats["discards_by_check"] == {"correction_grounded": 1}
+    # (the broken call also leaves the planned slip "Monday" never put right)
+    assert stats["discards_by_check"] == {"correction_grounded": 1, "slip_corrected": 1}
 
     src = tmp_path / "convs.jsonl"
     write_jsonl(src, convs)
