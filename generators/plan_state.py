@@ -394,6 +394,7 @@ class ConversationState:
     dispute_kind: str = "policy"                             # fee | requirement | policy
     persisted: int = 0                                       # pushbacks kept up on that dispute
     disputed_ask: tuple[str, ...] = ()                       # what the disputed question asked for
+    alt_verified: str = ""            # the check stage an accepted alternative (a code) passed
     chain: int = 0                                           # rounds cut in a row (so far)
     owed: int = 0                                            # cuts a run cap held back
     last_cut_round: int = -99                                # round of the last cut-in

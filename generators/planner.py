@@ -39,6 +39,8 @@ from bargein.generators.planner_text import (  # noqa: F401  (re-exported as abo
 )
 from bargein.records import Scenario
 
+# details a check takes that say who to look up, not prove it is them: still asked after a code
+_LOOKUP_KINDS = frozenset({"name", "email", "work_email", "phone", "address"})
 _PAST = {"send": "sent", "email": "emailed", "text": "texted", "message": "messaged"}
 # "I'll send you how to book one", "I'll email you the range once we're done"
 _WILL_SEND = re.compile(r"\bI(?:'ll| will) (?:also )?(send|email|text|message) ((?:you )?[^.;?!]+?)"
@@ -190,6 +192,12 @@ class RulePlanner(CallerRounds):
                     st.units.append(recap)
             if st.units:
                 u = st.units.popleft()
+                proof = self._proof_keys(st, u)
+                if proof:               # the caller passed the check another way (a code read
+                    rest = tuple(k for k in u.keys if k not in proof)     # out): no second proof
+                    if not rest:        # of identity after it (a hand read of seed 5151: a code,
+                        continue        # then "your date of birth?", then another code offered)
+                    u = u.model_copy(update={"text": "", "keys": rest})
                 if u.kind == "ask" and u.keys and not u.purpose and all(
                         st.stated.get(k) for k in u.keys):
                     continue                    # the caller gave all of it already (volunteered)
@@ -267,6 +275,16 @@ class RulePlanner(CallerRounds):
             return Unit(kind="ask", stage=st.stage, purpose="follow_up",
                         text=P.join(text, P.pick(rng, "assistant", "promise_after")))
         return Unit(kind="inform", stage=st.stage, purpose="follow_up", text=text)
+
+    @staticmethod
+    def _proof_keys(st: ConversationState, u: Unit) -> frozenset[str]:
+        """The details ``u`` asks for that only prove who the caller is (a date of birth, card
+        digits, a member number), once an accepted alternative passed this check stage."""
+        if not st.alt_verified or u.stage != st.alt_verified or u.kind != "ask" or u.purpose:
+            return frozenset()
+        facts = st.facts
+        return frozenset(k for k in u.keys if k in st.checked_keys() and not st.stated.get(k)
+                         and k in facts and facts[k].kind not in _LOOKUP_KINDS)
 
     def _last_stage(self, stage: str | None) -> bool:
         return any(t.kind == "next" and t.target in self.wf.terminals for t in self.out.get(stage or "", []))
@@ -516,6 +534,8 @@ class RulePlanner(CallerRounds):
                 st.units.appendleft(Unit(
                     kind="ask", stage=plan.unit.stage or st.stage, text=step["assistant"],
                     purpose="alt_step"))
+                if set(st.disputed_ask) & st.checked_keys():
+                    st.alt_verified = plan.unit.stage or st.stage or ""
         elif plan.user_action in ("ack", "choose"):
             st.last_user = {"kind": "plain"}
             if plan.user_action == "choose" and _UNSURE.search(plan.user_facts.get("reply", "")):

@@ -336,6 +336,21 @@ def test_an_accepted_fee_or_policy_alternative_is_carried_out():
             assert step["assistant"].strip() and step["user"].strip()
 
 
+def test_an_accepted_identity_alternative_is_carried_out():
+    """Hand read of seed 5151: "it's no trouble for me to confirm it with a recent transaction
+    on the account instead" -- "Let's go with that" -- "Lovely, I'll sort that now. Could you
+    read out the last four digits ...": every requirement alternative, generic or a line of
+    business's own, has the step that carries it out."""
+    from bargein.generators.planner_text import alternative_step
+    keys = [k for k in P.bank_keys("assistant") if k.split(".")[0] == "alternatives_requirement"]
+    assert len(keys) >= 10
+    for key in keys:
+        for alt in P.bank("assistant", key):
+            step = alternative_step(f"If you'd prefer, I can {alt}. Would that work for you?")
+            assert step is not None, (key, alt)
+            assert step["assistant"].strip() and step["user"].strip()
+
+
 def test_a_conditional_instruction_to_the_caller_is_not_skipped():
     """'If you haven't heard back by then, | file the formal appeal anyway' -- 'skip it' --
     'Anything else?' (seed 24601)."""
