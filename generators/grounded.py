@@ -211,7 +211,10 @@ def _fits(o: Obj, content: str) -> bool:
                      r"authori[sz]|releas|drop(?:s|ped)? off|not (?:fully |yet )?charged|"
                      r"so (?:that )?you (?:can|could|have time|still|won't|don't have to)\b|"
                      r"(?:gives?|give) you\b|won't be stuck|instead, so|"
-                     r"new [\w ]{0,20}deadline|more time|extension (?:gives|means))",
+                     r"new [\w ]{0,20}deadline|more time|extension (?:gives|means)|"
+                     # how long what the caller was given lasts ("The referral stays valid for
+                     # ninety days" -- "That doesn't work for me", a hand read of seed 6262)
+                     r"(?:stays?|remains?|is|are|will be) valid\b|\bvalid for\b|\bgood for\b)",
                      sent, re.I):
             return False             # a benefit the caller is offered is nothing to object to
                                      # (a window "so you can export anything you need")

@@ -527,7 +527,19 @@ class RulePlanner(CallerRounds):
             deescalated = plan.unit is not None and plan.unit.purpose == "deescalate"
             step = alternative_step(content) if deescalated else None
             rest = tuple(k for k in st.disputed_ask if k not in st.stated) if deescalated else ()
-            if rest:                        # what the disputed question asked besides the
+            facts = st.facts
+            # who to look up comes before the code that proves it is them: "a code to the email
+            # on file" went out before any name was given (a hand read of seed 6262)
+            stage = plan.unit.stage or st.stage
+            names = [k for k in (self.wf.stage(stage).required_info if stage else ())
+                     if k in facts and facts[k].kind == "name" and k in st.checked_keys()
+                     and k not in st.system_first]     # (a name the records read out is known)
+            if step is not None and names and not any(st.stated.get(k) for k in names):
+                rest = tuple(dict.fromkeys(rest + (names[0],)))   # nobody named yet: who first
+            # (only a name: a caller wary of giving their phone is not asked it to get a code)
+            lookup_first = any(k in facts and facts[k].kind == "name" and k not in st.system_first
+                               for k in rest)
+            if rest and not lookup_first:   # what the disputed question asked besides the
                 st.units.appendleft(Unit(   # disputed detail is still asked ("your full name
                     kind="ask", stage=plan.unit.stage or st.stage, keys=rest))   # and ...")
             if step is not None:            # "a one-time code instead" -- "fine": the code is
@@ -536,6 +548,8 @@ class RulePlanner(CallerRounds):
                     purpose="alt_step"))
                 if set(st.disputed_ask) & st.checked_keys():
                     st.alt_verified = plan.unit.stage or st.stage or ""
+            if rest and lookup_first:
+                st.units.appendleft(Unit(kind="ask", stage=plan.unit.stage or st.stage, keys=rest))
         elif plan.user_action in ("ack", "choose"):
             st.last_user = {"kind": "plain"}
             if plan.user_action == "choose" and _UNSURE.search(plan.user_facts.get("reply", "")):

@@ -312,12 +312,26 @@ def _trimmed(st: ConversationState, keep) -> deque:
     return deque(out)
 
 
+_DOING = re.compile(r"\bI(?:'m| am) (?:now |just )?(?:blocking|cancell?ing|freezing|locking|ordering|"
+                    r"issuing|reissuing|booking|refunding|reversing|submitting|filing|opening|"
+                    r"closing|placing|redirecting|restoring|resetting|removing|reinstating|"
+                    r"scheduling|releasing|waiving|crediting)\b|"
+                    # "Understood, I'll refund the unused ticket in full", not "Once it's signed,
+                    # I'll submit the petition" (a step after the caller's own)
+                    r"^(?!(?:Once|When|If|After|As soon as)\b)[^.?!]*\bI'll (?:now )?(?:block|"
+                    r"cancel|freeze|refund|reverse|reissue|issue|waive|credit)\b", re.I)
+
+
 def _essential(u: Unit) -> bool:
     """Questions for required info, the closing and what the caller will pay ("Business is 24
     dollars per seat per month") are never trimmed for length."""
     if u.kind == "close" or (u.kind == "ask" and bool(u.keys)) or bool(
             u.text and (_unheard_price(u.text, 0) or _DONE.search(u.text) or _ACTS.match(u.text))):
         return True                 # a price, or the report of the work done ("I've issued ...")
+    if u.text and _DOING.search(u.text):
+        return True                 # the step's own action ("I'm blocking the card ending in 4421
+        #                             right now"): trimmed, the lost card was never blocked (a
+        #                             hand read of seed 5151)
     if u.text and (_SENDS.search(u.text) or _task_asked(u.text)):
         return True                 # what the caller is sent or asked to do is the step's work:
     #                                 skipping "I'm sending the release form to you" left "The

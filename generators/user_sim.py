@@ -430,6 +430,9 @@ def _yes_first(last: str, labels: list[str], rng: random.Random) -> str:
     if kind != "fact" or not re.match(r"^\W*(?:\w+,\s*)?(?:is|are|does|do|did|was|were|has|have)\b",
                                       qs[-1], re.I):
         return ""                       # only a real yes-no question ("Is that the one ...?")
+    if re.search(r"\b(?:do|did) you (?:\w+ )?(?:remember|recall|know|have any idea)\b", qs[-1], re.I):
+        return ""                       # "Do you remember the last place you used the card?" is
+        #                                 answered by the place, not "Yeah, that's correct." first
     return P.compose(rng, "user", f"qa_{kind}")
 
 

@@ -223,9 +223,10 @@ _QTY = re.compile(r"\b(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|
                   r"months?|years?|dollars?|percent|miles?)\b|[$\u20ac\u00a3]\s?\d[\d,.]*", re.I)
 # a clause stating a condition the caller meets ("since it's within seven days", "you're within
 # our twenty-four hour window") and words of a benefit in the sentence or the next
-_MET = r"(?:\b(?:since|because|as)\b[^.?!;]*?|\b(?:you're|you are|it's|it is|that's|still)\s+(?:well\s+)?(?:within|under|inside)\s+[^.?!;]*?)"
+_MET = r"(?:\b(?:since|because|as|given that|now that|as long as)\b[^.?!;]*?|\b(?:you're|you are|it's|it is|that's|still)\s+(?:well\s+)?(?:within|under|inside)\s+[^.?!;]*?)"
 _BENEFIT = re.compile(r"\b(?:qualif\w*|eligible|entitled|free|no (?:extra )?(?:fee|charge|cost)|"
-                      r"full refund|waive\w*|at no (?:extra )?(?:cost|charge)|covered)\b", re.I)
+                      r"full refund|waive\w*|at no (?:extra )?(?:cost|charge)|covered|"
+                      r"costs? (?:you )?nothing|nothing to pay|won't (?:cost|charge) you)\b", re.I)
 
 
 def benefit_object(planned: str, interjection: str) -> tuple[str, str] | None:

@@ -35,7 +35,10 @@ _DEFERRED = re.compile(r"\b(?:after (?:this|that|we(?:'ve)? finish(?:ed)?(?: thi
                        r"(?:the|this) (?:month|year|week|term|period|day)))\b", re.I)
 _CONDITION = re.compile(r"^\s*(?:\w+,\s*)?(?:if|unless|in case|should)\b|\bif (?:we|you|the line)\b|"
                         # a standing arrangement, not a thing to do on this call
-                        r"\b(?:instead|from now on|going forward|in (?:the )?future|while you're away)\b",
+                        r"\b(?:instead|from now on|going forward|in (?:the )?future|while you're away)\b|"
+                        # "I'll send any updates by email": a way of keeping in touch
+                        r"\b(?:send|email|text|message) (?:you )?(?:any |all )?(?:updates|news|"
+                        r"anything)\b",
                         re.I)
 # "The moment they come back with an answer, I'll send you an email.": after the call
 _LATER_EVENT = re.compile(r"^\s*(?:the moment|when|once|as soon as|whenever)\b", re.I)

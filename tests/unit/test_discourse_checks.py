@@ -330,3 +330,9 @@ def test_a_pushback_on_a_condition_the_caller_meets_is_found():
     # the benefit said, the pushback on something else
     assert found(with_turn(benefit, "Thursday? That's way too long to be without internet."),
                  "pushback_on_benefit") == []
+    # "given that" states a condition as "since" does, and "costs you nothing" is a benefit (two
+    # of the seeded corpus's misses, bench/verify_recall.py --show-misses)
+    given = ("Given that it's only been seven days, the visit costs you nothing. The earliest "
+             "technician visit is Thursday.")
+    (v,) = found(with_turn(given, "Seven days? That seems unreasonable."), "pushback_on_benefit")
+    assert v.message_index == 15

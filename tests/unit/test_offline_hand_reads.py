@@ -145,6 +145,14 @@ def test_a_pickup_window_is_no_object_to_push_back_on():
     assert not [f for f in found if "window" in f], found
 
 
+def test_how_long_a_referral_stays_valid_is_no_object_to_push_back_on():
+    """Hand read of seed 6262: "The referral stays valid for ninety days" -- "Wait, ninety
+    days? That doesn't work for me." (what the caller was given lasts: a favour, not a rule)."""
+    text = ("Dr. Payne has approved it. The referral stays valid for ninety days, so there's "
+            "plenty of time to book.")
+    assert not [o for o in G.objects_in(text, G.PUSHBACK_KINDS) if "ninety" in o.phrase]
+
+
 def test_a_window_the_caller_must_act_within_still_is():
     text = "Changes must be made within the 24-hour window before departure, and not after it."
     assert [o for o in G.objects_in(text, G.PUSHBACK_KINDS) if "window" in o.phrase]
@@ -171,6 +179,34 @@ def test_the_life_of_a_link_is_not_a_wait():
     waits = {G.recover_pushback(random.Random(s), "policy", "ten business days",
                                 heard="The refund takes ten business days to arrive.") for s in range(40)}
     assert any("shorten" in w or "speed it up" in w or "wait of" in w or "cut for" in w for w in waits)
+
+
+def test_the_steps_own_action_is_never_trimmed_for_length():
+    """Hand read of seed 5151: a lost-card call closed "resolved" with the card never blocked
+    ("I'm blocking the card ending in 4421 right now" trimmed for length)."""
+    from bargein.generators.planner_text import _essential
+    from bargein.records import Unit
+
+    for text in ("I'm blocking the card ending in 4421 right now. Once it's blocked, it can't be "
+                 "used anywhere.", "Understood, I'll refund the unused ticket in full to your "
+                 "original payment method."):
+        assert _essential(Unit(kind="inform", stage="block_card", text=text)), text
+    for text in ("Once it's signed, I'll submit the petition.",
+                 "The card will have a new number, but your PIN stays the same."):
+        assert not _essential(Unit(kind="inform", stage="block_card", text=text)), text
+
+
+def test_do_you_remember_is_answered_by_the_fact():
+    """Hand read of seed 5151: "Do you remember the last place you used the card?" -- "Yeah,
+    that's correct. Right, at a grocery store yesterday."
+    """
+    from bargein.generators.user_sim import RuleUser, UserPlan
+
+    up = UserPlan(action="answer", facts={"last_used": "at a grocery store yesterday"})
+    for seed in range(30):
+        said = RuleUser().reply(up, random.Random(seed), last="Do you remember the last place you "
+                                "used the card? That helps me find the right records.")
+        assert "correct" not in said.lower() and "grocery store" in said, said
 
 
 # ---- a value is asked for with a question, not by its key read out as a noun ------------------

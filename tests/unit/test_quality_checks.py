@@ -116,7 +116,8 @@ def test_a_promise_in_the_answer_to_a_side_request_is_kept():
     # a condition or a standing arrangement is no promise to keep on this call
     for said in ("If the line drops, I'll call you straight back.",
                  "Noted, I'll send codes to your email instead while you're away.",
-                 "The moment they answer, I'll send you an email."):
+                 "The moment they answer, I'll send you an email.",
+                 "Noted, I'll send any updates by email."):
         calm = conv_with({18: ("assistant", f"That increase is the annual equipment fee. {said} "
                                             "Now, back to your repair: shall I keep Thursday?")})
         assert found(calm, "promise_kept") == [], said
