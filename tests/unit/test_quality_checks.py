@@ -96,6 +96,12 @@ def test_you_said_about_something_never_said():
     assert found(cond, "attribution_grounded") == []
 
 
+def side_answer(said: str):
+    """The example call with ``said`` in the answer to the caller's side question (message 18)."""
+    return conv_with({18: ("assistant", f"That increase is the annual equipment fee. {said} "
+                                        "Now, back to your repair: shall I keep Thursday?")})
+
+
 def test_a_promise_in_the_answer_to_a_side_request_is_kept():
     """Hand read of seed 9191: "I'll send you how to book one", "I can book one after this",
     and the call closed with none of it done or offered again (11 of 52 points)."""
@@ -118,9 +124,7 @@ def test_a_promise_in_the_answer_to_a_side_request_is_kept():
                  "Noted, I'll send codes to your email instead while you're away.",
                  "The moment they answer, I'll send you an email.",
                  "Noted, I'll send any updates by email."):
-        calm = conv_with({18: ("assistant", f"That increase is the annual equipment fee. {said} "
-                                            "Now, back to your repair: shall I keep Thursday?")})
-        assert found(calm, "promise_kept") == [], said
+        assert found(side_answer(said), "promise_kept") == [], said
 
 
 def test_more_ways_of_putting_a_promise_off():
@@ -132,9 +136,7 @@ def test_more_ways_of_putting_a_promise_off():
                  "I'll text you the wildlife department's number at the end.",
                  "I'll walk you through it when we're done.",
                  "I'll put the branch hours in my follow-up."):
-        bad = conv_with({18: ("assistant", f"That increase is the annual equipment fee. {said} "
-                                           "Now, back to your repair: shall I keep Thursday?")})
-        (v,) = found(bad, "promise_kept")
+        (v,) = found(side_answer(said), "promise_kept")
         assert v.message_index == 18, said
     # "at the end of the month" is when something happens, not a thing put off on this call
     calm = conv_with({18: ("assistant", "That increase is the annual equipment fee, billed at the "
