@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from bargein.generators import grounded as G
 from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
+from bargein.generators.catalogue_loader import hidden_acks  # noqa: F401  (llm_agents reads it here)
 from bargein.generators.planner import EDGE_WORDS, RoundPlan
 from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, content_words, normalise
@@ -390,19 +391,6 @@ class RuleAssistant:
         lead, content = _resume(rng, self.content(plan, rng),
                                 goal_topic(self.scenario) if plan.unit.kind != "close" else "")
         return AssistantTurn(acknowledgement=P.join(address, lead), content=content)
-
-
-def hidden_acks(scenario: Scenario, key: str) -> tuple[str, ...]:
-    """The catalogue's responses to the hidden fact ``key`` of this scenario's goal (empty when
-    the goal is not in the packaged catalogue or the fact has none)."""
-    from bargein.generators.catalogue_loader import ConfigError, load_catalogue
-    try:
-        dom = load_catalogue().domains.get(scenario.domain.name)
-    except ConfigError:
-        return ()
-    goal = dom.goals.get(scenario.goal.name) if dom is not None else None
-    spec = next((h for h in goal.hidden if h.key == key), None) if goal is not None else None
-    return spec.ack if spec is not None else ()
 
 
 # ---- plan checks (both forms) ---------------------------------------------------------------

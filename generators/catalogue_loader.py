@@ -364,3 +364,15 @@ def check_catalogue(cat: Catalogue | None = None) -> Catalogue:
         raise ConfigError("the domain catalogue has problems:\n  - " + "\n  - ".join(problems),
                           evidence={"problems": problems})
     return cat
+
+
+def hidden_acks(scenario, key: str) -> tuple[str, ...]:
+    """The catalogue's responses to the hidden fact ``key`` of this scenario's goal (empty when
+    the goal is not in the packaged catalogue or the fact has none)."""
+    try:
+        dom = load_catalogue().domains.get(scenario.domain.name)
+    except ConfigError:
+        return ()
+    goal = dom.goals.get(scenario.goal.name) if dom is not None else None
+    spec = next((h for h in goal.hidden if h.key == key), None) if goal is not None else None
+    return spec.ack if spec is not None else ()

@@ -30,6 +30,7 @@ from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the pla
     stage_units,
     user_style,
 )
+from bargein.generators.catalogue_loader import hidden_acks
 from bargein.generators.planner_caller import CallerRounds
 from bargein.generators.planner_cut import place_cut, resume_text, unheard_question  # noqa: F401
 from bargein.generators.planner_text import (  # noqa: F401  (re-exported as above)
@@ -61,9 +62,9 @@ def promises_in(answer: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for sent in re.split(r"(?<=[.?!;])\s+", answer):
         sends = [(m.group(1).lower(), m.group(2).strip()) for m in _WILL_SEND.finditer(sent)
-                 if re.match(r"(?:you )?(?:a|an|the|that|this|those|how|what|where|when|its|their|our|your)\b",
+                 if re.match(r"(?:you )?(?:a|an|the|that|this|those|how|what|where|when|its|their|our|your|everything in)\b",
                              m.group(2).strip(), re.I)    # a thing to send, not a way of
-                 and not re.search(r"\b(?:any|anything|everything|updates)\b", m.group(2), re.I)
+                 and not re.search(r"\b(?:any|anything|updates)\b", m.group(2), re.I)
                  and len(re.sub(r"^you\s+", "", m.group(2).strip()).split()) >= 2]
         #                                                   sending ("I'll send updates by text")
         out += sends
@@ -446,6 +447,14 @@ class RulePlanner(CallerRounds):
         heard = interruption.heard_text if interruption is not None else content
         st.said += " " + heard
         rec = plan.recovery
+        # a take-up of a circumstance the caller volunteered promises too ("I'll send everything
+        # in writing so you can share it"): kept like a side answer's (an LLM-path call was
+        # discarded for it)
+        whole = interruption.heard_text if interruption is not None else (text or content)
+        for f in self.scenario.intent.hidden_facts:
+            for ack in hidden_acks(self.scenario, f.key):
+                if ack in whole:
+                    st.promises += promises_in(ack)
         if rec is not None and rec.type in ("topic_switch", "normal") and rec.detail.get("pair"):
             kind = "topic_switch" if rec.type == "topic_switch" else "normal_constraint"
             said = P.answers(P.pair(rec.detail, kind))
