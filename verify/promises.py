@@ -38,7 +38,10 @@ _CONDITION = re.compile(r"^\s*(?:\w+,\s*)?(?:if|unless|in case|should)\b|\bif (?
                         r"\b(?:instead|from now on|going forward|in (?:the )?future|while you're away)\b|"
                         # "I'll send any updates by email": a way of keeping in touch
                         r"\b(?:send|email|text|message) (?:you )?(?:any |all )?(?:updates|news|"
-                        r"anything)\b",
+                        r"anything)\b|"
+                        # "I'll send letters only to the address we confirm today": a rule for
+                        # what gets sent, not a thing to send
+                        r"\b(?:send|email|text|mail|message) \w+ only (?:to|by|via)\b",
                         re.I)
 # "The moment they come back with an answer, I'll send you an email.": after the call
 _LATER_EVENT = re.compile(r"^\s*(?:the moment|when|once|as soon as|whenever)\b", re.I)

@@ -123,7 +123,8 @@ def test_a_promise_in_the_answer_to_a_side_request_is_kept():
     for said in ("If the line drops, I'll call you straight back.",
                  "Noted, I'll send codes to your email instead while you're away.",
                  "The moment they answer, I'll send you an email.",
-                 "Noted, I'll send any updates by email."):
+                 "Noted, I'll send any updates by email.",
+                 "Understood, I'll send letters only to the address we confirm today."):
         assert found(side_answer(said), "promise_kept") == [], said
 
 
