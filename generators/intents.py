@@ -17,6 +17,7 @@ from bargein.errors import ConfigError, GenerationFailed
 from bargein.generators.catalogue_loader import SLOT, Catalogue, GoalEntry
 from bargein.generators import phrases as P
 from bargein.generators.facts import FactMaker, FactSpec, find_placeholders
+from bargein.generators.workflow import check_stages
 from bargein.records import INTERRUPTION_TYPES, Correction, UserFact, UserIntent
 from bargein.seeding import stable_int
 
@@ -136,7 +137,12 @@ def make_intent(cat: Catalogue, entry: GoalEntry, intent_index: int, facts: list
     asked |= {k for st in entry.workflow.stages for k in st.required_info}
     # a circumstance ("a parent had major medical expenses") is told, not corrected like a value:
     # the correction frames ("it's actually {new}", "the {label} is {new} now") read wrong with it
+    # nor a detail an identity check takes: the check passes with what the caller says, so a
+    # planned change there never happens and the intent would promise a correction the call
+    # never has (a hand read of seed 7373: "corrects themselves", and no correction in the call)
+    checked = {k for st in check_stages(entry.workflow) for k in st.required_info}
     candidates = [k for k in entry.correctable if k in by_key and k not in priced and k not in held
+                  and k not in checked
                   and not (k in read_out and (entry.facts[k].kind == "code" or k not in asked))
                   and P.clause(by_key[k].value) is None]
     n_corr = min(int(prof.get("corrections", 0)), len(candidates))

@@ -14,6 +14,7 @@ from collections import deque
 
 from bargein.generators import phrases as P
 from bargein.generators.intents import contradicts_times
+from bargein.generators.workflow import check_stages
 from bargein.lexicon import KEY_PHRASES
 from bargein.records import InterruptionType, Scenario, UserFact
 from bargein.records.plan import Recovery, RoundPlan, Unit, UnitKind, UserAction  # noqa: F401 - re-exported
@@ -139,6 +140,15 @@ def _partial_keys(text: str, keys: tuple[str, ...]) -> tuple[str, ...]:
 
 def _produced(scenario: Scenario) -> set[str]:
     return {k for s in scenario.kb.workflow.stages for k in getattr(s, "produces", ())}
+
+
+# a turn that reports the step's work done ("I've put the redirect through", "your request is
+# submitted"): the values that step took are acted on, and a change to them comes too late
+ACTED = re.compile(r"\bI(?:'ve| have) (?:just |now )?(?:put|submitted|sent|booked|placed|cancelled|"
+                   r"ordered|moved|changed|updated|set up|processed|filed|requested|issued|applied|"
+                   r"scheduled|rebooked|redirected|blocked|stopped|enrolled|registered|added)\b|"
+                   r"\b(?:is|are|has been|have been) (?:now )?(?:submitted|booked|placed|cancelled|"
+                   r"redirected|scheduled|processed|filed|on (?:its|their) way)\b", re.I)
 
 
 def stage_units(scenario: Scenario, stage_name: str) -> list[Unit]:
@@ -383,6 +393,8 @@ class ConversationState:
                                                              # right" to at a read-back
     uttered: set[str] = field(default_factory=set)           # keys the user said in words
     corrected: set[str] = field(default_factory=set)
+    acted: set[str] = field(default_factory=set)             # keys a reported action used ("I've
+                                                             # put the redirect through")
     system_first: set[str] = field(default_factory=set)      # keys the assistant said first
     unknown_in_stage: bool = False
     used_pairs: dict[str, set[int]] = field(default_factory=dict)
@@ -446,8 +458,7 @@ class ConversationState:
 
     def check_stages(self) -> list:
         """The workflow's identity-check stages (verify, authenticate, identify ...)."""
-        return [st for st in self.scenario.kb.workflow.stages
-                if re.match(r"(?:verify|authenticat|identify|confirm_identity)", st.name)]
+        return check_stages(self.scenario.kb.workflow)
 
     def correctable(self) -> list[str]:
         from bargein.verify.objects import system_keys
@@ -459,7 +470,18 @@ class ConversationState:
         return [c.key for c in self.scenario.intent.corrections
                 if self.stated.get(c.key) == c.first_value and c.key not in self.corrected
                 and c.key in self.uttered and c.key not in held and c.key not in self.system_first
-                and c.key not in past and c.key not in self.confirmed]
+                and c.key not in past and c.key not in self.confirmed and c.key not in self.acted]
+
+    def correctable_in(self, unit) -> list[str]:
+        """:meth:`correctable`, less the keys the turn ``unit`` reports an action done with: a
+        new address given after "I've put the redirect through to the carrier" changes nothing
+        already sent (a correction there, accepted with "I'll use it instead", was a hand-read
+        defect class)."""
+        keys = self.correctable()
+        if unit is None or not unit.text or not ACTED.search(unit.text) or not unit.stage:
+            return keys
+        used = set(self.scenario.kb.workflow.stage(unit.stage).required_info)
+        return [k for k in keys if k not in used]
 
     def in_text(self, key: str, text: str) -> bool:
         """Whether ``text`` says ``key``'s value (any form, a planned first value too)."""

@@ -27,7 +27,7 @@ from bargein.generators.plan_state import (  # noqa: F401  (re-exported: the pla
     CLOSING_TYPES, READBACK_KINDS, EDGE_WORDS, ELIGIBLE_SHARE, EXPLANATION_WORDS, MAX_MESSAGES,
     MIN_CUT_WORDS, MIN_MESSAGES, OVERLAP_MS, UNIT_OVERHEAD, ConversationState, Recovery, RoundPlan,
     Unit, UnitKind, UserAction, answer_question, asked_keys, choose_option, question_kind, spoken,
-    stage_units,
+    ACTED, stage_units,
     user_style,
 )
 from bargein.generators.catalogue_loader import hidden_acks
@@ -35,7 +35,7 @@ from bargein.generators.planner_caller import CallerRounds
 from bargein.generators.planner_cut import place_cut, resume_text, unheard_question  # noqa: F401
 from bargein.generators.planner_text import (  # noqa: F401  (re-exported as above)
     _ACTS, _CALLER_TASK, _DONE, _IF_DECLINED, _LEANS_BACK, _UNSURE, _drop_declined, _essential,
-    _offer_taken, _offered_words, _question, _readable, _trimmed, _unheard_price, alternative_step,
+    _AMOUNT, _offer_taken, _offered_words, _question, _readable, _trimmed, _unheard_price, alternative_step,
     drop_unfounded, sensitive_key,
 )
 from bargein.records import Scenario
@@ -201,7 +201,15 @@ class RulePlanner(CallerRounds):
                     u = u.model_copy(update={"text": "", "keys": rest})
                 if u.kind == "ask" and u.keys and not u.purpose and all(
                         st.stated.get(k) for k in u.keys):
-                    continue                    # the caller gave all of it already (volunteered)
+                    # the caller gave all of it already (volunteered); what the turn reads out
+                    # from the record is still said ("I have booking DAWBTD for Gregory Mason."),
+                    # or the code first appears later as if the caller had given it
+                    told = " ".join(s for s in re.split(r"(?<=[.?!])\s+", u.text or "")
+                                    if not s.rstrip().endswith("?") and any(
+                                        st.in_text(k, s) and not st.stated.get(k) for k in st.facts))
+                    if not told:
+                        continue
+                    u = u.model_copy(update={"kind": "inform", "text": told, "keys": ()})
                 if u.kind == "ask" and u.keys and not u.purpose and any(
                         st.stated.get(k) and k in st.uttered for k in u.keys):
                     # the caller volunteered part of it: ask only for the rest, in a question
@@ -284,8 +292,11 @@ class RulePlanner(CallerRounds):
         if not st.alt_verified or u.stage != st.alt_verified or u.kind != "ask" or u.purpose:
             return frozenset()
         facts = st.facts
+        # (a value the turn reads out from the record is no proof asked of the caller: "I have
+        # booking DAWBTD for Gregory Mason" stays, or the code first appears as the caller's)
         return frozenset(k for k in u.keys if k in st.checked_keys() and not st.stated.get(k)
-                         and k in facts and facts[k].kind not in _LOOKUP_KINDS)
+                         and k in facts and facts[k].kind not in _LOOKUP_KINDS
+                         and not (u.text and st.in_text(k, u.text)))
 
     def _last_stage(self, stage: str | None) -> bool:
         return any(t.kind == "next" and t.target in self.wf.terminals for t in self.out.get(stage or "", []))
@@ -413,6 +424,13 @@ class RulePlanner(CallerRounds):
                 return cut.model_copy(update={"text": q, "kind": "ask"}), None
             unit, transition, _ = self._next_unit(st, rng)
             price = _unheard_price(cut.text, len(rec.heard_text) - rec.content_start)
+            at = cut.text.find(price) if price else -1
+            if 0 <= at < len(rec.heard_text) - rec.content_start:
+                # the cut fell inside the sentence: its amount clause alone, never its heard
+                # start again ("After the insurer paid most of it, | $328.38 is left ...")
+                amount = _AMOUNT.search(price)
+                comma = price.rfind(", ", 0, amount.start()) if amount else -1
+                price = P.sentence(price[comma + 2:]) if comma >= 0 else ""
             if price and unit.text and unit.kind not in ("close", "farewell", "outcome") \
                     and price not in unit.text:
                 # the short version still says what it costs: nobody pays an amount never heard
@@ -446,6 +464,8 @@ class RulePlanner(CallerRounds):
         st.last_user = {}
         heard = interruption.heard_text if interruption is not None else content
         st.said += " " + heard
+        if plan.stage and ACTED.search(heard):     # the step's work was reported done with them
+            st.acted |= set(self.wf.stage(plan.stage).required_info)
         rec = plan.recovery
         # a take-up of a circumstance the caller volunteered promises too ("I'll send everything
         # in writing so you can share it"): kept like a side answer's (an LLM-path call was

@@ -263,7 +263,7 @@ class CallerRounds:
         for t in INTERRUPTION_TYPES:
             if closing and t not in CLOSING_TYPES:
                 continue
-            if t == "correction" and not st.correctable():
+            if t == "correction" and not st.correctable_in(unit):
                 continue                    # nothing the user said can be corrected (yet)
             if t in ("normal", "topic_switch") and st.pending is not None \
                     and st.pending.type in ("normal", "topic_switch"):
@@ -338,7 +338,7 @@ class CallerRounds:
 
     def _detail(self, st: ConversationState, unit: Unit, itype: str, rng: random.Random) -> dict[str, str]:
         if itype == "correction":
-            key = rng.choice(st.correctable())
+            key = rng.choice(st.correctable_in(unit))
             c = st.correction(key)
             return {"key": key, "label": P.label(key), "old": c.first_value, "new": c.corrected_value}
         if itype == "topic_switch":

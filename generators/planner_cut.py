@@ -31,6 +31,13 @@ _ANAPHOR_LEAD = re.compile(r"(?:[A-Za-z']+,?\s+){0,3}?(?:those|these|they|them|i
 _GREETING_SENT = re.compile(r"(?:hi|hello|good (?:morning|afternoon|evening)|thanks?(?: you)? for "
                             r"(?:calling|ringing|reaching out|contacting)|you've reached|welcome)\b"
                             r"[^.!?]*[.!?](?:\s+|$)", re.I)
+# a clause boundary a resumption can start at: the joined clause stands alone without its
+# conjunction ("..., so | we can add a profile" -> "We can add a profile"): a subject and its
+# verb follow, never a noun phrase of a list ("bank access, and | last year's return") nor a
+# clause that points back ("and it's ...") or hangs on the one before ("which", "because")
+_CLAUSE_JOIN = re.compile(r",\s+(?:and|so|but)\s+(?=(?:I|I'll|I've|I'm|I'd|we|we'll|we've|we're|"
+                          r"you|you'll|you've|you're|he|she|(?:the|your|our) \w+(?: \w+)? (?:is|are|"
+                          r"will|has|have|was|can|goes|comes|stays|takes))\b)")
 _ABBREV_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|St|No|Ave|Blvd|Apt|Inc|Ltd|Co|Jr|Sr|vs|etc|[A-Z])\.$")
 
 
@@ -52,6 +59,17 @@ def resume_text(text: str, rec: Recovery) -> str:
         if text[i] == " " and text[i - 1] in ".!?" and not _ABBREV_END.search(text[:i]):
             start = i + 1
             break
+    clause = False
+    end = re.search(r"[.!?](?:\s|$)", text[local:])
+    sent_end = local + end.end() if end else len(text)
+    if not text[start:sent_end].rstrip().endswith("?"):
+        # the cut fell in a later clause of a statement ("Your plan allows five profiles, and
+        # you have room for one more, so we can | add ..."): the clause that was cut is said
+        # again, not the whole sentence the caller heard most of (a hand read of seed 7373)
+        joins = [m for m in _CLAUSE_JOIN.finditer(text, start, max(start, local - 1))
+                 if P.n_words(text[start:m.start()]) >= 5]
+        if joins:
+            start, clause = joins[-1].end(), True
     q = text[start:]
     if start and q.rstrip().endswith("?") and (P.n_words(q) < 6 or (
             P.n_words(q) < 9 and re.match(r"\W*(?:does|is|did|have|are|was|do|can you confirm)\b"
@@ -74,6 +92,8 @@ def resume_text(text: str, rec: Recovery) -> str:
                 break
         start = prev
     out = text[start:].strip() or text
+    if clause:
+        out = out[:1].upper() + out[1:]
     while True:                             # the greeting is not said twice ("Thank you for
         m = _GREETING_SENT.match(out)       # calling ..." again after a side question)
         if not m or not out[m.end():].strip():

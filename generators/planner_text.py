@@ -186,7 +186,8 @@ def sensitive_key(st: ConversationState, key: str) -> bool:
 
 def _unheard_price(text: str, heard_chars: int) -> str:
     """The first sentence the caller did not hear in full that states an amount they will pay
-    ("The fare difference is $195.24 per passenger, including taxes."), or ''. A sentence is
+    ("The fare difference is $195.24 per passenger, including taxes."), or ''. An amount paid
+    back to them (a refund, a credit) is no price to agree to. A sentence is
     read in its catalogue wording, so every wording of it reads the same."""
     if heard_chars == 0:
         text = R.canonical(text)
@@ -194,6 +195,7 @@ def _unheard_price(text: str, heard_chars: int) -> str:
         sent = m.group(0).strip()
         amount = _AMOUNT.search(m.group(0))
         if sent and amount and m.start() + amount.start() >= heard_chars and not sent.endswith("?") \
+                and not re.search(r"\b(?:refund(?:ed|s)?|credit(?:ed|s)?|back to you)\b", sent, re.I) \
                 and re.search(r"\b(?:fee|cost|costs|charge|difference|price|total|pay|due|is|comes? to|"
                               r"works? out|runs|would be|will be|amounts? to|adds up)\b", sent, re.I):
             return sent
@@ -252,8 +254,10 @@ _UNSURE = re.compile(r"\b(?:not (?:completely |entirely |totally |really |quite 
                      r"(?:have|need) to check|don't (?:remember|recall|know)|can't (?:say|remember)|"
                      r"no idea|not certain)\b", re.I)
 # a turn that lays out the options of a choice ("We can send a replacement, ..., or refund")
-_OPTIONS = re.compile(r"\b(?:two|three|both|a couple of) options\b|\beither\b[^.?!]{3,90}\bor\b|"
-                      r"\b(?:we|you|I) (?:can|could) [^.?!]{3,90}, or \w+", re.I)
+# (an amount's decimal point is no sentence end: "either refund the $201.39 ... or" is a choice)
+_OPTIONS = re.compile(r"\b(?:two|three|both|a couple of) (?:options|ways)\b|"
+                      r"\beither\b(?:[^.?!]|\.(?=\d)){3,90}\bor\b|"
+                      r"\b(?:we|you|I) (?:can|could) (?:[^.?!]|\.(?=\d)){3,90}, or \w+", re.I)
 
 
 def _offer_taken(plan: RoundPlan) -> bool:

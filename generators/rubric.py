@@ -21,7 +21,7 @@ from bargein.records import Conversation, Rubric
 from bargein.records.plan import RoundPlan
 from bargein.runner import Stage, StageContext
 
-RUBRIC_VERSION = "2"
+RUBRIC_VERSION = "3"
 
 # (core criteria, optional criteria); slots come from the interruption's details
 RQ: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -59,6 +59,17 @@ RQ: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "Offers at least one concrete alternative way forward."),
         ("Neither caves by dropping the requirement nor stonewalls by repeating it.",)),
 }
+
+
+# a normal cut-in that checks a value back ("Sorry, was that Sunday, February 2?") adds nothing
+# new: scored as added information, its rubric asked to "take the new information into account"
+# (a hand read of seed 7373)
+RQ_CLARIFY = (
+    ("Answers the caller's check{detail} directly, confirming the value or putting it right.",
+     "Resumes the interrupted point with a fresh start of the sentence rather than "
+     "mid-sentence.",
+     "Does not treat the check as new information or a change of plan."),
+    ("Keeps the confirmation short.",))
 
 
 def _words(text: str, n: int, last: bool = False) -> str:
@@ -195,7 +206,9 @@ def _given_keys(conv: Conversation, idx: int) -> set[str]:
 
 def rule_rubric(conv: Conversation, idx: int, rng: random.Random) -> Rubric:
     itype = conv.messages[idx - 1].interruption.type
-    core, extra = RQ[itype]
+    plan = next((p for p in conv.plan if p.message_index == idx - 1), None)
+    clarify = itype == "normal" and plan is not None and plan.detail.get("variant") == "clarify"
+    core, extra = RQ_CLARIFY if clarify else RQ[itype]
     slots = interruption_context(conv, idx)
     criteria = [P.fill(c, where=f"rubric.{itype}", **slots) for c in core]
     if rng.random() < 0.4:

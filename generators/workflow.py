@@ -12,12 +12,26 @@ the same two nodes are kept in the edge's ``transitions`` list).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import networkx as nx
 
 from bargein.errors import ConfigError
 from bargein.records import KnowledgeBase, Workflow
+
+
+# a lookup that finds the caller's record (a booking by its code and name, an order by its
+# number) is a check too: a wrong code finds nothing, and a booking "found" for a caller who gave
+# no code and no name (a hand read of seed 7373) is no lookup at all
+_CHECK_STAGE = re.compile(r"(?:verify|authenticat|identify|confirm_identity|retrieve_booking|find_order)")
+
+
+def check_stages(workflow: Workflow) -> list:
+    """The workflow's identity-check and record-lookup stages (verify, authenticate, identify,
+    retrieve_booking ...): what they take the caller gives right, or the check would pass with
+    a wrong value."""
+    return [st for st in workflow.stages if _CHECK_STAGE.match(st.name)]
 
 
 def to_graph(workflow: Workflow) -> nx.DiGraph:

@@ -128,7 +128,12 @@ def impatient_at_readback(conv: Conversation) -> list[Verdict]:
 _REQUEST = re.compile(r"^\W*(?:[^,.?!]{0,40},\s+)?(?:(?:so|and|next|now|then|okay|also|great|lovely|"
                       r"perfect|thanks),?\s+)*(?:what|which|when|where|who|how)\b|\b(?:could|can|would|will) you (?:\w+ )?"
                       r"(?:tell|give|share|provide|read|let me know|spell|say)\b|\b(?:can|could|may) I "
-                      r"(?:get|have|take|grab|ask for)\b|\bplease\b|\bI(?:'ll| will)? need\b", re.I)
+                      r"(?:get|have|take|grab|ask for)\b|"
+                      # "please" asks for something in a question or of "your ..." -- "Please use
+                      # our portal, and never email it" asks for no email (a false re-ask found
+                      # once unmade corrections left the intent)
+                      r"\bplease\b(?=[^.!]*(?:\?|\byour\b))|\byour\b[^.!?]*\bplease\b|"
+                      r"\bI(?:'ll| will)? need\b", re.I)
 _REASK_OK = re.compile(r"\b(?:again|repeat|spell|confirm|double-check|still|correct|right|"
                        r"once more|instead|new|other|another|different)\b", re.I)
 _LABEL_STOP = frozenset("of the a an your my for to in on".split())

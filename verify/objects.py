@@ -157,7 +157,6 @@ def _on_boundary(low: str, i: int, n: int) -> bool:
 
 
 _TERMS: dict[str, tuple] = {}
-_SYSTEM: dict[str, frozenset[str]] = {}
 
 
 def _scenario_terms(scenario: Scenario) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -229,9 +228,6 @@ def system_keys(scenario: Scenario) -> frozenset[str]:
     provided = set(scenario.intent.provides) | {c.key for c in scenario.intent.corrections}
     out = frozenset(k for k in stated - asked - provided - PERSONAL_KEYS
                     if facts[k].kind not in ("name", "email", "phone", "address", "date_of_birth"))
-    if len(_SYSTEM) > 512:
-        _SYSTEM.clear()
-    _SYSTEM[scenario.id] = out
     return out
 
 
