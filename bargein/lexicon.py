@@ -116,6 +116,6 @@ KEY_PHRASES: dict[str, tuple[str, ...]] = {
     "admin_email": ("email you sign in with", "email you normally sign in with"),
     "workspace_url": ("workspace address",),
     "payment_plan_months": ("how many months",), "new_plan": ("which plan",),
-    "entity_type": ("type of entity",), "error_since": ("since when",), "monthly_transactions": ("transactions a month",
-                                                                "how many transactions"),
+    "entity_type": ("type of entity",), "error_since": ("since when",),
+    "monthly_transactions": ("transactions a month", "how many transactions"),
 }

@@ -454,11 +454,7 @@ class ConversationState:
         there passes the check with a wrong value (or would have to fail it): an independent hand
         read of seed 5151 found card digits and a patient ID taken wrong and never put right, and
         the slip check found 9 such calls of 50 on seed 7."""
-        return frozenset(k for st in self.check_stages() for k in st.required_info)
-
-    def check_stages(self) -> list:
-        """The workflow's identity-check stages (verify, authenticate, identify ...)."""
-        return check_stages(self.scenario.kb.workflow)
+        return frozenset(k for st in check_stages(self.scenario.kb.workflow) for k in st.required_info)
 
     def correctable(self) -> list[str]:
         from bargein.verify.objects import system_keys
@@ -466,7 +462,8 @@ class ConversationState:
         held = system_keys(self.scenario)
         # an identity detail checked in a verification stage is not "corrected" once that stage
         # is over: the check passed with it, so the first value cannot have been wrong
-        past = {k for st in self.check_stages() if st.name != self.stage for k in st.required_info}
+        past = {k for st in check_stages(self.scenario.kb.workflow) if st.name != self.stage
+                for k in st.required_info}
         return [c.key for c in self.scenario.intent.corrections
                 if self.stated.get(c.key) == c.first_value and c.key not in self.corrected
                 and c.key in self.uttered and c.key not in held and c.key not in self.system_first

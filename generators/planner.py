@@ -34,8 +34,8 @@ from bargein.generators.catalogue_loader import hidden_acks
 from bargein.generators.planner_caller import CallerRounds
 from bargein.generators.planner_cut import place_cut, resume_text, unheard_question  # noqa: F401
 from bargein.generators.planner_text import (  # noqa: F401  (re-exported as above)
-    _ACTS, _CALLER_TASK, _DONE, _IF_DECLINED, _LEANS_BACK, _UNSURE, _drop_declined, _essential,
-    _AMOUNT, _offer_taken, _offered_words, _question, _readable, _trimmed, _unheard_price, alternative_step,
+    _ACTS, _AMOUNT, _CALLER_TASK, _DONE, _IF_DECLINED, _LEANS_BACK, _UNSURE, _drop_declined,
+    _essential, _offer_taken, _offered_words, _question, _readable, _trimmed, _unheard_price, alternative_step,
     drop_unfounded, sensitive_key,
 )
 from bargein.records import Scenario

@@ -256,12 +256,11 @@ class RuleUser:
                         and G.end_word(message, content_start, o) >= P.n_words(message[:content_start]) + EDGE_WORDS
                         # "October 31st? I want to be sure I heard it right" -- of a date the
                         # caller gave themselves: nobody asks to hear their own value again
-                        and not (variant == "clarify" and o.phrase.lower() in own)
-                        # a charge or rule the caller already took up: disputed afresh later
+                        # and a charge or rule the caller already took up, disputed afresh later
                         # ("why do I have to pay the $1,549.12 charge? I wasn't told about any
-                        # charge") after it was discussed and settled is a loop, not a caller
-                        and not (up.type == "pushback" and (o.phrase.lower() in own
-                                                            or G.as_user(o.phrase).lower() in own))]
+                        # charge") after it was settled, is a loop, not a caller
+                        and not ((variant == "clarify" or up.type == "pushback")
+                                 and (o.phrase.lower() in own or G.as_user(o.phrase).lower() in own))]
                 if not objs:
                     errors.append({"attempt": attempt, "error": f"no {'/'.join(kinds)} in the content "
                                    "to react to"})
