@@ -27,6 +27,7 @@ from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
 from bargein.generators.catalogue_loader import hidden_acks  # noqa: F401  (llm_agents reads it here)
 from bargein.generators.planner import EDGE_WORDS, RoundPlan
+from bargein.generators.workflow import BY_TEXT, phone_gone
 from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, content_words, normalise
 from bargein.verify.tone import dedupe_markers, is_distressing
@@ -39,6 +40,10 @@ _LOWERABLE = frozenset("the your it this that we so before one if now right let 
                        "most please".split())
 _NO_READBACK = frozenset({"code", "phone", "account", "card", "pin"})
 _THANKED = re.compile(r"\b(?:thank|thanks|appreciate|helpful|useful|good to know|makes sense)\b", re.I)
+# a caller's turn that only takes in what was said ("Got it.", "Okay, noted.", "Sounds good.")
+_ACK_ONLY = re.compile(r"\W*(?:(?:ok(?:ay)?|alright|right|sure|yes|yeah|yep|mm-hm|uh-huh|great|"
+                       r"perfect|fine|good|got it|noted|understood|sounds good|that's fine|"
+                       r"makes sense|i see|fair enough|definitely|of course)[,.!]?\s*){1,3}$", re.I)
 _ALL_TAKEN = re.compile(r"\b(all I need|everything I needed)\b", re.I)
 _DONE_OPEN = re.compile(r"\W*(?:(?:all )?(?:done|set)|everything(?:'s| is) (?:set|done|in place)|"
                         r"you're all set|that's everything)\b", re.I)   # "Done." / "Everything's set."
@@ -228,6 +233,10 @@ class RuleAssistant:
             if _THANKED.search(last) and "?" not in last and P.n_words(last) <= 10:
                 return ""       # "Great, I appreciate that." is not met with "Got it, that's
                                 # helpful." (thanks for a thank-you; a hand read)
+            if _ACK_ONLY.match(last):
+                return ""       # "Got it." is not met with "Understood.", nor "Noted." with
+                                # "Wonderful." (an acknowledgement of an acknowledgement; a
+                                # hand read of seed 2929)
             return P.compose(rng, "assistant", "turn_ack")
         return ""
 
@@ -359,7 +368,8 @@ class RuleAssistant:
                 rng, kind, phrase, said=rec.planned_text if d.get("variant") == "persist" else "",
                 domain=self.scenario.domain.name,
                 asked="?" in (self.caller_said[-1] if self.caller_said else "?"),
-                heard=rec.heard_text))
+                heard=rec.heard_text,
+                unfit=BY_TEXT if phone_gone(self.scenario.goal.description) else None))
         if t == "normal":
             variant = d.get("variant")
             if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):
@@ -433,6 +443,6 @@ def _own_attribute(label: str) -> bool:
 
 
 _THANKS = re.compile(r"^\W*(?:thanks|thank you)\b", re.I)
-_THANKS_ALONE = re.compile(r"^\W*(?:(?:okay|great|perfect|lovely|right),?\s+)?(?:thanks|thank you)"
+_THANKS_ALONE = re.compile(r"^\W*(?:[a-z]+(?: [a-z]+)?,?\s+){0,2}(?:thanks|thank you)"
                            r"(?: so much| very much| for that)?(?:,\s+[A-Z][a-z'-]+)?[.!]$", re.I)
 

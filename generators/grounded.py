@@ -289,19 +289,22 @@ _ASKING = re.compile(r"\b(?:ask|asked|asking|question)\b", re.I)
 
 
 def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
-                     domain: str = "", asked: bool = True, heard: str = "") -> str:
+                     domain: str = "", asked: bool = True, heard: str = "",
+                     unfit: re.Pattern | None = None) -> str:
     """Empathy, the object explained by its kind, one alternative of that kind, a question;
     ``said``: what the assistant already said about it (a persisting caller gets another reason
     and another alternative, not the same ones again); ``domain``: its own alternatives join the
-    generic ones."""
+    generic ones; ``unfit``: alternatives this call cannot use (a code by text to a lost phone)."""
     alts = list(P.bank("assistant", f"alternatives_{kind}"))
     own = f"alternatives_{kind}.{domain}"
     if own in P.bank_keys("assistant"):       # the domain's own ways, drawn twice as often
         alts += list(P.bank("assistant", own)) * 2
-    unfit = f"alternatives_unfit.{domain}"    # generic ways the business has not got (an
-    pats = []                                 # airline sends no monthly bill)
-    if unfit in P.bank_keys("assistant"):
-        pats = [re.compile(x, re.I) for x in P.bank("assistant", unfit)]
+    if unfit is not None:
+        alts = [a for a in alts if not unfit.search(a)] or alts
+    unfit_key = f"alternatives_unfit.{domain}"    # generic ways the business has not got (an
+    pats = []                                     # airline sends no monthly bill)
+    if unfit_key in P.bank_keys("assistant"):
+        pats = [re.compile(x, re.I) for x in P.bank("assistant", unfit_key)]
         alts = [a for a in alts if not any(p.search(a) for p in pats)] or alts
     obj = re.sub(r"^an?\s+(?=\S+\s)", "the ", as_assistant(phrase))   # the caller heard it:
     obj = re.sub(r"^(?=[$\u20ac\u00a3]\d[\d,.]*\s+[a-z])", "the ", obj)   # "the $32.37 charge"

@@ -14,7 +14,7 @@ from collections import deque
 
 from bargein.generators import phrases as P
 from bargein.generators.intents import contradicts_times
-from bargein.generators.workflow import check_stages
+from bargein.generators.workflow import BY_TEXT, check_stages, phone_gone
 from bargein.lexicon import KEY_PHRASES
 from bargein.records import InterruptionType, Scenario, UserFact
 from bargein.records.plan import Recovery, RoundPlan, Unit, UnitKind, UserAction  # noqa: F401 - re-exported
@@ -257,7 +257,7 @@ def question_kind(question: str) -> str:
     prompting the change?"), ``open`` (another wh-question), ``either`` ("are you the patient,
     or ...?"), ``no`` ("do you have any other cards?"), ``flexible`` ("a preferred time?"),
     ``offer`` / ``request`` / ``fact`` (a yes-no question offering, asking for an action, or
-    checking something)."""
+    checking something), ``done`` ("Anything else?")."""
     q = question.strip()
     low = q.lower()
     yn, wh = _YN.search(q), _WH.search(q)
@@ -271,6 +271,9 @@ def question_kind(question: str) -> str:
         return "flexible"
     if re.search(r"\binstead\b", low):
         return "keep"
+    if re.search(r"^\W*(?:is there )?anything else\b", low):
+        return "done"                       # "Anything else?" closes: "No, that's everything", not
+                                            # "No, that's not the case." (a hand read of seed 2929)
     if re.search(r"\banything else\b", low):
         return "no"
     if re.search(r"\bany(?:one|thing)?\b|\belse\b", low) and "go ahead" not in low:
@@ -424,7 +427,7 @@ class ConversationState:
     promises: list[tuple[str, str]] = field(default_factory=list)   # ("send", "you the steps")
                                                              # or ("after", sentence): what an
                                                              # answer to a side remark promised
-    followed_up: bool = False                                # those promises taken up at the end
+    followed: int = 0                                        # how many of them were taken up
     declined: set[str] = field(default_factory=set)          # words of offers the caller turned
                                                              # down ("monthly")
 
@@ -544,6 +547,10 @@ class ConversationState:
         an ``unless`` pattern only a goal that does not."""
         when = pair.get("when") if isinstance(pair, dict) else None
         unless = pair.get("unless") if isinstance(pair, dict) else None
+        if isinstance(pair, dict) and phone_gone(self.scenario.goal.description):
+            lines = pair.get("assistant", [])
+            if any(BY_TEXT.search(x) for x in ([lines] if isinstance(lines, str) else lines)):
+                return False        # nothing is texted to a phone that is lost
         if not when and not unless and not (isinstance(pair, dict) and pair.get("until")):
             return True
         wf = self.scenario.kb.workflow

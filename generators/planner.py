@@ -260,6 +260,12 @@ class RulePlanner(CallerRounds):
             if not st.close_offered:
                 st.close_offered = True
                 return Unit(kind="close", keys=(st.terminal_kind or "next",)), transition, False
+        if st.terminal_kind not in ("fail", "terminate"):
+            # a promise made after the close was offered ("a written confirmation will go out
+            # once we're done", to a request at the close): kept before the goodbye
+            follow = self._follow_up(st, rng)
+            if follow is not None:
+                return follow, transition, False
         st.phase = "done"
         return Unit(kind="farewell"), transition, False
 
@@ -268,19 +274,20 @@ class RulePlanner(CallerRounds):
         sent is said to be sent ("As promised, I've sent you the steps for the network check."),
         and a request put off until "after this" is offered again, for the caller to take up or
         leave (seen in hand reads: "I can book one after this", then the call closed)."""
-        if st.followed_up or not st.promises:
+        new = [p for p in st.promises[st.followed:] if p not in st.promises[:st.followed]]
+        st.followed = len(st.promises)
+        if not new:
             return None
-        st.followed_up = True
         by_verb: dict[str, list[str]] = {}
-        for verb, obj in dict.fromkeys(p for p in st.promises if p[0] in _PAST):
+        for verb, obj in dict.fromkeys(p for p in new if p[0] in _PAST):
             by_verb.setdefault(verb, []).append(re.sub(r"^you\s+", "", obj.rstrip(".")))
         # one sentence per verb ("I've sent you the unlock form and the current offer."), never
         # "I've sent you the X. I've sent you the Y."
-        sent = [f"I've {_PAST[verb]} {'you ' if any(o for verb2, o in st.promises if verb2 == verb and o.startswith('you ')) else ''}"
+        sent = [f"I've {_PAST[verb]} {'you ' if any(o for verb2, o in new if verb2 == verb and o.startswith('you ')) else ''}"
                 f"{' and '.join(objs[:2])}" for verb, objs in by_verb.items()][:2]
         text = P.join(P.pick(rng, "assistant", "promise_kept_lead"), ", and ".join(sent) + ".") \
             if sent else ""
-        if any(kind == "after" for kind, _ in st.promises):
+        if any(kind == "after" for kind, _ in new):
             return Unit(kind="ask", stage=st.stage, purpose="follow_up",
                         text=P.join(text, P.pick(rng, "assistant", "promise_after")))
         return Unit(kind="inform", stage=st.stage, purpose="follow_up", text=text)

@@ -55,7 +55,9 @@ def resume_text(text: str, rec: Recovery) -> str:
     """A fresh start: the cut content again from the start of the sentence that was cut."""
     local = max(0, len(rec.heard_text) - rec.content_start)
     start = 0
-    for i in range(min(local, len(text)) - 1, 0, -1):
+    # from ``local`` itself: a cut right after a full stop leaves the sentence it ends heard whole
+    # ("... at 3:00 PM. | After the meeting ..." resumes at "After"; a hand read of seed 8585)
+    for i in range(min(local, len(text) - 1), 0, -1):
         if text[i] == " " and text[i - 1] in ".!?" and not _ABBREV_END.search(text[:i]):
             start = i + 1
             break
@@ -136,9 +138,11 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
         edge = [k for k in cands if (text[spans[k - 1][1] - 1] in ".!,:;"
                 or text[spans[k][0]:spans[k][1]].lower().strip(",.") in _JOINERS)
                 and text[spans[k - 1][1] - 1] != "?"   # a question heard whole is answered,
-                and len(spans) - k >= 6]    # not nodded at; the rest is more than a stock "Shall I do that?"
+                and len(spans) - k >= 6     # not nodded at; the rest is more than a stock "Shall I do that?"
+                and not _in_question(text, spans[k - 1][1])]
         if not edge:                    # a clause edge with a short rest, else no cut inside
-            edge = [k for k in cands if text[spans[k - 1][1] - 1] in ".!,:;"]   # a noun phrase
+            edge = [k for k in cands if text[spans[k - 1][1] - 1] in ".!,:;"   # a noun phrase
+                    and not _in_question(text, spans[k - 1][1])]
         if not edge:                    # no clause edge: no nod in the middle of a clause
             return None
         cands = edge
@@ -148,6 +152,15 @@ def place_cut(text: str, content_start: int, fraction: float, rng: random.Random
     target = first + fraction * (len(spans) - first)
     cands.sort(key=lambda k: (abs(k - target), k))
     return cands[0] if rng.random() < 0.7 or len(cands) == 1 else cands[1]
+
+
+def _in_question(text: str, cut: int) -> bool:
+    """The cut at ``cut`` falls inside a question: "Are you the patient, | or ..." -- a nod
+    there ("Sure.") reads as the answer (a hand read of seed 8585)."""
+    if text[:cut].rstrip()[-1:] in (".", "!", "?"):
+        return False
+    end = re.search(r"[.?!](?=\s|$)", text[cut:])
+    return bool(end) and end.group() == "?"
 
 
 def impatient_cuts(message: str, content_start: int, values: tuple[str, ...] = ()) -> list[int]:

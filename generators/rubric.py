@@ -108,6 +108,27 @@ def _third(text: str) -> str:
     return text.rstrip(".")
 
 
+def _rest_quote(rest: str, most: int = 25) -> str:
+    """The unheard rest of a cut sentence as a rubric quotes it: up to the end of that sentence
+    when it is short enough, else up to a comma before ``most`` words and an ellipsis; never a
+    sentence's first word alone after a whole one ("... if you rebook later. Knowing...", a hand
+    read of seed 2929) nor "...." after a full stop."""
+    rest = rest.strip()
+    end = re.search(r"[.?!](?=\s|$)", rest)
+    first = rest[:end.end()] if end else rest
+    if end and len(first.split()) < 4:       # "later." alone says too little: the next too
+        nxt = re.search(r"[.?!](?=\s|$)", rest[end.end():])
+        first = rest[:end.end() + nxt.end()] if nxt else rest
+    words = first.split()
+    if len(words) <= most:
+        return first if first[-1:] in ".?!" else first + "..."
+    head = " ".join(words[:most])
+    comma = head.rfind(",")
+    if comma >= len(head) // 2:
+        head = head[:comma]
+    return head + "..."
+
+
 def _first_sentence(text: str) -> str:
     """The first sentence that says something (not "All done." or "Okay.")."""
     found = _sentences(text)            # "... at 2:45 PM with Dr. Danielle Rogers." is one
@@ -163,7 +184,7 @@ def task_criterion(conv: Conversation, idx: int, rng: random.Random) -> str:
     keys = [P.label(k) for k in (unit.keys if unit else ())]
     if itype == "filler":
         return (f"The response finishes the interrupted utterance, so the caller hears the rest of "
-                f"it: \"{_words(cut.text[len(cut.interruption.heard_text):], 12)}...\".")
+                f"it: \"{_rest_quote(cut.text[len(cut.interruption.heard_text):])}\".")
     if itype == "pushback":
         return (f"The response keeps the {stage} step on track by giving the caller a workable "
                 f"way forward despite their objection.")

@@ -316,9 +316,12 @@ class RuleUser:
         if t == "impatient":
             return impatient_line(heard_content, self.context, rng)
         if t == "correction":
+            # "Hang on, the phone number is wrong" only of a value the caller heard the agent say
+            # (a hand read of seed 8585: said before the agent got to the number)
+            unheard = None if d["old"] and d["old"] in heard_content else _SAID_WRONG
             return re.sub(r"\b([Tt]he last four digits of) the\b", r"\1 my",
-                          pick_fact_line(rng, "correction", d.get("key", ""), label=d["label"],
-                                         old=d["old"], new=d["new"]))
+                          pick_fact_line(rng, "correction", d.get("key", ""), unless=unheard,
+                                         label=d["label"], old=d["old"], new=d["new"]))
         if t == "topic_switch":
             return reopen(P.pair(d, "topic_switch")["user"], rng)
         if t == "normal" and variant == "hidden":
@@ -362,6 +365,9 @@ _RECORDS = re.compile(r"\b(?:I have|I see|I've found|I'm looking at|our records|
 _ACTION_TAIL = re.compile(r"just do it", re.I)
 _PENDING = re.compile(r"\b(?:I can|we can|I could|we could|I'll|I'm going to|I'd like to|shall I|"
                       r"let me)\b", re.I)
+
+
+_SAID_WRONG = re.compile(r"\bis wrong\b")
 
 
 def _before_value(message: str, content_start: int, up: UserPlan) -> int | None:
@@ -495,12 +501,16 @@ def asks_wh(heard: str) -> bool:
     return bool(qs) and bool(_WH.match(qs[-1]))
 
 
-def pick_fact_line(rng: random.Random, bank: str, key: str, wh: bool = False, **slots: str) -> str:
+def pick_fact_line(rng: random.Random, bank: str, key: str, wh: bool = False,
+                   unless: re.Pattern | None = None, **slots: str) -> str:
     """A line of ``bank`` that says fact ``key``. A key with its own wordings says it that way:
     a line's "my {label} is {value}" becomes the wording, and a line that names the label in
-    any other way ("I gave you the wrong {label}") is not drawn."""
+    any other way ("I gave you the wrong {label}") is not drawn. ``unless``: lines it finds
+    are not drawn (while another line is left)."""
     lines = [t for t in P.bank("user", bank) if set(re.findall(r"\{(\w+)\}", t)) <= set(slots)] \
         or list(P.bank("user", bank))
+    if unless is not None:
+        lines = [t for t in lines if not unless.search(t)] or lines
     if _OWN_DETAIL.match(key):          # nobody is unsure of their own name ("Lance Wood, I believe.")
         lines = [t for t in lines if not _HEDGE.search(t)] or lines
     if wh:                              # "How many days are left?" - "Yeah, it's one day."

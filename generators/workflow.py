@@ -34,6 +34,18 @@ def check_stages(workflow: Workflow) -> list:
     return [st for st in workflow.stages if _CHECK_STAGE.match(st.name)]
 
 
+# a call about a lost or stolen phone: nothing can be texted to it (a hand read of seeds 2929 and
+# 8585: "I'll text you today's values", a one-time code "to the mobile number on the account")
+_PHONE_GONE = re.compile(r"\b(?:lost|stolen|missing)\b(?:\s+or\s+stolen)?\s+(?:mobile\s+)?phone\b", re.I)
+BY_TEXT = re.compile(r"\btext(?:ed|ing|s)?\b(?!\s+(?:box|field))|\bSMS\b|\bcode (?:sent )?to your (?:phone|mobile)\b|"
+                     r"\bsent to your phone\b", re.I)
+
+
+def phone_gone(goal_description: str) -> bool:
+    """The call is about a lost or stolen phone: no text, code or link reaches the caller by it."""
+    return bool(_PHONE_GONE.search(goal_description))
+
+
 def to_graph(workflow: Workflow) -> nx.DiGraph:
     """Stages and terminals as nodes, transitions as labelled edges (unknown targets kept)."""
     g = nx.DiGraph()

@@ -189,7 +189,9 @@ _A_AN = re.compile(r"\b([Aa])\s+([aeiouAEIOU][a-z]+)\b")
 _AN_A = re.compile(r"\b([Aa]n)\s+([b-df-hj-np-tv-z][a-z]+)\b")
 _A_OK = re.compile(r"^(uni|use|usu|uti|ure|uro|eu|one|once|ewe)", re.I)
 _AN_OK = re.compile(r"^(hour|honest|honou?r|heir|herb)", re.I)
-_DOUBLE = re.compile(r"\b(the|a|an|to|and|of|is|you|your|it|in|for|on|my|we|that)\s+\1\b", re.I)
+# a hyphenated word's tail is no word of its own: "sign-on on the plan" is right; "that that" can
+# be too ("I know that that works")
+_DOUBLE = re.compile(r"(?<![\w'-])(the|a|an|to|and|of|is|you|your|it|in|for|on|my|we)\s+\1\b", re.I)
 _LOWER_NAME = re.compile(r"(?<![\w@.'-])(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
                          r"january|february|april|june|july|august|september|october|november|"
                          r"december)(?![\w@'-])")
@@ -299,6 +301,8 @@ def grammar_issues(text: str, *, continuation: bool = False) -> list[tuple[int, 
             found.append((mm.start(1), mm.end(1), mm.group(1)[0],
                           f"'an {mm.group(2)}': 'a' before a consonant sound"))
     for mm in _DOUBLE.finditer(text):
+        if mm.group(1) == "A" and mm.group(0).split()[-1] == "A":
+            continue                    # spelled letters: "D Y A A F A" (the repair made it DYAFA)
         found.append((mm.start(), mm.end(), mm.group(1), f"doubled word {mm.group(1)!r}"))
     return sorted(found)
 
