@@ -118,4 +118,6 @@ KEY_PHRASES: dict[str, tuple[str, ...]] = {
     "payment_plan_months": ("how many months",), "new_plan": ("which plan",),
     "entity_type": ("type of entity",), "error_since": ("since when",),
     "monthly_transactions": ("transactions a month", "how many transactions"),
+    # (a reason the caller already gave is not asked for again: seed 7070, call 1)
+    "cancel_reason": ("prompting the change", "reason for cancelling", "why you're cancelling"),
 }

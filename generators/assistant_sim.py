@@ -27,7 +27,7 @@ from bargein.generators import phrases as P
 from bargein.generators.facts import find_placeholders
 from bargein.generators.catalogue_loader import hidden_acks  # noqa: F401  (llm_agents reads it here)
 from bargein.generators.planner import EDGE_WORDS, RoundPlan
-from bargein.generators.workflow import BY_TEXT, phone_gone
+from bargein.generators.workflow import unfit_alternatives
 from bargein.records import Scenario
 from bargein.verify.text import contains_phrase, content_words, normalise
 from bargein.verify.tone import dedupe_markers, is_distressing
@@ -369,7 +369,7 @@ class RuleAssistant:
                 domain=self.scenario.domain.name,
                 asked="?" in (self.caller_said[-1] if self.caller_said else "?"),
                 heard=rec.heard_text,
-                unfit=BY_TEXT if phone_gone(self.scenario.goal.description) else None))
+                unfit=unfit_alternatives(self.scenario.goal.description)))
         if t == "normal":
             variant = d.get("variant")
             if variant == "hidden" or (variant == "volunteer" and P.clause(d.get("value", ""))):

@@ -68,7 +68,8 @@ class RuleAgents:
     def __init__(self, scenario: Scenario):
         self.scenario = scenario
         self.assistant = RuleAssistant(scenario)
-        self.user = RuleUser(values=said_values(scenario))
+        self.user = RuleUser(values=said_values(scenario),
+                             spoken={f.value: f.spoken for f in scenario.kb.user_facts if f.spoken})
         self.purposes = caller_purposes(scenario)
 
     async def refine_plan(self, plan, st, messages, rng, sample) -> RoundPlan:

@@ -100,7 +100,8 @@ FACT_KINDS: dict[str, frozenset[str]] = {
     "address": frozenset(), "city": frozenset(), "date_of_birth": frozenset(),
     "date": frozenset({"min_days", "max_days", "weekdays_only"}),   # relative to "today"
     "time": frozenset({"start_hour", "end_hour", "step_min"}),
-    "amount": frozenset({"min", "max", "cents", "step"}),
+    "amount": frozenset({"min", "max", "cents", "step", "below"}),   # below: an amount fact listed
+                                                     # earlier it stays under (72-95% of it)
     "integer": frozenset({"min", "max", "unit", "step"}),
     "code": frozenset({"format"}),                   # '#' digit, '?' capital letter
     "choice": frozenset({"options"}),
@@ -180,6 +181,7 @@ class FactMaker:
         self.common = _common()
         self._persona: dict[str, Any] | None = None
         self._company_name: str | None = None
+        self._amounts: dict[str, float] = {}        # amount facts made so far (for ``below``)
 
     # -- persona -------------------------------------------------------------------------
     @property
@@ -215,7 +217,17 @@ class FactMaker:
 
     # -- facts ---------------------------------------------------------------------------
     def make(self, key: str, spec: FactSpec) -> UserFact:
-        value, spoken = getattr(self, f"_{spec.kind}")(**spec.params)
+        params = dict(spec.params)
+        below = params.pop("below", None)
+        if below is not None:       # an owner's estimate under the assessed value it disputes
+            if below not in self._amounts:
+                raise ConfigError(f"fact {key!r}: 'below: {below}' names no amount fact listed "
+                                  f"before it; list {below!r} first, as an amount")
+            ref, step = self._amounts[below], float(params.get("step") or 1)
+            params["min"], params["max"] = -(-ref * 0.72 // step) * step, ref * 0.95 // step * step
+        value, spoken = getattr(self, f"_{spec.kind}")(**params)
+        if spec.kind == "amount":
+            self._amounts[key] = float(re.sub(r"[^\d.]", "", value))
         return UserFact(key=key, value=value, kind=spec.kind,
                         spoken=spoken if spoken != value else "")
 

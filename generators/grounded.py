@@ -322,7 +322,9 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
                       else f"recover_pb_why_{kind}")
     own_why = f"recover_pb_why_{kind}.{domain}"
     if not wait and own_why in P.bank_keys("assistant"):   # the line of business's own reasons
-        why_bank = why_bank + P.bank("assistant", own_why)
+        why_bank = tuple(why_bank) + tuple(P.bank("assistant", own_why))
+    if unfit is not None:           # "only checked against what we have on file" of a new client
+        why_bank = [w for w in why_bank if not unfit.search(w)] or why_bank
     why_bank = [w for w in why_bank if not any(p.search(w) for p in pats)] or why_bank  # (a county
     # fee is set by no "pricing rules")
     fresh = [w for w in why_bank if P.fill(w, obj=obj, head=head)[:40].lower() not in said.lower()]
@@ -334,8 +336,7 @@ def recover_pushback(rng: random.Random, kind: str, phrase: str, said: str = "",
     if not asked:       # "I'd rather not give that out." is met with no "fair question" or "I
         cores = [c for c in cores if not _ASKING.search(c)] or cores   # appreciate you asking"
     fresh_cores = [c for c in cores if c[:30].lower() not in said.lower()]   # a persisting caller
-    opens = [o for o in P.bank("assistant", "pb_empathy_open")
-             if asked or o not in ("Yes,", "Absolutely,")]          # no "Yes," to a complaint
+    opens = list(P.bank("assistant", "pb_empathy_open"))
     parts = [P.tidy(P.join(rng.choice(opens),                                       # is not told
                            rng.choice(fresh_cores or list(cores)))),                # the same again
              why,

@@ -146,6 +146,13 @@ def be_for(label: str) -> str:
     return "are" if plural else "is"
 
 
+# the noun is the object of a gerund, which is the subject: "asking for the last four digits is
+# what would stop them" (a hand read of seed 7070: repaired to "are")
+_GERUND_LEAD = re.compile(r"(?:^|[.!?,]\s+)[A-Z]?[a-z]+ing\b[^.!?,]*$")   # "Giving you the ..."
+_GERUND_BEFORE = re.compile(r"\b[a-z]+ing (?:for|about|with|of|to|on|in)\b(?:\s+[a-z]+){0,3}\s*$|"
+                            r"(?:^|[.!?,]\s+)[A-Z]?[a-z]+ing\s*$")
+
+
 def tidy(text: str) -> str:
     """Capitalise every sentence start and repair the casing and agreement slips that filling
     slots can make ("Thanks. {new} it is." with a lower-case value, "I shares ...")."""
@@ -156,19 +163,24 @@ def tidy(text: str) -> str:
     text = re.sub(r"\b([Mm]y|[Yy]our) (last four digits) of the\b",
                   lambda m: f"{'T' if m.group(1)[0].isupper() else 't'}he {m.group(2)} of "
                             f"{m.group(1).lower()}", text)
-    text = re.sub(r"\b(last four digits of (?:my|your|the|their)(?: [A-Za-z]+){1,4}) is\b", r"\1 are", text)
+    text = re.sub(r"\b(last four digits of (?:my|your|the|their)(?: [A-Za-z]+){1,4}) is\b",
+                  lambda m: m.group(0) if _GERUND_LEAD.search(m.string[:m.start()])
+                  else f"{m.group(1)} are", text)
     text = re.sub(r"\b(last four digits of (?:my|your|the|their) [A-Za-z]+(?: still)?) (bothers|is still|seems)\b",
-                  lambda m: f"{m.group(1)} " + {"bothers": "bother", "is still": "are still",
+                  lambda m: m.group(0) if _GERUND_LEAD.search(m.string[:m.start()]) else
+                  f"{m.group(1)} " + {"bothers": "bother", "is still": "are still",
                                                 "seems": "seem"}[m.group(2)], text)
     text = re.sub(r"\b([Ww])hat's (the last four digits)\b", r"\1hat are \2", text)
     text = re.sub(r"\b([Tt]he (?:last four )?digits(?: still)?) (is|doesn't|was|has)\b",
-                  lambda m: f"{m.group(1)} " + {"is": "are", "doesn't": "don't", "was": "were",
-                                                "has": "have"}[m.group(2)], text)
+                  lambda m: m.group(0) if _GERUND_BEFORE.search(m.string[:m.start()]) else
+                  f"{m.group(1)} " + {"is": "are", "doesn't": "don't", "was": "were",
+                                      "has": "have"}[m.group(2)], text)
     # a plural subject and a singular verb ("why the last four digits matters")
     text = re.sub(r"\b((?:the |my |your |these |those )?(?:[a-z]+ )?(?:digits|details|documents|records|"
                   r"photos|receipts|charges|fees|dates|numbers|payments|statements))"
                   r" (?:still )?(matters|seems|looks|is needed|is required|is|bothers)\b",
                   lambda m: m.group(0) if re.search(r"\bof\s*$", m.string[:m.start()])
+                  or _GERUND_BEFORE.search(m.string[:m.start()])
                   or " of " in f" {m.group(1)}" else f"{m.group(1)} " + {
                       "matters": "matter", "seems": "seem", "looks": "look", "is needed": "are needed",
                       "is required": "are required", "is": "are", "bothers": "bother"}[m.group(2)], text)

@@ -271,7 +271,9 @@ def question_kind(question: str) -> str:
         return "flexible"
     if re.search(r"\binstead\b", low):
         return "keep"
-    if re.search(r"^\W*(?:is there )?anything else\b", low):
+    if re.search(r"\b(?:anything|something) (?:else|more|further)\b", low) and (
+            re.match(r"\W*(?:is there )?(?:anything|something) (?:else|more|further)\b", low)
+            or re.search(r"\b(?:help|assist|do for you|look into|sort out|(?:can|could|may) i|i can)\b", low)):
         return "done"                       # "Anything else?" closes: "No, that's everything", not
                                             # "No, that's not the case." (a hand read of seed 2929)
     if re.search(r"\banything else\b", low):

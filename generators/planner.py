@@ -34,7 +34,7 @@ from bargein.generators.catalogue_loader import hidden_acks
 from bargein.generators.planner_caller import CallerRounds
 from bargein.generators.planner_cut import place_cut, resume_text, unheard_question  # noqa: F401
 from bargein.generators.planner_text import (  # noqa: F401  (re-exported as above)
-    _ACTS, _AMOUNT, _CALLER_TASK, _DONE, _IF_DECLINED, _LEANS_BACK, _UNSURE, _drop_declined,
+    _ACTS, _AMOUNT, _CALLER_TASK, _DONE, _IF_DECLINED, _UNSURE, _drop_declined, leans_back,
     _essential, _offer_taken, _offered_words, _question, _readable, _trimmed, _unheard_price, alternative_step,
     drop_unfounded, sensitive_key,
 )
@@ -115,7 +115,7 @@ class RulePlanner(CallerRounds):
         if optional and not any(_essential(u) and u.kind != "close" for u in units) and not keep:
             keep = {optional[0]}            # the stage's own work is done, however short the call
         for i in sorted(keep, reverse=True):   # "If that doesn't suit, ..." needs the offer before it
-            while i > 0 and _LEANS_BACK.match(units[i].text or "") and i - 1 not in keep:
+            while i > 0 and leans_back(units[i].text or "") and i - 1 not in keep:
                 keep.add(i - 1)
                 i -= 1
         st.units = deque(u for i, u in enumerate(units) if _essential(u) or i in keep)

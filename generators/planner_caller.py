@@ -28,6 +28,8 @@ from bargein.records import INTERRUPTION_TYPES, Scenario
 
 _CLAUSE_LABEL = re.compile(r"\b(?:was|is|were|are|has|have|had|did|does|opened|made|started|"
                            r"joined|moved|born)\b", re.I)
+_SUMMARY = re.compile(r"\b(?:here's where things stand|here's a quick summary|to recap|to sum up|"
+                      r"in summary)\b", re.I)
 MAX_SIDE = 2                        # side questions (topic switches) in one call
 HELD_TYPES = ("pushback", "impatient")   # kept for a later turn when drawn where they cannot be
 MAX_IMPATIENT = 3                   # "skip ahead" cut-ins in one call
@@ -316,6 +318,10 @@ class CallerRounds:
                 continue                    # nor a detail of their own cutting into the answer
                                             # they asked for ("is there another way?" -- "we |
                                             # Sorry, my email is ...")
+            if t == "impatient" and unit.text and _SUMMARY.search(unit.text):
+                continue                    # the summary of what was done is what the caller
+                                            # hurries towards, not past ("Here's where things
+                                            # stand: ... | let's get to what matters", seed 6161)
             if t == "impatient" and unit.text and _OPTIONS.search(unit.text):
                 continue                    # the options of a choice the caller is about to
                                             # make ("a replacement, or a refund") are not skipped

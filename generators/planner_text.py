@@ -234,6 +234,7 @@ _CALLER_TASK = re.compile(r"\bif you (?:haven't|have not|don't|do not) [^.?!]{0,
 _DONE = re.compile(r"^(?:(?:[^.?!]|\.(?=\w))*[,.]\s+(?:and\s+|so\s+)?)?(?:you're (?:all set|booked|renewed|confirmed|"
                    r"upgraded|enrolled|now)|I've (?:booked|rebooked|issued|processed|submitted|filed|"
                    r"cancelled|scheduled|renewed|set up|applied|placed|sent|moved|changed)|(?:that's|it's|everything is|all) (?:done|sorted|complete)|"
+                   r"done(?=[.!])|"     # "Done. On flight MA 9288 you'll be in seat 3C" (seed 8585)
                    r"your [\w' -]{1,40}? (?:is|are|has been|have been) (?:confirmed|set for|set up|booked|"
                    r"submitted|filed|in place|cancelled|scheduled|done))\b", re.I)
 _AMOUNT = re.compile(r"[$\u20ac\u00a3]\s?\d|\b\d[\d,.]*\s(?:dollars?|euros?|pounds?|miles|points|"
@@ -316,7 +317,8 @@ def _trimmed(st: ConversationState, keep) -> deque:
     return deque(out)
 
 
-_DOING = re.compile(r"\bI(?:'m| am) (?:now |just )?(?:blocking|cancell?ing|freezing|locking|ordering|"
+_DOING = re.compile(r"\bI(?:'m| am) (?:now |just |also )?(?:blocking|cancell?ing|freezing|locking|ordering|"
+                    r"suspending|pausing|deactivating|disabling|unlocking|transferring|porting|"
                     r"issuing|reissuing|booking|refunding|reversing|submitting|filing|opening|"
                     r"closing|placing|redirecting|restoring|resetting|removing|reinstating|"
                     r"scheduling|releasing|waiving|crediting)\b|"
@@ -349,6 +351,19 @@ def _essential(u: Unit) -> bool:
 _IF_DECLINED = re.compile(r"(?:If (?:that|this|it|none of those) (?:doesn't|does not|won't|isn't|don't) "
                           r"(?:suit|work|fit)|If not\b)", re.I)
 # a talking point that only makes sense after the one before it ("If that doesn't suit, ...")
+# a first sentence that points back into the one before: "You can upload them ...", "pickup is
+# free either way", "before then" (a hand read of seed 6161: kept while the sentence they point
+# to was trimmed for length)
+_REFERS_BACK = re.compile(r"^[^.?!]*\b(?:them|either way|either one|both of them|the first one|"
+                          r"before then|by then|until then|that date|those)\b", re.I)
+
+
+def leans_back(text: str) -> bool:
+    """``text`` needs the unit before it: it opens on a link ("Otherwise", "If not") or its first
+    sentence points back ("You can upload them")."""
+    return bool(_LEANS_BACK.match(text) or _REFERS_BACK.match(text))
+
+
 _LEANS_BACK = re.compile(r"(?:If (?:that|not|this|so|none|neither)|Otherwise|Or|Alternatively|Instead|"
                          r"Also|That|This|Those|These|It|They|Then|Had you|After that|Before that|"
                          r"With that|By then|From then on|Once that's done|"

@@ -20,6 +20,7 @@ from bargein.generators import phrases as P
 from bargein.records import Conversation, Rubric
 from bargein.records.plan import RoundPlan
 from bargein.runner import Stage, StageContext
+from bargein.verify.text import content_words
 
 RUBRIC_VERSION = "3"
 
@@ -70,6 +71,10 @@ RQ_CLARIFY = (
      "mid-sentence.",
      "Does not treat the check as new information or a change of plan."),
     ("Keeps the confirmation short.",))
+
+
+_PLEASANTRY = frozenset("thanks thank listening got okay great right sure good appreciate appreciated "
+                        "perfect lovely understood noted".split())
 
 
 def _words(text: str, n: int, last: bool = False) -> str:
@@ -157,6 +162,9 @@ def interruption_context(conv: Conversation, idx: int) -> dict[str, str]:
     whole = _last_sentence(heard)
     if whole and heard.rfind(whole) + len(whole) <= cs:
         whole = ""
+    if whole and len(content_words(whole) - _PLEASANTRY) < 3:
+        whole = ""                      # "Got it, and thanks for listening." is no content to
+                                        # forbid repeating (a hand read of seed 6161, #41)
     asked = whole.rstrip().endswith("?")
     if asked:                           # a question the caller cut in on is still unanswered:
         whole = ""                       # asking it again is right, so it is not quoted as a repeat

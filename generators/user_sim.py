@@ -154,8 +154,9 @@ class RuleUser:
     """The offline user: phrase banks, the plan's facts, the heard words. ``values``: the
     scenario's values, which a cut never splits (with names, dates and amounts)."""
 
-    def __init__(self, values: tuple[str, ...] = ()):
+    def __init__(self, values: tuple[str, ...] = (), spoken: dict[str, str] | None = None):
         self.values = tuple(values)
+        self.spoken = dict(spoken or {})       # a value -> how the caller says it aloud
         self.context: tuple[str, ...] = ()     # what was said before the turn being cut
 
     def reply(self, up: UserPlan, rng: random.Random, last: str = "") -> str:
@@ -260,7 +261,10 @@ class RuleUser:
                         # ("why do I have to pay the $1,549.12 charge? I wasn't told about any
                         # charge") after it was settled, is a loop, not a caller
                         and not ((variant == "clarify" or up.type == "pushback")
-                                 and (o.phrase.lower() in own or G.as_user(o.phrase).lower() in own))]
+                                 and (o.phrase.lower() in own or G.as_user(o.phrase).lower() in own
+                                      # said aloud ("October fifth, twenty twenty-five"): the
+                                      # caller's own date too (a hand read of seed 6161, #29)
+                                      or self.spoken.get(o.phrase, "\0").lower() in own))]
                 if not objs:
                     errors.append({"attempt": attempt, "error": f"no {'/'.join(kinds)} in the content "
                                    "to react to"})
@@ -359,9 +363,13 @@ _OPENING = re.compile(r"^(?:(?:oh|sorry|wait|hmm|quick thing|random question|ran
 
 # impatience that claims the caller heard it before, or read it somewhere: only where true
 _REPEAT_CLAIM = re.compile(r"twice|the first time|heard this already|heard all this", re.I)
-_READ_CLAIM = re.compile(r"\bemail\b|website|read all", re.I)
+# a claim to know it already: said of an explanation, never of a status read from the record
+# ("Robert Osborne's record is up on my screen. | Right, right, I know all that"; seed 2929)
+_READ_CLAIM = re.compile(r"\bemail\b|website|read all|know all that|heard this|familiar with|"
+                         r"got the gist|done this before|been through this", re.I)
 _RECORDS = re.compile(r"\b(?:I have|I see|I've found|I'm looking at|our records|on file|it shows|"
-                      r"shows|there's a|registered to|your account has)\b", re.I)
+                      r"shows|there's a|registered to|your account has|record is|is up on|"
+                      r"on my screen|pulled up|I've got your)\b", re.I)
 _ACTION_TAIL = re.compile(r"just do it", re.I)
 _PENDING = re.compile(r"\b(?:I can|we can|I could|we could|I'll|I'm going to|I'd like to|shall I|"
                       r"let me)\b", re.I)

@@ -46,6 +46,26 @@ def phone_gone(goal_description: str) -> bool:
     return bool(_PHONE_GONE.search(goal_description))
 
 
+# a caller the business has no record of yet ("intake details for a new ... client"): no
+# check against "what we have on file", no "date your engagement began" (seed 7070, call 8)
+_NEW_CALLER = re.compile(r"\bnew (?:small-business |business |bookkeeping )*(?:client|customer|patient|member)\b", re.I)
+ON_RECORD = re.compile(r"\bon file\b|\bwe (?:already )?(?:have|hold)\b|\bengagement began\b|"
+                       r"\blast (?:visit|payment|bill)\b|\brecent activity\b|\bon your account\b|"
+                       r"\bPIN you set\b|\bthe number we have\b|\bengagement letter\b|\bfiles?\b|speaking with|"
+                       r"\byour account\b|only you would know|\bportal\b|one-time code|\bverify\b|"
+                       r"security questions|right person|right record|really you|it's you|nothing is "
+                       r"stored|every call|open anything|stays between|changes to|in your name|any change|pretending|same check|the account|"
+                       r"talking to|protected|standard check|all I'd compare|goes nowhere", re.I)
+
+
+def unfit_alternatives(goal_description: str) -> re.Pattern | None:
+    """What a pushback's answer cannot offer or say in this call: a text to a lost phone, a
+    check against records a new client does not have yet."""
+    pats = ([BY_TEXT.pattern] if phone_gone(goal_description) else []) + \
+        ([ON_RECORD.pattern] if _NEW_CALLER.search(goal_description) else [])
+    return re.compile("|".join(pats), re.I) if pats else None
+
+
 def to_graph(workflow: Workflow) -> nx.DiGraph:
     """Stages and terminals as nodes, transitions as labelled edges (unknown targets kept)."""
     g = nx.DiGraph()

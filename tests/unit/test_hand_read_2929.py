@@ -192,3 +192,208 @@ def test_resume_leads_take_up_the_agents_own_sentence():
     for lead in P.bank("assistant", "resume_lead_full"):
         assert not re.search(r"\b(?:come back to that|back to that|that thought|go back to that)\b",
                              lead, re.I), lead
+
+
+def test_an_impatient_caller_claims_to_know_an_explanation_never_a_status_from_the_record():
+    """"Robert Osborne's record is up on my screen. | Right, right, I know all that" (seed
+    2929, #23)."""
+    from bargein.generators.user_sim import impatient_line
+    for seed in range(60):
+        line = impatient_line("Robert Osborne's record is up on my screen. Your current visit is",
+                              (), random.Random(seed))
+        assert not re.search(r"know all that|heard this|familiar with|got the gist|done this before",
+                             line, re.I), line
+
+
+def test_a_caller_says_how_to_be_spoken_to_before_the_close_not_at_it(convs):
+    """"English isn't my first language, so please keep it simple." to "Is there anything else
+    you wanted to sort out today?" (seed 2929, #14)."""
+    manner = re.compile(r"first language|hard of hearing|on hold for|might have to pause|meeting in "
+                        r"about fifteen|second time I've called", re.I)
+    closing = re.compile(r"\banything else\b|\bsomething else I can\b|\bwhat else can I\b|"
+                         r"\bThat wraps up\b", re.I)
+    seen = 0
+    for c in convs:
+        for m, u in c.interruptions:
+            if manner.search(u.text):
+                seen += 1
+                said = " ".join(x.text for x in c.messages[:m.index] if x.role == "assistant")
+                assert not closing.search(f"{said} {m.text}"), (c.id, m.text, u.text)
+    assert seen >= 2
+
+
+def test_side_answers_and_alternatives_promise_nothing_the_call_cannot_do():
+    """"I'll send anything that has to be signed to both of you" (no contact for the partner,
+    nothing to sign; seed 2929, #54); "check it against the details on your engagement letter",
+    the letter the client number is printed on (#52); a monthly payment that is "what the offer
+    letter shows" (seed 8585, #46)."""
+    from bargein.generators.catalogue_loader import load_catalogue
+    pairs = [p for key in P.bank_keys("pairs") if key.startswith("normal_constraint")
+             for p in P.bank("pairs", key)]
+    partner = [p for p in pairs if "business partner" in p["user"]]
+    assert partner and not any(re.search(r"\bI'll send\b", a) for p in partner for a in p["assistant"])
+    assert not any("engagement letter" in a for a in P.bank("assistant", "alternatives_requirement.professional_services"))
+    text = str(load_catalogue())
+    assert "what the offer letter shows" not in text
+
+
+def test_an_owner_disputing_an_assessment_thinks_the_home_is_worth_less():
+    """owner_estimate=$431,000 against an assessed value of $332,000, disputed as too high (seed
+    2929, call 2): an amount fact can be drawn below another."""
+    from datetime import date
+
+    from bargein.errors import ConfigError
+    from bargein.generators.facts import FactMaker, FactSpec
+    for seed in range(30):
+        m = FactMaker(seed, date(2025, 5, 1))
+        a = m.make("assessed_value", FactSpec.parse({"kind": "amount", "min": 185000, "max": 620000,
+                                                     "step": 1000}))
+        b = m.make("owner_estimate", FactSpec.parse({"kind": "amount", "below": "assessed_value",
+                                                     "step": 1000}))
+        va, vb = (float(re.sub(r"[^\d.]", "", x.value)) for x in (a, b))
+        assert 0.7 * va <= vb < va and vb % 1000 == 0, (a.value, b.value)
+    with pytest.raises(ConfigError, match="names no amount fact listed before it"):
+        FactMaker(1, date(2025, 5, 1)).make("x", FactSpec.parse({"kind": "amount", "below": "y"}))
+
+
+def test_the_step_of_suspending_a_lost_phone_and_blocking_it_is_done_in_the_call():
+    """A lost-phone call marked resolved whose line was never suspended and whose phone was
+    only proposed for a block, then summed up as "suspended" and "blocked" (seed 8585, call 4)."""
+    calls = 0
+    for seed in (21, 22, 23):
+        for s in scenario_batch(60, seed, Path(tempfile.mkdtemp())):
+            if s.goal.name != "report_lost_phone":
+                continue
+            for k in range(2):
+                c = run(s.with_(intent=s.intent.with_(interruption_rate=0.6, id=""), id=""), k)
+                if c.outcome != "resolved":
+                    continue
+                calls += 1
+                said = " ".join((m.heard_text or m.text) if m.interruption else m.text
+                                for m in c.messages if m.role == "assistant")
+                # the action itself, not the summary's "service ... is suspended"
+                assert re.search(r"I'm suspending|being suspended|putting a suspension", said), c.id
+                assert re.search(r"I'm (?:also )?(?:blocking|putting a block)|thing I'm doing is blocking",
+                                 said), c.id
+    assert calls >= 2
+
+
+def test_a_caller_does_not_check_back_a_date_they_said_aloud_themselves():
+    """"And I fly out on Sunday, October fifth, twenty twenty-five." -- "Sorry, so that's
+    Sunday, October 5, 2025? I'm writing it down." (seed 6161, #29)."""
+    from bargein.generators.conversation import RuleAgents
+    seen = 0
+    for s in scenario_batch(40, 5757, Path(tempfile.mkdtemp())):
+        spoken = {f.value: f.spoken for f in s.kb.user_facts if f.spoken}
+        assert RuleAgents(s).user.spoken == spoken
+        seen += bool(spoken)
+    assert seen >= 10
+    from bargein.generators.user_sim import PlanBroken, RuleUser, UserPlan
+    msg = ("You're headed to Costa Rica, leaving Sunday, October 5, 2025 and returning Monday, "
+           "October 20, 2025. Did I get that right, and will there be any stopovers on the trip?")
+    user = RuleUser(values=("Sunday, October 5, 2025", "Monday, October 20, 2025"),
+                    spoken={"Sunday, October 5, 2025": "Sunday, October fifth, twenty twenty-five"})
+    context = ("Where are you traveling to, and what are your dates?",
+               "It's Costa Rica. And I fly out on Sunday, October fifth, twenty twenty-five.")
+    checked = 0
+    for seed in range(20):
+        up = UserPlan(action="interject", interrupt=True, type="normal",
+                      detail={"variant": "clarify"}, cut_fraction=0.5)
+        try:
+            out = user.interject(up, msg, 0, context, random.Random(seed))
+        except PlanBroken:          # no object left to check back: the planner draws another
+            continue
+        checked += 1
+        assert "October 5" not in out.interjection, out.interjection
+    # the return date the caller never said is still checked back
+    assert checked >= 5
+
+
+def test_no_knowledge_claim_and_no_yes_opener_in_a_pushback_answer():
+    """"Is there really nothing else?" -- "Absolutely, I'd ask the same thing ..." (seed 6161,
+    #15); "nothing is kept after the call" said of a case number (#8)."""
+    assert not {"Yes,", "Absolutely,"} & set(P.bank("assistant", "pb_empathy_open"))
+    assert not any("nothing is kept after the call" in w
+                   for w in P.bank("assistant", "recover_pb_why_requirement"))
+
+
+def test_an_impatient_caller_does_not_skip_the_summary_of_what_was_done(convs):
+    """"Here's where things stand: ... the Moto G Power is blocked | -- let's get to what
+    matters" and the summary was never said (seed 6161, #38)."""
+    seen = 0
+    for c in convs:
+        for m, _ in c.interruptions:
+            if m.interruption.type == "impatient":
+                seen += 1
+                assert not re.search(r"here's where things stand|here's a quick summary|to recap|"
+                                     r"to sum up", m.text, re.I), (c.id, m.text)
+    assert seen >= 5
+
+
+def test_a_rubric_never_forbids_repeating_a_pleasantry(convs):
+    """"Does not re-explain or repeat what the caller already heard ("Got it, and thanks for
+    listening.")" (seed 6161, #41)."""
+    seen = 0
+    for c in convs:
+        for m, u in c.interruptions:
+            r = rule_rubric(c, u.index, random.Random(0))
+            for q in r.rq_criteria:
+                quoted = re.search(r'already heard \("(.*)"\)', q)
+                if quoted:
+                    seen += 1
+                    words = set(re.findall(r"[a-z']+", quoted.group(1).lower()))
+                    assert len(words - {"got", "it", "and", "thanks", "for", "listening", "okay",
+                                        "great", "thank", "you", "right"}) >= 3, q
+    assert seen >= 5
+
+
+def test_a_gerund_subject_keeps_its_singular_verb_when_slots_are_filled():
+    """"asking for the last four digits are what would stop them" and "Giving you the last four
+    digits of my card are still what's bothering me" (seeds 7070 and 2929): the plural noun is
+    the gerund's object, not the subject."""
+    assert P.fill("If someone else called pretending to be you, asking for {obj} is what would "
+                  "stop them.", obj="the last four digits").endswith("digits is what would stop them.")
+    assert P.tidy("Giving you the last four digits of my card is still what's bothering me.") \
+        .startswith("Giving you the last four digits of my card is still")
+    # the plural subject itself is still put right
+    assert P.fill("{obj} is only there to protect you.", obj="the last four digits") \
+        .startswith("The last four digits are")
+    assert P.tidy("Hmm, the last four digits of my card still bothers me.").endswith("still bother me.")
+
+
+def test_a_new_client_is_checked_against_no_record_they_do_not_have_yet():
+    """Seed 7070, call 8 (intake of a new bookkeeping client): "confirm it with the date your
+    engagement began", "a one-time code by text to the number we have", "matching your phone
+    number against what's already on file"."""
+    from bargein.generators.grounded import recover_pushback
+    from bargein.generators.workflow import ON_RECORD, unfit_alternatives
+    unfit = unfit_alternatives("Take intake details for a new small-business bookkeeping client, "
+                               "explain the engagement letter and the onboarding checklist.")
+    assert unfit is not None and unfit_alternatives("Book a paid consultation with a tax advisor.") is None
+    for seed in range(40):
+        said = recover_pushback(random.Random(seed), "requirement", "your phone number",
+                                domain="professional_services", unfit=unfit)
+        assert not ON_RECORD.search(said), said
+
+
+def test_a_reason_the_caller_gave_is_not_asked_for_again_and_the_offer_is_made():
+    """Seed 7070, call 1: "the main reason is budget cuts" (and corrected), then "What's
+    prompting the change?" twice; the retention offer's own sentence ("Given what you said, we
+    could offer ...") was dropped as an attribution, leaving "I won't bring this up again"."""
+    calls = offers = 0
+    for seed in (31, 32, 33):
+        for s in scenario_batch(60, seed, Path(tempfile.mkdtemp())):
+            if s.goal.name != "cancel_subscription":
+                continue
+            facts = {f.key: f.value for f in s.kb.user_facts}
+            for k in range(3):
+                c = run(s.with_(intent=s.intent.with_(interruption_rate=0.6, id=""), id=""), k)
+                calls += 1
+                said = False
+                for m in c.messages:
+                    if m.role == "user" and facts["cancel_reason"] in m.text:
+                        said = True
+                    if m.role == "assistant":
+                        assert not (said and "prompting the change" in m.text), (c.id, m.index)
+                        offers += facts["retention_offer"] in m.text
+    assert calls >= 3 and offers >= 1
