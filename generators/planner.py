@@ -36,6 +36,7 @@ from bargein.generators.planner_cut import place_cut, resume_text, unheard_quest
 from bargein.generators.planner_text import (  # noqa: F401  (re-exported as above)
     _ACTS, _AMOUNT, _CALLER_TASK, _DONE, _IF_DECLINED, _UNSURE, _drop_declined, leans_back,
     _essential, _offer_taken, _offered_words, _question, _readable, _trimmed, _unheard_price, alternative_step,
+    request_topic,
     drop_unfounded, sensitive_key,
 )
 from bargein.records import Scenario
@@ -62,7 +63,8 @@ def promises_in(answer: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for sent in re.split(r"(?<=[.?!;])\s+", answer):
         sends = [(m.group(1).lower(), m.group(2).strip()) for m in _WILL_SEND.finditer(sent)
-                 if re.match(r"(?:you )?(?:a|an|the|that|this|those|how|what|where|when|its|their|our|your|everything in)\b",
+                 if re.match(r"(?:you )?(?:a|an|the|that|this|those|how|what|where|when|its|their|our|your|everything in|"
+                             r"today's|[A-Z]?\w+'s)\b",
                              m.group(2).strip(), re.I)    # a thing to send, not a way of
                  and not re.search(r"\b(?:any|anything|updates)\b", m.group(2), re.I)
                  and len(re.sub(r"^you\s+", "", m.group(2).strip()).split()) >= 2]
@@ -288,8 +290,13 @@ class RulePlanner(CallerRounds):
         text = P.join(P.pick(rng, "assistant", "promise_kept_lead"), ", and ".join(sent) + ".") \
             if sent else ""
         if any(kind == "after" for kind, _ in new):
-            return Unit(kind="ask", stage=st.stage, purpose="follow_up",
-                        text=P.join(text, P.pick(rng, "assistant", "promise_after")))
+            # the put-off requests by name ("getting a paper copy of your bill"), never two of
+            # them as one "other question" (a hand read); a sentence when no name was found
+            names = list(dict.fromkeys(o for k, o in new if k == "after" and o[-1:] not in ".?!"))
+            ask = P.pick(rng, "assistant", "promise_after_named",
+                         request=" and ".join(names[:2])) if names and len(names) == len(
+                [1 for k, _ in new if k == "after"]) else P.pick(rng, "assistant", "promise_after")
+            return Unit(kind="ask", stage=st.stage, purpose="follow_up", text=P.join(text, ask))
         return Unit(kind="inform", stage=st.stage, purpose="follow_up", text=text)
 
     @staticmethod
@@ -487,7 +494,9 @@ class RulePlanner(CallerRounds):
             said = P.answers(P.pair(rec.detail, kind))
             whole = interruption.heard_text if interruption is not None else (text or content)
             if any(a in whole for a in said):   # (the pair's own wording says what is promised;
-                st.promises += promises_in(said[0])     # the others say the same)
+                topic = request_topic(P.pair(rec.detail, kind).get("user", ""))   # the others say
+                st.promises += [("after", topic) if k == "after" and topic else (k, o)   # the same)
+                                for k, o in promises_in(said[0])]
         if plan.unit is not None and plan.unit.kind != "ask" and _unheard_price(heard, 0):
             st.agreed = False               # a price the caller has not said yes to yet
         if plan.unit is not None and plan.unit.kind == "ask" and plan.unit.text and \

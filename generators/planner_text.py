@@ -368,3 +368,48 @@ _LEANS_BACK = re.compile(r"(?:If (?:that|not|this|so|none|neither)|Otherwise|Or|
                          r"Also|That|This|Those|These|It|They|Then|Had you|After that|Before that|"
                          r"With that|By then|From then on|Once that's done|"
                          r"If you(?:'d| had) (?!like|prefer|rather)\w+ed)\b")
+
+
+_DOUBLE_END = frozenset("get set reset put stop plan shop".split())
+
+
+def _ing(verb: str) -> str:
+    v = verb.lower()
+    if v in _DOUBLE_END:
+        return v + v[-1] + "ing"
+    if v.endswith("e") and not v.endswith(("ee", "ye", "oe")):
+        return v[:-1] + "ing"
+    return v + "ing"
+
+
+def _yours(text: str) -> str:
+    """The caller's words as the agent says them back: "my bill" -> "your bill"."""
+    swaps = {"my": "your", "i": "you", "i'm": "you're", "me": "you", "our": "your", "we": "you",
+             "mine": "yours", "us": "you"}
+    return re.sub(r"\b(?:my|I|I'm|me|our|we|mine|us)\b", lambda m: swaps[m.group(0).lower()], text)
+
+
+def request_topic(question: str) -> str:
+    """A side question put off until after the main request, as the agent names it when it
+    comes back to it ("can I get a paper copy of my bill each month?" -> "getting a paper copy
+    of your bill each month"); '' when it has no plain form (a hand read: two put-off requests
+    collapsed into "your other question")."""
+    parts = [re.sub(r"^(?:but|and|so)\s+", "", x.strip(), flags=re.I)
+             for x in re.split(r",\s+", question.strip().rstrip("?").strip())]
+    core = next((x for x in reversed(parts) if re.match(
+        r"(?:can|could|may|how|who|do|does|is|when)\b", x, re.I)), "")
+    core = re.sub(r"\s+(?:while I'm (?:here|on the phone)|right now)$", "", core)
+    rules = (
+        (r"(?:can|could|may) (?:I|we) (\w+) (.+)", lambda m: f"{_ing(m[1])} {m[2]}"),
+        (r"(?:can|could|may) my (.+?) (get|have) (.+)", lambda m: f"your {m[1]} {_ing(m[2])} {m[3]}"),
+        (r"how do I (\w+) (.+)", lambda m: f"{_ing(m[1])} {m[2]}"),
+        (r"who do I talk to about (.+)", lambda m: f"who to talk to about {m[1]}"),
+        (r"do you (\w+) (.+)", lambda m: f"whether we {m[1]} {m[2]}"),
+        (r"is there (.+)", lambda m: f"whether there's {m[1]}"),
+        (r"when does (.+) (close|open|end|start)", lambda m: f"when {m[1]} {m[2]}s"),
+    )
+    for pat, make in rules:
+        m = re.fullmatch(pat, core, re.I)
+        if m:                       # the caller's words said back: "my bill" -> "your bill"
+            return make([m.group(0)] + [_yours(g) for g in m.groups()])
+    return ""

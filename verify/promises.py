@@ -38,7 +38,7 @@ _CONDITION = re.compile(r"^\s*(?:\w+,\s*)?(?:if|unless|in case|should)\b|\bif (?
                         r"\b(?:instead|from now on|going forward|in (?:the )?future|while you're away)\b|"
                         # "I'll send any updates by email": a way of keeping in touch
                         r"\b(?:send|email|text|message) (?:you )?(?:any |all )?(?:updates|news|"
-                        r"anything)\b|"
+                        r"anything|everything (?:by|through|via))\b|"
                         # "I'll send letters only to the address we confirm today": a rule for
                         # what gets sent, not a thing to send
                         r"\b(?:send|email|text|mail|message) \w+ only (?:to|by|via)\b",
@@ -50,8 +50,9 @@ _DONE_VERB = re.compile(r"\bI(?:'ve| have)? (?:just |also |now )?(?:sent|emailed
                         r"scheduled|arranged|requested|submitted|made)\b|\b(?:is|are|has been|have "
                         r"been) (?:on (?:its|their) way|sent|booked|added|set up|noted)\b", re.I)
 _FOLLOW_UP = re.compile(r"\bas promised\b|\bas I said I would\b|\b(?:your|that) other "
-                        r"(?:question|request)\b|\bfrom earlier\b|\byou (?:also )?asked about\b|"
-                        r"\bbefore I forget\b|\blike I said earlier\b", re.I)
+                        r"(?:question|request)\b|\bfrom earlier\b|\byou (?:also )?asked (?:earlier )?about\b|"
+                        r"\bbefore I forget\b|\blike I said earlier\b|\bhaven't forgotten\b|"
+                        r"\byour question (?:about|on)\b", re.I)
 # words that name no particular thing promised
 _GENERIC = content_words("send email text message you your the details link info information "
                          "steps after this call once done finish finished right now today end")
