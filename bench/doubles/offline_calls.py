@@ -9,6 +9,7 @@ from pathlib import Path
 from bargein.generators.conversation import RuleAgents, _run_sync, simulate
 from bargein.generators.scenarios import generate_scenarios
 from bargein.records import Conversation, Scenario
+from bargein.records.plan import Recovery
 
 
 def scenario_batch(n: int, seed: int, workdir: Path) -> list[Scenario]:
@@ -21,3 +22,15 @@ def scenario_batch(n: int, seed: int, workdir: Path) -> list[Scenario]:
 def run(scn: Scenario, seed: int = 0) -> Conversation:
     """One offline conversation of ``scn`` (rule agents, a seeded RNG)."""
     return _run_sync(simulate(scn, random.Random(seed), RuleAgents(scn)))
+
+
+def run_busy(scn: Scenario, seed: int = 0, rate: float = 0.6) -> Conversation:
+    """``run`` with the caller cutting in at ``rate`` (more interruption points a call)."""
+    return run(scn.with_(intent=scn.intent.with_(interruption_rate=rate, id=""), id=""), seed)
+
+
+def cut_recovery(text: str, heard: str) -> Recovery:
+    """The recovery record of a ``normal`` cut-in that left ``heard`` of ``text`` said."""
+    return Recovery(type="normal", message_index=1, planned_text=text, heard_text=heard,
+                    remainder=text[len(heard):], interjection="Oh, by the way ...",
+                    content_start=0, detail={})

@@ -20,9 +20,8 @@ from bargein.generators.plan_state import question_kind
 from bargein.generators.planner_cut import place_cut, resume_text
 from bargein.generators.rubric import rule_rubric
 from bargein.records import Conversation, Scenario
-from bargein.records.plan import Recovery
 from bargein.verify.checks import run_checks
-from doubles.offline_calls import run, scenario_batch  # noqa: E402
+from doubles.offline_calls import cut_recovery, run_busy, scenario_batch  # noqa: E402
 
 _SENT = re.compile(r"(?<=[.!?])\s+")
 
@@ -34,14 +33,8 @@ def scenarios(tmp_path_factory) -> list[Scenario]:
 
 @pytest.fixture(scope="module")
 def convs(scenarios) -> list[Conversation]:
-    return [run(s.with_(intent=s.intent.with_(interruption_rate=0.6, id=""), id=""), n)
-            for n, s in enumerate(scenarios)]
+    return [run_busy(s, n) for n, s in enumerate(scenarios)]
 
-
-def _rec(text: str, heard: str) -> Recovery:
-    return Recovery(type="normal", message_index=1, planned_text=text, heard_text=heard,
-                    remainder=text[len(heard):], interjection="Oh, by the way ...",
-                    content_start=0, detail={})
 
 
 def test_a_cut_right_after_a_full_stop_resumes_with_the_next_sentence():
@@ -50,10 +43,10 @@ def test_a_cut_right_after_a_full_stop_resumes_with_the_next_sentence():
     text = ("Ryan Powell could see you on Monday, May 19, 2025 at 3:00 PM. After the meeting, we "
             "bill the consultation at a fixed 120 dollars for 30 minutes.")
     heard = text[:text.index(" After")]
-    assert resume_text(text, _rec(text, heard)).startswith("After the meeting")
+    assert resume_text(text, cut_recovery(text, heard)).startswith("After the meeting")
     # the heard sentence ends with an abbreviation's stop: no sentence end, started afresh
     dr = "Your visit is with Dr. Payne on Friday at nine in the morning."
-    assert resume_text(dr, _rec(dr, "Your visit is with Dr.")) == dr
+    assert resume_text(dr, cut_recovery(dr, "Your visit is with Dr.")) == dr
 
 
 def test_a_nod_never_falls_inside_a_question():
@@ -178,7 +171,7 @@ def test_nothing_is_texted_to_a_lost_phone():
             if "lost" not in s.goal.description or "phone" not in s.goal.description:
                 continue
             for k in range(2):
-                c = run(s.with_(intent=s.intent.with_(interruption_rate=0.6, id=""), id=""), k)
+                c = run_busy(s, k)
                 calls += 1
                 for m in c.messages:
                     if m.role == "assistant":
@@ -265,7 +258,7 @@ def test_the_step_of_suspending_a_lost_phone_and_blocking_it_is_done_in_the_call
             if s.goal.name != "report_lost_phone":
                 continue
             for k in range(2):
-                c = run(s.with_(intent=s.intent.with_(interruption_rate=0.6, id=""), id=""), k)
+                c = run_busy(s, k)
                 if c.outcome != "resolved":
                     continue
                 calls += 1
@@ -387,7 +380,7 @@ def test_a_reason_the_caller_gave_is_not_asked_for_again_and_the_offer_is_made()
                 continue
             facts = {f.key: f.value for f in s.kb.user_facts}
             for k in range(3):
-                c = run(s.with_(intent=s.intent.with_(interruption_rate=0.6, id=""), id=""), k)
+                c = run_busy(s, k)
                 calls += 1
                 said = False
                 for m in c.messages:

@@ -18,9 +18,8 @@ from bargein.generators.planner_cut import resume_text
 from bargein.generators.planner_text import _unheard_price
 from bargein.generators.rubric import rule_rubric
 from bargein.generators.workflow import check_stages
-from doubles.offline_calls import run, scenario_batch  # noqa: E402
+from doubles.offline_calls import cut_recovery, run_busy, scenario_batch  # noqa: E402
 from bargein.records import Conversation, Scenario
-from bargein.records.plan import Recovery
 
 _MONEY = re.compile(r"\$\d[\d,]*(?:\.\d\d)?")
 
@@ -32,14 +31,8 @@ def scenarios(tmp_path_factory) -> list[Scenario]:
 
 @pytest.fixture(scope="module")
 def convs(scenarios) -> list[Conversation]:
-    return [run(s.with_(intent=s.intent.with_(interruption_rate=0.6, id=""), id=""), n)
-            for n, s in enumerate(scenarios)]
+    return [run_busy(s, n) for n, s in enumerate(scenarios)]
 
-
-def _rec(text: str, heard: str) -> Recovery:
-    return Recovery(type="normal", message_index=1, planned_text=text, heard_text=heard,
-                    remainder=text[len(heard):], interjection="Oh, by the way ...",
-                    content_start=0, detail={})
 
 
 def test_a_cut_in_a_later_clause_resumes_that_clause_not_the_whole_sentence():
@@ -47,17 +40,17 @@ def test_a_cut_in_a_later_clause_resumes_that_clause_not_the_whole_sentence():
     can | add ..." -- the recovery said the whole sentence again, reworded (seed 7373, #50/#51)."""
     text = ("Your Standard plan allows up to five profiles, and you have room for one more, so we "
             "can add a profile today without changing the price.")
-    assert resume_text(text, _rec(text, text[:text.index("add a")])) == \
+    assert resume_text(text, cut_recovery(text, text[:text.index("add a")])) == \
         "We can add a profile today without changing the price."
     # cut in the first clause: the sentence from its start, as before
-    assert resume_text(text, _rec(text, "Your Standard plan allows")) == text
+    assert resume_text(text, cut_recovery(text, "Your Standard plan allows")) == text
     # a list's noun phrase is no clause to start at ("and | last year's return")
     listed = "The checklist covers read-only bank access, and last year's return, all through the portal."
-    assert resume_text(listed, _rec(listed, "The checklist covers read-only bank access, and last year's")) \
+    assert resume_text(listed, cut_recovery(listed, "The checklist covers read-only bank access, and last year's")) \
         == listed
     # nor a clause that points back ("and it ...")
     back = "We checked the parcel at the depot this morning, and it is already on the van to you."
-    assert resume_text(back, _rec(back, "We checked the parcel at the depot this morning, and it is")) \
+    assert resume_text(back, cut_recovery(back, "We checked the parcel at the depot this morning, and it is")) \
         == back
 
 
