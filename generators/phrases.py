@@ -184,6 +184,15 @@ def tidy(text: str) -> str:
                   or " of " in f" {m.group(1)}" else f"{m.group(1)} " + {
                       "matters": "matter", "seems": "seem", "looks": "look", "is needed": "are needed",
                       "is required": "are required", "is": "are", "bothers": "bother"}[m.group(2)], text)
+    # "a thirty dollars fee" (a spoken amount before a noun; seed 4242): "a thirty-dollar fee"
+    num = (r"(?:\d[\d,.]*|(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+           r"thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|"
+           r"fifty|sixty|seventy|eighty|ninety|hundred|thousand|and)(?:[- ](?:one|two|three|four|"
+           r"five|six|seven|eight|nine|ten|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
+           r"hundred|thousand|and))*)")
+    text = re.sub(r"\b([Aa]n?) (" + num + r") dollars (fee|charge|deductible|credit|"
+                  r"discount|penalty|deposit|surcharge|difference|refund)\b",
+                  lambda m: f"{m.group(1)} {m.group(2)}-dollar {m.group(3)}", text)
     for _ in range(3):       # edits that overlap ("is" at a sentence start: its capital and its
         issues = grammar_issues(text)     # agreement, once made "Ire") are made one pass apart
         if not issues:

@@ -36,7 +36,7 @@ from bargein.generators.planner_cut import place_cut, resume_text, unheard_quest
 from bargein.generators.planner_text import (  # noqa: F401  (re-exported as above)
     _ACTS, _AMOUNT, _CALLER_TASK, _DONE, _IF_DECLINED, _UNSURE, _drop_declined, leans_back,
     _essential, _offer_taken, _offered_words, _question, _readable, _trimmed, _unheard_price, alternative_step,
-    request_topic,
+    request_topic, short_version,
     drop_unfounded, sensitive_key,
 )
 from bargein.records import Scenario
@@ -437,6 +437,8 @@ class RulePlanner(CallerRounds):
             if q:
                 return cut.model_copy(update={"text": q, "kind": "ask"}), None
             unit, transition, _ = self._next_unit(st, rng)
+            if unit.text and not unit.purpose:      # the short version the caller asked for
+                unit = unit.model_copy(update={"text": short_version(unit.text)})
             price = _unheard_price(cut.text, len(rec.heard_text) - rec.content_start)
             at = cut.text.find(price) if price else -1
             if 0 <= at < len(rec.heard_text) - rec.content_start:

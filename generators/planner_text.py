@@ -413,3 +413,21 @@ def request_topic(question: str) -> str:
         if m:                       # the caller's words said back: "my bill" -> "your bill"
             return make([m.group(0)] + [_yours(g) for g in m.groups()])
     return ""
+
+
+# a sentence that only explains why ("Morning flights on this route fill up quickly, so knowing
+# that helps me find the best option", "Since a single wrong digit can send it back to the
+# depot, ..."): what an impatient caller asked to skip (hand reads of seeds 6161 and 7070)
+_WHY_ONLY = re.compile(r"^\W*(?:since|because|that way|this way)\b|\b(?:so knowing|helps me|tend to|"
+                       r"tends to|fill up|which means|that's why|so that|so there are no|just so)\b", re.I)
+_KEEPS = re.compile(r"\?|\d|[$\u20ac\u00a3]|\bI(?:'ve| have|'m| am|'ll| will)\b|\byou(?:'ll| will) "
+                    r"(?:need|have|get|pay|receive)\b|\bplease\b", re.I)
+
+
+def short_version(text: str) -> str:
+    """``text`` without its sentences that only explain why, for a caller who asked to skip
+    ahead; the questions, amounts, actions and requests stay (and the whole text, if nothing
+    else would)."""
+    sents = re.split(r"(?<=[.!?])\s+", text.strip())
+    kept = [x for x in sents if _KEEPS.search(x) or not _WHY_ONLY.search(x)]
+    return " ".join(kept) if kept else text

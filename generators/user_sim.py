@@ -318,7 +318,7 @@ class RuleUser:
         if t == "filler":
             return rng.choice(P.bank("user", "filler"))
         if t == "impatient":
-            return impatient_line(heard_content, self.context, rng)
+            return impatient_line(heard_content, self.context, rng, persona=up.persona)
         if t == "correction":
             # "Hang on, the phone number is wrong" only of a value the caller heard the agent say
             # (a hand read of seed 8585: said before the agent got to the number)
@@ -362,7 +362,13 @@ _OPENING = re.compile(r"^(?:(?:oh|sorry|wait|hmm|quick thing|random question|ran
 
 
 # impatience that claims the caller heard it before, or read it somewhere: only where true
-_REPEAT_CLAIM = re.compile(r"twice|the first time|heard this already|heard all this", re.I)
+_REPEAT_CLAIM = re.compile(r"twice|the first time|heard this already|heard all this|heard this before",
+                           re.I)
+# a claim of experience ("I've done this before") from a caller whose profile says they are new
+# to it or careful (a hand read of seed 4242: an "anxious first-timer" who has "done this before")
+_EXPERT_CLAIM = re.compile(r"done this before|familiar with|know all that|got the gist|heard this before|"
+                           r"know how this works", re.I)
+_NOVICE = re.compile(r"first-timer|unsure of the process|careful and thorough|anxious", re.I)
 # a claim to know it already: said of an explanation, never of a status read from the record
 # ("Robert Osborne's record is up on my screen. | Right, right, I know all that"; seed 2929)
 _READ_CLAIM = re.compile(r"\bemail\b|website|read all|know all that|heard this|familiar with|"
@@ -390,7 +396,8 @@ def _before_value(message: str, content_start: int, up: UserPlan) -> int | None:
 _MANNER = frozenset("please skip short shorter quick quickly speed move just".split())
 
 
-def impatient_line(heard_content: str, context: tuple[str, ...], rng: random.Random) -> str:
+def impatient_line(heard_content: str, context: tuple[str, ...], rng: random.Random,
+                   persona: str = "") -> str:
     """An impatient cut-in that fits what was heard: "I understood the first time" only about
     something said before, "I read that in the email" never about a records check, "let's just
     do it" only while something is still to be done."""
@@ -399,7 +406,8 @@ def impatient_line(heard_content: str, context: tuple[str, ...], rng: random.Ran
     said_before = any(g in " ".join(c.lower().split()) for c in context[-6:] for g in grams)
     cores = [c for c in P.bank("user", "impatient_core")
              if (said_before or not _REPEAT_CLAIM.search(c))
-             and not (_READ_CLAIM.search(c) and _RECORDS.search(heard_content))]
+             and not (_READ_CLAIM.search(c) and _RECORDS.search(heard_content))
+             and not (_EXPERT_CLAIM.search(c) and _NOVICE.search(persona))]
     tails = [t for t in P.bank("user", "impatient_core_tail")
              if not (_ACTION_TAIL.search(t) and not _PENDING.search(heard_content))]
     before = " ".join(context).lower()      # a caller does not repeat their own words ("What's

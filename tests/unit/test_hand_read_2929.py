@@ -441,3 +441,24 @@ def test_every_side_answer_the_verifier_reads_as_a_promise_is_one_the_planner_ke
     assert len(answers) > 300
     missed = [a for a in answers if _promises(a) and not promises_in(a)]
     assert not missed, missed[:5]
+
+
+def test_hand_read_4242_small_things():
+    """Seed 4242: "a thirty dollars fee"; "I'll send you how to book one"; "I don't have a car"
+    in a vehicle registration; an "anxious first-timer" who has "done this before"; "I'm
+    required to check your date of birth on every call" and then an alternative to it."""
+    from bargein.generators.user_sim import impatient_line
+    assert P.tidy("There is a thirty dollars fee for that.") == "There is a thirty-dollar fee for that."
+    assert P.tidy("You pay thirty dollars for the fee.") == "You pay thirty dollars for the fee."
+    pairs = [a for key in P.bank_keys("pairs") for p in P.bank("pairs", key)
+             if isinstance(p, dict) for a in ([p.get("assistant")] if isinstance(p.get("assistant"), str)
+                                              else p.get("assistant") or [])]
+    assert not [a for a in pairs if re.search(r"\b(?:send|email|text) you how to\b", a)]
+    car = [p for p in P.bank("pairs", "normal_constraint.government") if "have a car" in p["user"]]
+    assert car and all(re.search(car[0]["unless"], "Renew a vehicle registration") for _ in car)
+    for seed in range(80):
+        line = impatient_line("The fee covers the stop for six months, and", (), random.Random(seed),
+                              persona="anxious first-timer; unsure of the process")
+        assert not re.search(r"done this before|familiar with|know all that|heard this before", line), line
+    assert not any("required to check {obj} on every call" in w
+                   for w in P.bank("assistant", "recover_pb_why_requirement"))
