@@ -21,6 +21,9 @@ from bargein.records.plan import Recovery, RoundPlan, Unit, UnitKind, UserAction
 
 
 MIN_MESSAGES, MAX_MESSAGES = 19, 40
+# a slip is made only while the call has room to put it right: one made at message 27 of 40 was
+# never corrected (the last rounds belong to the goal) and the call was discarded (seed 11)
+SLIP_ROOM = 16
 EDGE_WORDS = 3                      # a cut keeps >= 3 content words heard and >= 3 words unheard
 MIN_CUT_WORDS = 10                  # shorter content is not interrupted
 EXPLANATION_WORDS = 12              # impatience needs something to skip
@@ -450,7 +453,8 @@ class ConversationState:
         if fact is None:
             return None
         corr = self.correction(key)
-        if corr is not None and key not in self.corrected and key not in self.checked_keys():
+        if corr is not None and key not in self.corrected and key not in self.checked_keys() \
+                and MAX_MESSAGES - self.n_messages >= SLIP_ROOM:
             return corr.first_value
         return spoken(fact)
 

@@ -375,7 +375,8 @@ _READ_CLAIM = re.compile(r"\bemail\b|website|read all|know all that|heard this|f
                          r"got the gist|done this before|been through this", re.I)
 _RECORDS = re.compile(r"\b(?:I have|I see|I've found|I'm looking at|our records|on file|it shows|"
                       r"shows|there's a|registered to|your account has|record is|is up on|"
-                      r"on my screen|pulled up|I've got your)\b", re.I)
+                      r"on my screen|pulled up|I've got your|I've|now in place|is active|is done|"
+                      r"is set up|has been)\b", re.I)      # nor of work just reported done
 _ACTION_TAIL = re.compile(r"just do it", re.I)
 _PENDING = re.compile(r"\b(?:I can|we can|I could|we could|I'll|I'm going to|I'd like to|shall I|"
                       r"let me)\b", re.I)
