@@ -148,7 +148,8 @@ def be_for(label: str) -> str:
 
 # the noun is the object of a gerund, which is the subject: "asking for the last four digits is
 # what would stop them" (a hand read of seed 7070: repaired to "are")
-_GERUND_LEAD = re.compile(r"(?:^|[.!?,]\s+)[A-Z]?[a-z]+ing\b[^.!?,]*$")   # "Giving you the ..."
+_GERUND_LEAD = re.compile(r"(?:^|[.!?,]\s+)(?:[A-Z]?[a-z]+ing|(?:All|What) (?:I|we) (?:do|need|use) "
+                          r"(?:with|is))\b[^.!?,]*$")   # "Giving you the ...", "All I do with the ..."
 _GERUND_BEFORE = re.compile(r"\b[a-z]+ing (?:for|about|with|of|to|on|in)\b(?:\s+[a-z]+){0,3}\s*$|"
                             r"(?:^|[.!?,]\s+)[A-Z]?[a-z]+ing\s*$")
 

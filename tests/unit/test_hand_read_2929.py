@@ -511,3 +511,17 @@ def test_nobody_claims_to_know_what_was_just_reported_done():
         line = impatient_line("Alright, all noted. The stop payment is now in place on check 2098. The",
                               (), random.Random(seed))
         assert not re.search(r"know all that|heard this|familiar with|got the gist", line), line
+
+
+def test_hand_read_3535_small_things():
+    """Seed 3535: "All I do with the last four digits of your card are match it to your file";
+    "before we change the booking" in a delayed-bag report; "so I pull up the right record"."""
+    from bargein.generators.catalogue_loader import load_catalogue
+    assert P.fill("All I do with {obj} is match it to your file.",
+                  obj="the last four digits of your card").endswith("your card is match it to your file.")
+    text = str(load_catalogue())
+    assert "Before we change the booking, can you confirm" not in text
+    from bargein.generators.rewordings import groups
+    wordings = [w for g in groups() for w in g.wordings]
+    assert not [w for w in wordings if "so I pull up" in w]
+    assert not [w for w in wordings if "trip you're calling about" in w and "change the booking" in w]
