@@ -443,6 +443,8 @@ def _own_attribute(label: str) -> bool:
 
 
 _THANKS = re.compile(r"^\W*(?:thanks|thank you)\b", re.I)
-_THANKS_ALONE = re.compile(r"^\W*(?:[a-z]+(?: [a-z]+)?,?\s+){0,2}(?:thanks|thank you)"
+_THANKS_ALONE = re.compile(r"^\W*(?:(?:okay|alright|all right|great|perfect|lovely|right|good|got it|"
+                           r"brilliant|fine|wonderful|sure|and|yes|noted|understood),?\s+){0,2}"
+                           r"(?:thanks|thank you)"
                            r"(?: so much| very much| for that)?(?:,\s+[A-Z][a-z'-]+)?[.!]$", re.I)
 

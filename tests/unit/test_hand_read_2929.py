@@ -109,6 +109,10 @@ def test_a_correction_says_the_agent_had_it_wrong_only_after_the_agent_said_it(c
 
 def test_thanks_are_said_once_at_the_start_of_a_turn(convs):
     """"Alright, thanks for that. Thank you, Sheila." (seed 8585, [8])."""
+    from bargein.generators.assistant_sim import _THANKS_ALONE
+    assert _THANKS_ALONE.match("Alright, thanks for that.") and _THANKS_ALONE.match("Okay, great, thanks.")
+    # a sentence that says something besides the thanks is kept ("I have Sheila Weaver, thanks.")
+    assert not _THANKS_ALONE.match("I have Sheila Weaver, thanks.")
     seen = 0
     for c in convs:
         for m in c.messages:
